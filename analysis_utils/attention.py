@@ -232,7 +232,11 @@ def extract_attention(
         with open(maps_path, "wb") as fh:
             fh.truncate(total * np.dtype(STORE_DTYPE).itemsize)
 
-    maps = np.memmap(maps_path, dtype=STORE_DTYPE, mode="r+", shape=(total,))
+    # Written with positioned writes, not through a memmap: the maps never become part of this
+    # process's resident memory. Data reach the OS before progress.json names them, so a killed
+    # process resumes correctly (durability against power loss is not attempted).
+    fd = os.open(maps_path, os.O_WRONLY)
+    itemsize = np.dtype(STORE_DTYPE).itemsize
     todo = np.array([i for i in range(len(inputs)) if i not in done], dtype=np.int64)
     pad_id = loaded.tokenizer.pad_token_id or 0
     model, device = loaded.model, loaded.device
@@ -240,35 +244,35 @@ def extract_attention(
     pending: list[int] = []
 
     def flush() -> None:
-        maps.flush()
         done.update(pending)
         pending.clear()
         _atomic_write_text(progress_path, json.dumps({"done": sorted(done)}))
 
     bar = tqdm(total=len(inputs), initial=len(done), desc=desc, disable=not progress,
                unit="input")
-    with torch.inference_mode():
-        for batch in _batches(lengths, todo, max_tokens, max_batch):
-            enc = _collate([inputs[i] for i in batch], pad_id, device)
-            out = model(**enc, output_attentions=True)
-            atts = out.attentions
-            if not atts:
-                raise RuntimeError("the model returned no attentions; load it with "
-                                   "attn_implementation='eager' (models.load_model does)")
-            # (layers, batch, heads, n, n) in float16 on the model's device, then to CPU once.
-            stacked = torch.stack(atts).to(torch.float16).cpu().numpy()
-            for b, i in enumerate(batch):
-                n = int(lengths[i])
-                view = maps[offsets[i]: offsets[i] + sizes[i]].reshape(L, H, n, n)
-                view[...] = stacked[:, b, :, :n, :n]
-                pending.append(i)
-            bar.update(len(batch))
-            if time.perf_counter() - last_flush > flush_every_s:
-                flush()
-                last_flush = time.perf_counter()
-    bar.close()
-    flush()
-    del maps
+    try:
+        with torch.inference_mode():
+            for batch in _batches(lengths, todo, max_tokens, max_batch):
+                enc = _collate([inputs[i] for i in batch], pad_id, device)
+                out = model(**enc, output_attentions=True)
+                if not out.attentions:
+                    raise RuntimeError("the model returned no attentions; load it with "
+                                       "attn_implementation='eager' (models.load_model does)")
+                # (layers, batch, heads, n, n) as float16 on the model's device, one CPU copy.
+                stacked = torch.stack(out.attentions).to(torch.float16).cpu().numpy()
+                for b, i in enumerate(batch):
+                    n = int(lengths[i])
+                    block = np.ascontiguousarray(stacked[:, b, :, :n, :n])
+                    os.pwrite(fd, block.tobytes(), int(offsets[i]) * itemsize)
+                    pending.append(i)
+                bar.update(len(batch))
+                if time.perf_counter() - last_flush > flush_every_s:
+                    flush()
+                    last_flush = time.perf_counter()
+            flush()
+    finally:
+        os.close(fd)
+        bar.close()
     manifest["wall_time_s"] = round(time.perf_counter() - t0, 3)
     _atomic_write_text(manifest_path, json.dumps(manifest))
     _atomic_write_text(root / "COMPLETE", key)

