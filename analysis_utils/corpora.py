@@ -1,0 +1,408 @@
+"""Typed readers for the gold corpora: CoNLL-U treebanks (UD English-EWT, OntoGUM) and WikiText-2 raw,
+plus the paragraph-pair segments of Clark et al. (2019) Section 3.
+
+- ``read_conllu(path) -> list[Sentence]``: parsed with the ``conllu`` package, validated (10 columns,
+  integer heads in range, exactly one root, no cycle); errors are ``CorpusFormatError`` naming
+  the file and line.
+- ``read_wikitext(path) -> list[Article]``: WikiText-2 raw layout, detokenised paragraphs.
+- ``make_segments(articles, tokenizer, ...) -> SegmentSet``: sampled consecutive paragraph pairs,
+  encoded by the model's own tokenizer as a text pair.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import statistics
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import conllu
+import numpy as np
+
+
+class CorpusFormatError(ValueError):
+    """A corpus file breaks its format; the message names the file, the line and what was expected."""
+
+
+# --------------------------------------------------------------------------- CoNLL-U
+
+
+@dataclass(frozen=True)
+class Sentence:
+    """One CoNLL-U sentence, as syntactic words (multiword tokens expanded, empty nodes skipped).
+
+    ``heads`` follow UD: 1-based word index, 0 = root. ``multiword`` holds (first word index,
+    last word index inclusive, surface form) with 0-based indices into ``words``. ``feats`` and
+    ``misc`` are the ``conllu`` package's dicts (None for ``_``). ``line`` is the 1-based line of
+    the sentence's first line (comments included) in ``source``.
+    """
+
+    sent_id: str
+    text: str | None
+    words: tuple[str, ...]
+    upos: tuple[str, ...]
+    heads: tuple[int, ...]
+    deprels: tuple[str, ...]
+    feats: tuple[dict | None, ...]
+    misc: tuple[dict | None, ...]
+    multiword: tuple[tuple[int, int, str], ...]
+    doc_id: str | None
+    source: str
+    line: int
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+    @property
+    def root(self) -> int:
+        """0-based index of the root word."""
+        return self.heads.index(0)
+
+
+_ID_INT = re.compile(r"^[1-9][0-9]*$")
+_ID_RANGE = re.compile(r"^([1-9][0-9]*)-([1-9][0-9]*)$")
+_ID_EMPTY = re.compile(r"^[0-9]+\.[1-9][0-9]*$")
+
+
+def _blocks(path: Path):
+    """Yield (first line number, [(line number, text)]) per blank-line separated block."""
+    block: list[tuple[int, str]] = []
+    with open(path, encoding="utf-8") as fh:
+        for no, raw in enumerate(fh, start=1):
+            line = raw.rstrip("\r\n")
+            if line.strip() == "":
+                if block:
+                    yield block[0][0], block
+                    block = []
+            else:
+                block.append((no, line))
+    if block:
+        yield block[0][0], block
+
+
+def _validate_tree(heads: list[int], lines: list[int], where) -> None:
+    n = len(heads)
+    roots = [i for i, h in enumerate(heads) if h == 0]
+    if not roots:
+        raise CorpusFormatError(f"{where(lines[0])}: sentence has no root (expected exactly one word "
+                                f"with HEAD 0)")
+    if len(roots) > 1:
+        raise CorpusFormatError(f"{where(lines[roots[1]])}: more than one root (words "
+                                f"{', '.join(str(r + 1) for r in roots)} have HEAD 0; expected exactly one)")
+    state = [0] * n  # 0 unseen, 1 on current path, 2 reaches the root
+    for start in range(n):
+        path = []
+        i = start
+        while i >= 0 and state[i] == 0:
+            state[i] = 1
+            path.append(i)
+            i = heads[i] - 1
+        if i >= 0 and state[i] == 1:
+            cycle = path[path.index(i):]
+            raise CorpusFormatError(f"{where(lines[i])}: cycle in the dependency tree through words "
+                                    f"{' -> '.join(str(c + 1) for c in cycle)} -> {i + 1} "
+                                    f"(expected every word to reach the root)")
+        for j in path:
+            state[j] = 2
+
+
+def _parse_block(path: Path, first: int, block, doc_id, where) -> tuple[Sentence, str | None]:
+    word_lines: list[int] = []
+    heads: list[int] = []
+    mw_raw: list[tuple[int, int, str, int]] = []
+    for no, line in block:
+        if line.startswith("#"):
+            continue
+        cols = line.split("\t")
+        if len(cols) != 10:
+            raise CorpusFormatError(f"{where(no)}: {len(cols)} tab-separated columns, expected 10 "
+                                    f"(ID FORM LEMMA UPOS XPOS FEATS HEAD DEPREL DEPS MISC)")
+        tid = cols[0]
+        if _ID_INT.match(tid):
+            expected = len(word_lines) + 1
+            if int(tid) != expected:
+                raise CorpusFormatError(f"{where(no)}: word ID {tid}, expected {expected} "
+                                        f"(word IDs must run 1, 2, ... in order)")
+            try:
+                head = int(cols[6])
+            except ValueError:
+                raise CorpusFormatError(f"{where(no)}: HEAD {cols[6]!r} is not an integer "
+                                        f"(expected 0 for the root or a word ID)") from None
+            word_lines.append(no)
+            heads.append(head)
+        elif m := _ID_RANGE.match(tid):
+            a, b = int(m.group(1)), int(m.group(2))
+            if b < a:
+                raise CorpusFormatError(f"{where(no)}: multiword range {tid} ends before it starts")
+            mw_raw.append((a, b, cols[1], no))
+        elif _ID_EMPTY.match(tid):
+            continue
+        else:
+            raise CorpusFormatError(f"{where(no)}: ID {tid!r} is not a word ID, a range N-M or an "
+                                    f"empty node N.M")
+    if not word_lines:
+        raise CorpusFormatError(f"{where(first)}: sentence has no word lines")
+    n = len(heads)
+    for h, no in zip(heads, word_lines, strict=True):
+        if not 0 <= h <= n:
+            raise CorpusFormatError(f"{where(no)}: HEAD {h} out of range (expected 0..{n} for a "
+                                    f"sentence of {n} words)")
+    for a, b, _form, no in mw_raw:
+        if b > n:
+            raise CorpusFormatError(f"{where(no)}: multiword range {a}-{b} exceeds the {n} words")
+    _validate_tree(heads, word_lines, where)
+
+    text = "\n".join(line for _no, line in block) + "\n\n"
+    try:
+        parsed = conllu.parse(text)
+    except Exception as exc:  # conllu raises ParseException and assorted ValueErrors
+        raise CorpusFormatError(f"{where(first)}: the conllu parser rejected the sentence starting "
+                                f"here: {exc}") from exc
+    if len(parsed) != 1:
+        raise CorpusFormatError(f"{where(first)}: expected one sentence in this block, the conllu "
+                                f"parser found {len(parsed)}")
+    tl = parsed[0]
+    meta = tl.metadata
+    if "newdoc id" in meta:
+        doc_id = meta["newdoc id"]
+    elif "newdoc" in meta:
+        doc_id = None
+    words = [t for t in tl if isinstance(t["id"], int)]
+    sent = Sentence(
+        sent_id=meta.get("sent_id") or f"{path.name}:{first}",
+        text=meta.get("text"),
+        words=tuple(t["form"] for t in words),
+        upos=tuple(t["upos"] for t in words),
+        heads=tuple(heads),
+        deprels=tuple(t["deprel"] for t in words),
+        feats=tuple(t["feats"] for t in words),
+        misc=tuple(t["misc"] for t in words),
+        multiword=tuple((a - 1, b - 1, form) for a, b, form, _no in mw_raw),
+        doc_id=doc_id,
+        source=str(path),
+        line=first,
+    )
+    return sent, doc_id
+
+
+def read_conllu(path: str | os.PathLike) -> list[Sentence]:
+    """All sentences of a CoNLL-U file, validated; raises ``CorpusFormatError`` with file:line."""
+    path = Path(path)
+
+    def where(no: int) -> str:
+        return f"{path}:{no}"
+
+    out: list[Sentence] = []
+    doc_id: str | None = None
+    try:
+        for first, block in _blocks(path):
+            sent, doc_id = _parse_block(path, first, block, doc_id, where)
+            out.append(sent)
+    except UnicodeDecodeError as exc:
+        raise CorpusFormatError(f"{path}: not UTF-8 ({exc})") from exc
+    return out
+
+
+# --------------------------------------------------------------------------- WikiText-2
+
+
+@dataclass(frozen=True)
+class Paragraph:
+    """One detokenised WikiText paragraph; ``section`` is the innermost heading above it (None
+    before the article's first section heading); ``raw`` the WikiText-tokenised line."""
+
+    text: str
+    section: str | None
+    raw: str = ""
+
+
+@dataclass(frozen=True)
+class Article:
+    title: str
+    paragraphs: list[Paragraph] = field(default_factory=list)
+
+
+_HEADING = re.compile(r"^ (=(?: =)*) (.*?) \1 ?$")
+_ATTACH_LEFT = {",", ".", ";", ":", "!", "?", ")", "]", "}", "%", "'s", "'S", "n't", "N'T", "'re",
+                "'ve", "'ll", "'d", "'m", "'RE", "'VE", "'LL", "'D", "'M"}
+_ATTACH_RIGHT = {"(", "[", "{", "$", "£", "€", "#"}
+
+
+def detokenize_wikitext(text: str) -> str:
+    """Undo WikiText tokenisation: ``@-@``/``@,@``/``@.@`` joins, spaces before closing punctuation
+    and clitics (``'s``, ``n't``, ...), after opening brackets and currency signs; straight double
+    quotes alternate open/close within the paragraph."""
+    text = text.strip()
+    for a, b in ((" @-@ ", "-"), (" @,@ ", ","), (" @.@ ", ".")):
+        text = text.replace(a, b)
+    out: list[str] = []
+    glue_next = False
+    quote_open = False
+    for tok in text.split():
+        if tok == '"':
+            if quote_open:  # closing quote attaches to the previous word
+                quote_open = False
+                if out:
+                    out[-1] += tok
+                else:
+                    out.append(tok)
+                glue_next = False
+            else:
+                quote_open = True
+                if glue_next and out:
+                    out[-1] += tok
+                else:
+                    out.append(tok)
+                glue_next = True
+            continue
+        if out and (glue_next or tok in _ATTACH_LEFT):
+            out[-1] += tok
+        else:
+            out.append(tok)
+        glue_next = tok in _ATTACH_RIGHT
+    return " ".join(out)
+
+
+def read_wikitext(path: str | os.PathLike) -> list[Article]:
+    """Articles of a WikiText-2/103 raw file: `` = Title = `` starts an article, `` = = Sec = = ``
+    (any depth) sets the section, blank lines are ignored, every other line is one paragraph."""
+    path = Path(path)
+    articles: list[Article] = []
+    current: Article | None = None
+    section: str | None = None
+    with open(path, encoding="utf-8") as fh:
+        for no, raw in enumerate(fh, start=1):
+            line = raw.rstrip("\r\n")
+            if not line.strip():
+                continue
+            m = _HEADING.match(line)
+            if m:
+                depth = m.group(1).count("=")
+                title = detokenize_wikitext(m.group(2))
+                if depth == 1:
+                    current = Article(title=title, paragraphs=[])
+                    articles.append(current)
+                    section = None
+                else:
+                    section = title
+                continue
+            if current is None:
+                raise CorpusFormatError(f"{path}:{no}: paragraph before the first ' = Title = ' "
+                                        f"heading (expected a WikiText raw file)")
+            current.paragraphs.append(Paragraph(text=detokenize_wikitext(line), section=section,
+                                                raw=line.strip()))
+    return articles
+
+
+# --------------------------------------------------------------------------- segments
+
+
+@dataclass(frozen=True)
+class Segment:
+    """A tokenised paragraph pair: paragraphs ``index`` and ``index + 1`` of ``article``.
+
+    ``word_ids`` are the fast tokenizer's word indices, made unique across the pair (the second
+    paragraph's continue after the first's last word in this encoding); None for special tokens.
+    """
+
+    article: str
+    index: int
+    input_ids: tuple[int, ...]
+    token_type_ids: tuple[int, ...]
+    word_ids: tuple[int | None, ...]
+    tokens: tuple[str, ...]
+    truncated: bool = False
+
+    def __len__(self) -> int:
+        return len(self.input_ids)
+
+
+@dataclass
+class SegmentSet:
+    segments: list[Segment]
+    report: dict
+
+    def __len__(self) -> int:
+        return len(self.segments)
+
+    def __iter__(self):
+        return iter(self.segments)
+
+
+def candidate_pairs(articles: list[Article]) -> list[tuple[int, int]]:
+    """(article index, paragraph index) of every consecutive paragraph pair within one article."""
+    return [(a, i) for a, art in enumerate(articles) for i in range(len(art.paragraphs) - 1)]
+
+
+def make_segments(articles: list[Article], tokenizer, n: int = 1000, max_tokens: int = 128,
+                  seed: int = 0, policy: str = "truncate") -> SegmentSet:
+    """Sample ``n`` consecutive paragraph pairs and encode each as a text pair.
+
+    Candidates are all pairs of consecutive paragraphs *within one article*; the two paragraphs may
+    lie in different sections (section headings are skipped), since same-section pairs alone are
+    too few short ones to reach 1,000 in WikiText-2 valid+test (see the data README). Each pair is
+    encoded with ``tokenizer(p1, p2, ...)``, so the model's own special tokens and token-type ids
+    are used. ``policy="truncate"``: ``truncation="longest_first"`` to ``max_tokens`` (as in BERT
+    pre-training), pairs sampled from all candidates; ``policy="skip"``: pairs longer than
+    ``max_tokens`` are dropped before sampling. ``n`` pairs are drawn without replacement with
+    ``numpy.random.default_rng(seed)`` (all of them, recorded in the report, when fewer exist) and
+    returned in corpus order. Same inputs and seed -> identical segments.
+    """
+    if policy not in ("truncate", "skip"):
+        raise ValueError(f"policy must be 'truncate' or 'skip', got {policy!r}")
+    if not getattr(tokenizer, "is_fast", False):
+        raise TypeError("make_segments needs a fast tokenizer (word_ids); load it with use_fast=True")
+    cands = candidate_pairs(articles)
+    firsts = [articles[a].paragraphs[i].text for a, i in cands]
+    seconds = [articles[a].paragraphs[i + 1].text for a, i in cands]
+    full_len = [len(ids) for ids in tokenizer(firsts, seconds, truncation=False, add_special_tokens=True,
+                                              verbose=False)["input_ids"]] if cands else []
+    too_long = [k for k, L in enumerate(full_len) if L > max_tokens]
+    if policy == "skip":
+        long_set = set(too_long)
+        pool = [k for k in range(len(cands)) if k not in long_set]
+    else:
+        pool = list(range(len(cands)))
+    rng = np.random.default_rng(seed)
+    if len(pool) <= n:
+        chosen = list(pool)
+    else:
+        chosen = sorted(int(x) for x in rng.choice(len(pool), size=n, replace=False))
+        chosen = [pool[x] for x in chosen]
+    segments: list[Segment] = []
+    if chosen:
+        enc = tokenizer([firsts[k] for k in chosen], [seconds[k] for k in chosen],
+                        truncation="longest_first" if policy == "truncate" else False,
+                        max_length=max_tokens if policy == "truncate" else None,
+                        return_token_type_ids=True)
+        for row, k in enumerate(chosen):
+            ids = enc["input_ids"][row]
+            wids = enc.word_ids(row)
+            seq = enc.sequence_ids(row)
+            first_words = [w for w, s in zip(wids, seq, strict=True) if s == 0 and w is not None]
+            offset = max(first_words) + 1 if first_words else 0
+            uniq = tuple(None if w is None else (w if s == 0 else w + offset)
+                         for w, s in zip(wids, seq, strict=True))
+            tt = enc.get("token_type_ids")
+            a, i = cands[k]
+            segments.append(Segment(
+                article=articles[a].title, index=i, input_ids=tuple(ids),
+                token_type_ids=tuple(tt[row]) if tt is not None else (0,) * len(ids),
+                word_ids=uniq, tokens=tuple(tokenizer.convert_ids_to_tokens(ids)),
+                truncated=full_len[k] > max_tokens))
+    lengths = [len(s) for s in segments]
+    report = {
+        "policy": policy, "max_tokens": max_tokens, "seed": seed, "n_requested": n,
+        "candidates": len(cands),
+        "over_max_tokens": len(too_long),
+        "eligible": len(pool),
+        "sampled": len(segments),
+        "fewer_than_requested": len(segments) < n,
+        "truncated": sum(s.truncated for s in segments),
+        "skipped": len(too_long) if policy == "skip" else 0,
+        "mean_length": float(np.mean(lengths)) if lengths else 0.0,
+        "median_length": float(statistics.median(lengths)) if lengths else 0.0,
+        "max_length": max(lengths) if lengths else 0,
+    }
+    return SegmentSet(segments=segments, report=report)
