@@ -1,0 +1,680 @@
+"""Section 4.3 of Clark et al. (2019): attention heads as antecedent selectors (Table 2).
+
+Reading OntoGUM (CoNLL-U with CorefUD ``Entity=`` brackets in MISC), cutting documents into
+model-sized windows, and scoring heads and the paper's three baselines. Pure functions: no
+model is run here.
+
+Conventions (decisions the paper leaves open are marked *decision*):
+
+- **Mention head word**: the first word of the span whose syntactic head lies outside the
+  span (or is ROOT). Mention **type** comes from the head word's UPOS: PRON -> pronoun,
+  PROPN -> proper, anything else -> nominal. **Number / person / gender** come from the head
+  word's FEATS, gaps filled from a small pronoun lexicon; non-pronominal mentions are third
+  person; unknown values are ``None`` and agree with anything.
+- **Order** (*decision*): mentions are compared through their head words. An *antecedent*
+  of mention ``m`` is a mention of the same chain whose head word comes strictly before
+  ``m``'s head word (so nested same-chain mentions sharing ``m``'s head word are never
+  antecedents: they could not be predicted, since a word never predicts itself). Baseline
+  candidates are all mentions (any chain) whose head word precedes ``m``'s; "nearest" is the
+  candidate with the latest head word.
+- **Evaluated mentions**: those with at least one antecedent inside the same window.
+- **Head prediction**: the head word of ``m`` predicts the word it attends to most (argmax
+  of its row in the word-level map), excluding itself and the special tokens; ties go to the
+  leftmost. *Decision*: later words are allowed as predictions (the paper: "the
+  most-attended-to word"; BERT is bidirectional), so attending to a later word is simply a
+  miss; ``causal=True`` restricts candidates to earlier words. Correct when the predicted
+  word is the head word of ANY antecedent of ``m`` in the window.
+- **Baselines** predict a mention; scored the same way (correct when the predicted
+  mention's head word is the head word of an antecedent). ``head_match`` counts "no earlier
+  mention with the same head word" as a miss; ``head_match_fallback`` then falls back to
+  the nearest mention (the paper does not say which it did).
+- **Windows** (:func:`windows`): consecutive runs of whole sentences of at most
+  ``max_pieces`` word pieces including ``n_special`` special tokens; a mention crossing a
+  window edge is dropped (counted in ``CorefWindow.dropped_mentions`` of the window it
+  starts in). The paper instead truncated each document to its first 128 tokens:
+  ``first_only=True, whole_sentences=False`` reproduces that.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import conllu
+import numpy as np
+import pandas as pd
+
+MENTION_TYPES = ("pronoun", "proper", "nominal")
+SYSTEMS = ("nearest", "head_match", "head_match_fallback", "rule_based")
+
+# The PAPER's Table 2 (Clark et al. 2019; from shared/papers/reference_numbers.md), in %:
+# system -> (All, Pronoun, Proper, Nominal). Published numbers, not results. CoNLL-2012,
+# documents truncated to 128 tokens; "neural" is not comparable (full documents).
+PAPER_TABLE2 = {
+    "nearest": (27, 29, 29, 19),
+    "head_match": (52, 47, 67, 40),
+    "rule_based": (69, 70, 77, 60),
+    "neural": (83, None, None, None),
+    "head 5-4": (65, 64, 73, 58),
+}
+
+# pronoun -> (Number, Person, Gender); None = unknown. Used only where FEATS say nothing.
+_PRONOUNS: dict[str, tuple[str | None, str | None, str | None]] = {}
+for _words, _val in (
+    ("i me my mine myself", ("Sing", "1", None)),
+    ("we us our ours ourselves", ("Plur", "1", None)),
+    ("you your yours", (None, "2", None)),
+    ("yourself", ("Sing", "2", None)),
+    ("yourselves", ("Plur", "2", None)),
+    ("he him his himself", ("Sing", "3", "Masc")),
+    ("she her hers herself", ("Sing", "3", "Fem")),
+    ("it its itself", ("Sing", "3", "Neut")),
+    ("they them their theirs themselves themself", ("Plur", "3", None)),
+    ("this that", ("Sing", "3", None)),
+    ("these those", ("Plur", "3", None)),
+):
+    for _w in _words.split():
+        _PRONOUNS[_w] = _val
+_APOSTROPHES = str.maketrans({"\u2019": "'"})
+
+
+class CorefFormatError(ValueError):
+    """Malformed coreference input; the message names the file, document, sentence, line."""
+
+
+@dataclass(frozen=True)
+class CorefSentence:
+    """One sentence of a document (syntactic words; multiword-token lines skipped)."""
+
+    sent_id: str
+    words: tuple[str, ...]
+    upos: tuple[str, ...]
+    heads: tuple[int, ...]  # 1-based within the sentence, 0 = root
+    deprels: tuple[str, ...]
+    feats: tuple[dict | None, ...]
+    start: int  # doc-level index of the first word
+    line: int  # 1-based line of the first word line in the file
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+
+@dataclass(frozen=True)
+class Mention:
+    """A mention; ``start``/``end``/``head_word`` are doc-level word indices, end inclusive.
+    ``sent_idx`` is the sentence of the first word, ``end_sent_idx`` of the last."""
+
+    doc_id: str
+    chain_id: str
+    sent_idx: int
+    start: int
+    end: int
+    head_word: int
+    words: tuple[str, ...]
+    type: str
+    number: str | None
+    person: str | None
+    gender: str | None
+    end_sent_idx: int = -1
+
+    @property
+    def head_text(self) -> str:
+        return self.words[self.head_word - self.start]
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.words)
+
+    def __len__(self) -> int:
+        return self.end - self.start + 1
+
+
+@dataclass
+class CorefDocument:
+    doc_id: str
+    sentences: list[CorefSentence]
+    mentions: list[Mention]  # sorted by (start, -end)
+    source: str = ""
+    words: tuple[str, ...] = field(init=False)
+
+    def __post_init__(self):
+        self.words = tuple(w for s in self.sentences for w in s.words)
+
+    @property
+    def chains(self) -> dict[str, list[Mention]]:
+        out: dict[str, list[Mention]] = {}
+        for m in self.mentions:
+            out.setdefault(m.chain_id, []).append(m)
+        return out
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+
+# --- reading --------------------------------------------------------------------------------
+
+_BRACKET = re.compile(r"\(([^()]+)\)|\(([^()]+)|([^()]+)\)")
+
+
+def parse_entity(value: str) -> list[tuple[str, str]]:
+    """``"(1(2)"`` -> ``[("open", "1"), ("single", "2")]``; ``"3)"`` -> ``[("close", "3")]``.
+    Only the entity id (first ``-``-separated field) is kept. Raises ValueError on junk."""
+    out, pos = [], 0
+    while pos < len(value):
+        m = _BRACKET.match(value, pos)
+        if not m:
+            raise ValueError(f"cannot parse Entity value {value!r} at character {pos}")
+        single, opening, closing = m.groups()
+        kind = "single" if single else "open" if opening else "close"
+        out.append((kind, (single or opening or closing).split("-")[0]))
+        pos = m.end()
+    return out
+
+
+def _check_tree(heads: Sequence[int]) -> str | None:
+    n = len(heads)
+    if any(h < 0 or h > n for h in heads):
+        return "head index out of range"
+    if sum(h == 0 for h in heads) != 1:
+        return f"{sum(h == 0 for h in heads)} root words (need exactly 1)"
+    for i in range(n):
+        seen, j = set(), i
+        while heads[j] != 0:
+            if j in seen:
+                return "cycle in the dependency tree"
+            seen.add(j)
+            j = heads[j] - 1
+    return None
+
+
+def _attributes(upos: str, form: str, feats: dict | None):
+    feats = feats or {}
+    number, person, gender = feats.get("Number"), feats.get("Person"), feats.get("Gender")
+    if upos == "PRON":
+        lex = _PRONOUNS.get(form.lower().translate(_APOSTROPHES), (None, None, None))
+        number, person, gender = number or lex[0], person or lex[1], gender or lex[2]
+    else:
+        person = person or "3"
+    if number not in ("Sing", "Plur"):
+        number = None
+    if gender not in ("Masc", "Fem", "Neut"):
+        gender = None
+    return number, person, gender
+
+
+def mention_type(upos: str) -> str:
+    return "pronoun" if upos == "PRON" else "proper" if upos == "PROPN" else "nominal"
+
+
+class _DocBuilder:
+    def __init__(self, doc_id: str, path: str, line: int):
+        self.doc_id, self.path, self.line = doc_id, path, line
+        self.sentences: list[CorefSentence] = []
+        self.raw: list[tuple[str, int, int, int]] = []  # chain, start, end, order
+        self.open: dict[str, list[tuple[int, str, int]]] = {}  # id -> [(start, sent, line)]
+        self.n = 0
+
+    def err(self, msg: str, sent_id: str | None, line: int) -> CorefFormatError:
+        where = f"{self.path}:{line}: document {self.doc_id}"
+        if sent_id is not None:
+            where += f", sentence {sent_id}"
+        return CorefFormatError(f"{where}: {msg}")
+
+    def add_sentence(self, tl: conllu.TokenList, sent_id: str, word_lines: list[int],
+                     first_line: int) -> None:
+        words = [t for t, _ in zip(tl, word_lines, strict=True) if isinstance(t["id"], int)]
+        lines = [ln for t, ln in zip(tl, word_lines, strict=True) if isinstance(t["id"], int)]
+        if not words:
+            raise self.err("sentence without word lines", sent_id, first_line)
+        heads = []
+        for t, ln in zip(words, lines, strict=True):
+            if not isinstance(t["head"], int):
+                raise self.err(f"word {t['id']} has no numeric head", sent_id, ln)
+            heads.append(t["head"])
+        if [t["id"] for t in words] != list(range(1, len(words) + 1)):
+            raise self.err("word ids are not 1..n", sent_id, lines[0])
+        problem = _check_tree(heads)
+        if problem:
+            raise self.err(f"bad tree: {problem}", sent_id, lines[0])
+        for k, (t, ln) in enumerate(zip(words, lines, strict=True)):
+            value = (t["misc"] or {}).get("Entity")
+            if not value:
+                continue
+            try:
+                brackets = parse_entity(value)
+            except ValueError as e:
+                raise self.err(str(e), sent_id, ln) from None
+            i = self.n + k
+            for kind, cid in brackets:
+                if kind == "single":
+                    self.raw.append((cid, i, i, len(self.raw)))
+                elif kind == "open":
+                    self.open.setdefault(cid, []).append((i, sent_id, ln))
+                else:
+                    stack = self.open.get(cid)
+                    if not stack:
+                        raise self.err(f"closing bracket '{cid})' without an open mention "
+                                       f"of entity {cid}", sent_id, ln)
+                    s, _, _ = stack.pop()
+                    self.raw.append((cid, s, i, len(self.raw)))
+        self.sentences.append(CorefSentence(
+            sent_id=sent_id, words=tuple(t["form"] for t in words),
+            upos=tuple(t["upos"] for t in words), heads=tuple(heads),
+            deprels=tuple(t["deprel"] for t in words),
+            feats=tuple(t["feats"] or None for t in words), start=self.n, line=lines[0]))
+        self.n += len(words)
+
+    def finish(self) -> CorefDocument:
+        for cid, stack in self.open.items():
+            if stack:
+                s, sent_id, ln = stack[0]
+                raise self.err(f"mention of entity {cid} opened here is never closed",
+                               sent_id, ln)
+        if not self.sentences:
+            raise self.err("document without sentences", None, self.line)
+        sent_of = np.concatenate([np.full(len(s), k) for k, s in enumerate(self.sentences)])
+        flat_words = [w for s in self.sentences for w in s.words]
+        flat_upos = [u for s in self.sentences for u in s.upos]
+        flat_feats = [f for s in self.sentences for f in s.feats]
+        flat_head = [(-1 if h == 0 else s.start + h - 1) for s in self.sentences
+                     for h in s.heads]
+        mentions = []
+        for cid, s, e, order in self.raw:
+            head = next(i for i in range(s, e + 1) if not (s <= flat_head[i] <= e))
+            number, person, gender = _attributes(flat_upos[head], flat_words[head],
+                                                 flat_feats[head])
+            mentions.append((s, -e, order, Mention(
+                doc_id=self.doc_id, chain_id=cid, sent_idx=int(sent_of[s]), start=s, end=e,
+                head_word=head, words=tuple(flat_words[s:e + 1]),
+                type=mention_type(flat_upos[head]), number=number, person=person,
+                gender=gender, end_sent_idx=int(sent_of[e]))))
+        mentions.sort(key=lambda x: x[:3])
+        return CorefDocument(self.doc_id, self.sentences, [m for *_, m in mentions],
+                             source=self.path)
+
+
+def _blocks(lines: list[str]):
+    """Yield (first line no., lines with their numbers) for each blank-line-separated block."""
+    block: list[tuple[int, str]] = []
+    for no, line in enumerate(lines, start=1):
+        if line.strip():
+            block.append((no, line))
+        elif block:
+            yield block
+            block = []
+    if block:
+        yield block
+
+
+def read_ontogum(path: str | Path) -> list[CorefDocument]:
+    """Read a CoNLL-U file (or every ``*.conllu`` in a folder, sorted) into documents.
+
+    Documents start at ``# newdoc id = ...`` (else the file stem). Coreference comes from
+    ``Entity=`` in MISC (CorefUD brackets, ids only). Multiword-token and empty-node lines
+    are skipped (coreference sits on syntactic words). Raises :class:`CorefFormatError`
+    naming file, document, sentence and line on unmatched brackets, malformed trees or
+    unparsable lines."""
+    path = Path(path)
+    if path.is_dir():
+        return [d for f in sorted(path.glob("*.conllu")) for d in read_ontogum(f)]
+    docs: list[CorefDocument] = []
+    builder: _DocBuilder | None = None
+    text = path.read_text(encoding="utf-8").splitlines()
+    for n_sent, block in enumerate(_blocks(text)):
+        first = block[0][0]
+        try:
+            tl = conllu.parse("\n".join(ln for _, ln in block) + "\n\n")[0]
+        except Exception as e:  # conllu raises its own ParseException and ValueErrors
+            raise CorefFormatError(f"{path}:{first}: cannot parse sentence block: {e}") from e
+        doc_id = tl.metadata.get("newdoc id") or tl.metadata.get("newdoc")
+        if builder is None or doc_id:
+            if builder is not None:
+                docs.append(builder.finish())
+            builder = _DocBuilder(doc_id or path.stem, str(path), first)
+        word_lines = [no for no, ln in block if not ln.startswith("#")]
+        if len(word_lines) != len(tl):
+            raise CorefFormatError(f"{path}:{first}: document {builder.doc_id}: token lines "
+                                   "and parsed tokens disagree")
+        sent_id = tl.metadata.get("sent_id", f"{builder.doc_id}#{n_sent + 1}")
+        builder.add_sentence(tl, sent_id, word_lines, first)
+    if builder is not None:
+        docs.append(builder.finish())
+    return docs
+
+
+def read_ontogum_split(data_dir: str | Path, split: str) -> list[CorefDocument]:
+    """The documents of ``ontogum/splits/ontogum.<split>.txt``, in that order."""
+    root = Path(data_dir) / "ontogum"
+    names = (root / "splits" / f"ontogum.{split}.txt").read_text().split()
+    return [d for name in names for d in read_ontogum(root / "conllu" / f"{name}.conllu")]
+
+
+# --- windows --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CorefWindow:
+    """A model input cut from a document: words ``word_start..word_end-1`` (doc-level).
+
+    ``mentions`` are those lying fully inside (doc-level indices; ``local(i)`` converts).
+    ``dropped_mentions``: mentions starting in this window but ending after it.
+    ``split_sentence``: the window is a piece of a sentence too long for one window."""
+
+    doc_id: str
+    index: int
+    sent_start: int
+    sent_end: int  # exclusive; sentences touched are sent_start..sent_end-1
+    word_start: int
+    word_end: int  # exclusive
+    words: tuple[str, ...]
+    pieces: tuple[int, ...]
+    mentions: tuple[Mention, ...]
+    dropped_mentions: int = 0
+    split_sentence: bool = False
+
+    def local(self, i: int) -> int:
+        return i - self.word_start
+
+    @property
+    def n_pieces(self) -> int:
+        return int(sum(self.pieces))
+
+
+def windows(doc: CorefDocument, tokenizer_len_fn: Callable[[Sequence[str]], Sequence[int]],
+            max_pieces: int = 128, n_special: int = 2, whole_sentences: bool = True,
+            first_only: bool = False) -> list[CorefWindow]:
+    """Cut ``doc`` into consecutive windows of at most ``max_pieces`` word pieces, counting
+    ``n_special`` special tokens ([CLS], [SEP]).
+
+    ``tokenizer_len_fn(words) -> piece count per word``. With ``whole_sentences`` windows
+    hold whole sentences, greedily packed; a sentence longer than the budget on its own is
+    cut at word boundaries into consecutive windows (``split_sentence=True``). Without it,
+    words are packed greedily regardless of sentences. ``first_only`` keeps only the first
+    window (the paper's truncation: ``first_only=True, whole_sentences=False``). Mentions
+    crossing a window edge are dropped and counted on the window where they start; a single
+    word longer than the budget raises ValueError."""
+    budget = max_pieces - n_special
+    if budget <= 0:
+        raise ValueError("max_pieces must exceed n_special")
+    pieces = [int(p) for p in tokenizer_len_fn(list(doc.words))]
+    if len(pieces) != len(doc.words):
+        raise ValueError(f"tokenizer_len_fn returned {len(pieces)} counts for "
+                         f"{len(doc.words)} words")
+    if any(p < 0 for p in pieces):
+        raise ValueError("negative piece count")
+    for i, p in enumerate(pieces):
+        if p > budget:
+            raise ValueError(f"document {doc.doc_id}: word {i} ({doc.words[i]!r}) alone has "
+                             f"{p} pieces, more than the budget {budget}")
+    sent_of = np.concatenate([np.full(len(s), k) for k, s in enumerate(doc.sentences)])
+    spans: list[tuple[int, int, bool]] = []  # (start, end excl, split_sentence)
+
+    def pack(units: list[tuple[int, int]], split: bool):
+        cur_s = cur_e = None
+        cur_p = 0
+        for s, e in units:
+            p = sum(pieces[s:e])
+            if cur_s is not None and cur_p + p > budget:
+                spans.append((cur_s, cur_e, split))
+                cur_s = None
+            if cur_s is None:
+                cur_s, cur_p = s, 0
+            cur_e, cur_p = e, cur_p + p
+        if cur_s is not None:
+            spans.append((cur_s, cur_e, split))
+
+    if whole_sentences:
+        pending: list[tuple[int, int]] = []
+        for s in doc.sentences:
+            if sum(pieces[s.start:s.start + len(s)]) > budget:
+                pack(pending, False)
+                pending = []
+                pack([(i, i + 1) for i in range(s.start, s.start + len(s))], True)
+            else:
+                pending.append((s.start, s.start + len(s)))
+        pack(pending, False)
+    else:
+        pack([(i, i + 1) for i in range(len(doc.words))], False)
+    if first_only:
+        spans = spans[:1]
+    out = []
+    for k, (s, e, split) in enumerate(spans):
+        inside = tuple(m for m in doc.mentions if s <= m.start and m.end < e)
+        dropped = sum(1 for m in doc.mentions if s <= m.start < e <= m.end)
+        out.append(CorefWindow(
+            doc_id=doc.doc_id, index=k, sent_start=int(sent_of[s]),
+            sent_end=int(sent_of[e - 1]) + 1, word_start=s, word_end=e,
+            words=doc.words[s:e], pieces=tuple(pieces[s:e]), mentions=inside,
+            dropped_mentions=dropped, split_sentence=split))
+    return out
+
+
+def windowing_summary(docs: Sequence[CorefDocument],
+                      wins: Sequence[CorefWindow]) -> dict[str, int]:
+    """Counts to report: documents, windows, mentions kept / dropped at edges / left out
+    (outside every window, e.g. with ``first_only``), evaluable mentions."""
+    n_mentions = sum(len(d.mentions) for d in docs)
+    kept = sum(len(w.mentions) for w in wins)
+    dropped = sum(w.dropped_mentions for w in wins)
+    return {"documents": len(docs), "windows": len(wins), "mentions": n_mentions,
+            "mentions_kept": kept, "mentions_dropped_at_edges": dropped,
+            "mentions_outside_windows": n_mentions - kept - dropped,
+            "split_sentence_windows": sum(w.split_sentence for w in wins),
+            "evaluable_mentions": sum(len(evaluable_mentions(w)) for w in wins)}
+
+
+# --- scoring --------------------------------------------------------------------------------
+
+def antecedents(window: CorefWindow, mention: Mention) -> list[Mention]:
+    """Same-chain mentions of the window whose head word precedes ``mention``'s."""
+    return [a for a in window.mentions
+            if a.chain_id == mention.chain_id and a.head_word < mention.head_word]
+
+
+def evaluable_mentions(window: CorefWindow) -> list[tuple[Mention, frozenset[int]]]:
+    """(mention, doc-level head words of its antecedents) for every mention of the window
+    that has an antecedent in it."""
+    out = []
+    for m in window.mentions:
+        heads = frozenset(a.head_word for a in antecedents(window, m))
+        if heads:
+            out.append((m, heads))
+    return out
+
+
+def _agree(a: str | None, b: str | None) -> bool:
+    return a is None or b is None or a == b
+
+
+def baseline_predictions(window: CorefWindow, mention: Mention) -> dict[str, Mention | None]:
+    """The mention each baseline picks for ``mention`` (None = no prediction, a miss).
+
+    Candidates: window mentions whose head word precedes ``mention``'s, nearest first.
+    ``rule_based``: sieves (1) exact string match (case-insensitive), (2) head-word match
+    (case-insensitive), (3) number, person and gender agree (unknown agrees), (4) any
+    mention; the nearest mention of the earliest sieve that fires."""
+    cands = sorted((c for c in window.mentions if c.head_word < mention.head_word),
+                   key=lambda c: (-c.head_word, -c.start))
+    text, head = mention.text.lower(), mention.head_text.lower()
+    nearest = cands[0] if cands else None
+    head_match = next((c for c in cands if c.head_text.lower() == head), None)
+    sieves = (
+        lambda c: c.text.lower() == text,
+        lambda c: c.head_text.lower() == head,
+        lambda c: (_agree(c.number, mention.number) and _agree(c.person, mention.person)
+                   and _agree(c.gender, mention.gender)),
+        lambda c: True,
+    )
+    rule = None
+    for sieve in sieves:
+        rule = next((c for c in cands if sieve(c)), None)
+        if rule is not None:
+            break
+    return {"nearest": nearest, "head_match": head_match,
+            "head_match_fallback": head_match or nearest, "rule_based": rule}
+
+
+def _groups(m: Mention) -> dict[str, str]:
+    person = m.person or "-"
+    tp = f"pronoun-{person}" if m.type == "pronoun" else m.type
+    return {"all": "All", "type": m.type, "person": person, "type_person": tp}
+
+
+BREAKDOWNS = ("all", "type", "person", "type_person")
+
+
+def _tally(correct: np.ndarray, groups: list[dict[str, str]]):
+    """correct: (..., K) bool -> {(breakdown, group): (correct (...), total)}."""
+    out = {}
+    for b in BREAKDOWNS:
+        labels = np.asarray([g[b] for g in groups], dtype=object).astype(str)
+        for g in dict.fromkeys(labels):
+            sel = labels == g
+            out[(b, g)] = (correct[..., sel].sum(axis=-1), int(sel.sum()))
+    return out
+
+
+def _sort_key(b: str, g: str):
+    order = {"All": 0, "pronoun": 1, "proper": 2, "nominal": 3}
+    return (BREAKDOWNS.index(b), order.get(g, 9), g)
+
+
+def _unpack(item):
+    if len(item) == 4:
+        w, a, sp, wp = item
+    elif len(item) == 2:
+        w, maps = item
+        get = maps.get if isinstance(maps, dict) else lambda k: getattr(maps, k)
+        a, sp, wp = get("attn"), get("is_special"), get("word_pos")
+    else:
+        raise ValueError("each item must be (window, attn, is_special, word_pos) or "
+                         "(window, maps)")
+    return w, np.asarray(a), np.asarray(sp, dtype=bool), np.asarray(wp, dtype=np.int64)
+
+
+def head_antecedent_predictions(attn: np.ndarray, is_special: np.ndarray,
+                                word_pos: np.ndarray, rows: Sequence[int],
+                                causal: bool = False) -> np.ndarray:
+    """For window-local word indices ``rows``, the window-local word each head predicts:
+    ``(layers, heads, len(rows))``, -1 when there is no candidate. Candidates: the window's
+    words except the word itself (and, with ``causal``, except later words); special and
+    non-word positions never."""
+    attn = np.asarray(attn)
+    word_pos = np.asarray(word_pos, dtype=np.int64)
+    if np.asarray(is_special, dtype=bool)[word_pos].any():
+        raise ValueError("word_pos points at a special-token position")
+    rows = np.asarray(rows, dtype=np.int64)
+    n = len(word_pos)
+    a = attn[:, :, word_pos[rows]][..., word_pos].astype(np.float32)  # (L, H, k, n)
+    bad = np.zeros((len(rows), n), dtype=bool)
+    bad[np.arange(len(rows)), rows] = True
+    if causal:
+        bad |= np.arange(n)[None, :] >= rows[:, None]
+    a[..., bad] = -np.inf
+    pred = a.argmax(axis=-1)
+    pred[np.isneginf(a.max(axis=-1))] = -1
+    return pred
+
+
+def antecedent_accuracy(windows_with_maps: Iterable, causal: bool = False) -> pd.DataFrame:
+    """Antecedent-selection accuracy of every head.
+
+    Items: ``(window, attn, is_special, word_pos)`` or ``(window, maps)``, with ``attn``
+    ``(layers, heads, m, m)`` word-level and ``word_pos`` the map position of each window
+    word. Returns ``layer, head`` (0-based), ``breakdown`` (all / type / person /
+    type_person), ``group``, ``correct``, ``total``, ``accuracy`` (fraction)."""
+    chunks, groups, shape = [], [], None
+    for item in windows_with_maps:
+        w, attn, is_special, word_pos = _unpack(item)
+        if len(word_pos) != len(w.words):
+            raise ValueError(f"window {w.doc_id}#{w.index}: word_pos has {len(word_pos)} "
+                             f"entries for {len(w.words)} words")
+        if shape is None:
+            shape = attn.shape[:2]
+        elif attn.shape[:2] != shape:
+            raise ValueError("inconsistent (layers, heads) across windows")
+        ev = evaluable_mentions(w)
+        if not ev:
+            continue
+        rows = [w.local(m.head_word) for m, _ in ev]
+        pred = head_antecedent_predictions(attn, is_special, word_pos, rows, causal)
+        target = np.zeros((len(ev), len(w.words) + 1), dtype=bool)  # last column: -1
+        for k, (_, heads) in enumerate(ev):
+            target[k, [w.local(h) for h in heads]] = True
+        chunks.append(np.take_along_axis(target[None, None], pred[..., None],
+                                         axis=-1)[..., 0])
+        groups.extend(_groups(m) for m, _ in ev)
+    if shape is None:
+        raise ValueError("no windows given")
+    L, H = shape
+    correct = (np.concatenate(chunks, axis=-1) if chunks
+               else np.zeros((L, H, 0), dtype=bool))
+    rows = []
+    for (b, g), (c, total) in sorted(_tally(correct, groups).items(),
+                                     key=lambda kv: _sort_key(*kv[0])):
+        for layer in range(L):
+            for head in range(H):
+                rows.append((layer, head, b, g, int(c[layer, head]), total))
+    df = pd.DataFrame(rows, columns=["layer", "head", "breakdown", "group", "correct",
+                                     "total"])
+    df["accuracy"] = df["correct"] / df["total"]
+    return df
+
+
+def baseline_accuracy(wins: Iterable[CorefWindow]) -> pd.DataFrame:
+    """Accuracy of the baselines on the same evaluable mentions: ``system, breakdown, group,
+    correct, total, accuracy``. Items may be windows or the tuples of
+    :func:`antecedent_accuracy`."""
+    per_system: dict[str, list[bool]] = {s: [] for s in SYSTEMS}
+    groups = []
+    for item in wins:
+        w = item[0] if isinstance(item, tuple) else item
+        for m, heads in evaluable_mentions(w):
+            preds = baseline_predictions(w, m)
+            for s in SYSTEMS:
+                per_system[s].append(preds[s] is not None and preds[s].head_word in heads)
+            groups.append(_groups(m))
+    correct = np.array([per_system[s] for s in SYSTEMS], dtype=bool).reshape(len(SYSTEMS), -1)
+    rows = []
+    for (b, g), (c, total) in sorted(_tally(correct, groups).items(),
+                                     key=lambda kv: _sort_key(*kv[0])):
+        for i, s in enumerate(SYSTEMS):
+            rows.append((s, b, g, int(c[i]), total))
+    df = pd.DataFrame(rows, columns=["system", "breakdown", "group", "correct", "total"])
+    df["accuracy"] = df["correct"] / df["total"]
+    return df
+
+
+def best_head(head_scores: pd.DataFrame) -> tuple[int, int]:
+    """0-based (layer, head) with the best overall accuracy (ties: lowest layer, head)."""
+    a = head_scores[head_scores["breakdown"] == "all"].sort_values(
+        ["accuracy", "layer", "head"], ascending=[False, True, True])
+    return int(a.iloc[0]["layer"]), int(a.iloc[0]["head"])
+
+
+def table2(head_scores: pd.DataFrame, baseline_scores: pd.DataFrame,
+           breakdown: str = "type", head: tuple[int, int] | None = None,
+           with_paper: bool = True) -> pd.DataFrame:
+    """Table 2: accuracy (%) of the baselines and of one head (default: the best overall),
+    columns ``All`` plus the groups of ``breakdown``; the row ``head L-H`` is 1-based. With
+    ``with_paper`` (and ``breakdown="type"``) the paper's rows follow, indexed
+    ``"paper: <system>"`` (source ``paper``)."""
+    layer, h = head if head is not None else best_head(head_scores)
+    keep = lambda df: df[df["breakdown"].isin(["all", breakdown])]  # noqa: E731
+    b = keep(baseline_scores).pivot_table(index="system", columns="group",
+                                          values="accuracy", sort=False)
+    hs = keep(head_scores)
+    hs = hs[(hs["layer"] == layer) & (hs["head"] == h)]
+    row = hs.set_index("group")["accuracy"].rename(f"head {layer + 1}-{h + 1}")
+    out = pd.concat([b.reindex(list(SYSTEMS)), row.to_frame().T]) * 100.0
+    out.insert(0, "source", "this run")
+    cols = ["source", "All"] + [c for c in out.columns if c not in ("source", "All")]
+    out = out[cols]
+    if with_paper and breakdown == "type":
+        paper = pd.DataFrame(
+            [("paper", *v) for v in PAPER_TABLE2.values()],
+            index=[f"paper: {k}" for k in PAPER_TABLE2],
+            columns=["source", "All", "pronoun", "proper", "nominal"])
+        out = pd.concat([out, paper])
+    return out

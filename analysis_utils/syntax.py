@@ -1,0 +1,399 @@
+"""Section 4.2 of Clark et al. (2019): single attention heads as dependency parsers (Table 1).
+
+Pure scoring functions: nothing here touches a model. Inputs are word-level attention maps
+(``attn``: ``(layers, heads, m, m)``, rows = "from", columns = "to"), a boolean
+``is_special: (m,)`` marking [CLS]/[SEP] positions and ``word_pos: (n_words,)`` giving the
+map position of each syntactic word of the sentence, in order.
+
+Conventions (follow the authors' released notebook, see ``implementation_notes.md``):
+
+- **Prediction.** For word ``d`` a head predicts, in direction ``"dep2head"`` (the
+  dependent attends to its head), the word that ``d`` attends to most: the argmax of row
+  ``d``; in direction ``"head2dep"`` (the head attends to its dependent) the word that
+  attends most to ``d``: the argmax of column ``d``. In both cases ``d`` is correct when the
+  predicted word is its gold head. The word itself and the special tokens are never
+  candidates. Ties go to the leftmost candidate (``np.argmax``).
+- **ROOT** is never a candidate, so a head is always wrong on root words. The ``"All"``
+  relation counts every word, root words and punctuation included (root words always
+  wrong), as the authors' notebook does, so numbers are comparable with the paper's "All".
+  There is no ``root`` relation row (it could only ever score 0).
+- **Relations** are keyed by the UD deprel as given (subtypes kept: ``aux:pass``,
+  ``compound:prt``, ``nmod:poss``, ``obl:npmod``, ...); ``collapse_subtypes=True`` keys by
+  the part before ``:`` instead.
+- **Possessives** (``poss_mode``). In UD, ``nmod:poss`` links the possessor to the possessed
+  noun and the clitic ``'s`` is a ``case`` dependent of the possessor. The paper counts the
+  ``'s`` as the dependent of ``poss`` (its head 7-6 makes possessive pronouns *and
+  apostrophes* attend to the possessed noun). ``poss_mode="clark"`` implements the UD
+  counterpart: for every ``nmod:poss`` word that has a ``case`` child spelled ``'s``/``'``
+  (straight or curly apostrophe), the ``nmod:poss`` row scores that clitic as the dependent,
+  with the possessed noun as its head; possessive pronouns (no clitic) stay as they are. The
+  clitic is still scored under ``case`` (against its UD head, the possessor) and ``"All"``
+  always uses the UD tree unchanged. ``poss_mode="ud"`` (default) scores the UD edge as
+  given.
+
+Layer and head numbers in DataFrames (``layer``, ``head`` columns) are **0-based** array
+indices; :func:`table1` writes the paper's 1-based ``"L-H"`` label.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+DIRECTIONS = ("dep2head", "head2dep")
+ALL = "All"
+POSSESSIVE_CLITICS = frozenset({"'s", "'", "\u2019s", "\u2019", "s"})
+
+# UD (EWT) label -> the paper's Stanford Dependencies label, for placing Table 1 rows side by
+# side. Notes on the imperfect pairs:
+# - SD ``prep``/``pobj`` vs UD ``case``: SD attaches the preposition to the verb/noun it
+#   modifies (``prep(sat, on)``) and the object to the preposition (``pobj(on, mat)``). UD
+#   makes the preposition a ``case`` dependent of its object (``case(mat, on)``), i.e. the
+#   SD ``pobj`` edge with head and dependent swapped. So UD ``case`` scored dependent->head
+#   ("on" attends to "mat") is the behaviour of SD ``pobj`` scored head->dependent, the
+#   direction the paper found best for pobj (head 9-6). SD ``prep`` has no UD edge: the
+#   nearest is ``obl``/``nmod``, which attach the *object* noun, not the preposition, to the
+#   verb/noun.
+# - ``nmod:poss`` ~ ``poss``: see ``poss_mode`` above; the paper scored the ``'s``.
+# - ``compound`` ~ ``nn``; ``obj`` ~ ``dobj``; ``aux:pass`` ~ ``auxpass``;
+#   ``compound:prt`` ~ ``prt``. The rest share names (their definitions differ in details).
+UD_TO_SD = {
+    ALL: ALL,
+    "case": "pobj",
+    "det": "det",
+    "compound": "nn",
+    "nsubj": "nsubj",
+    "amod": "amod",
+    "obj": "dobj",
+    "advmod": "advmod",
+    "aux": "aux",
+    "nmod:poss": "poss",
+    "aux:pass": "auxpass",
+    "ccomp": "ccomp",
+    "mark": "mark",
+    "compound:prt": "prt",
+}
+SD_TO_UD = {v: k for k, v in UD_TO_SD.items()}
+# Table 1's rows in UD terms, in the paper's order (SD ``prep`` has no UD counterpart).
+TABLE1_UD_RELATIONS = tuple(SD_TO_UD[sd] for sd in (
+    "All", "pobj", "det", "nn", "nsubj", "amod", "dobj", "advmod", "aux", "poss", "auxpass",
+    "ccomp", "mark", "prt"))
+
+# The PAPER's Table 1 (Clark et al. 2019; copied from shared/papers/reference_numbers.md).
+# These are published numbers to compare against, not results of this code.
+# sd relation -> (best head "layer-head" 1-based, accuracy %, baseline %, baseline offset,
+# best direction). Directions: the paper says dependent->head is best for every relation
+# except pobj. Known caveat (authors' notebook): its stored run gives auxpass 94.1 with
+# baseline 82.5 and All 34.7 / 26.7.
+PAPER_TABLE1 = {
+    "All": ("7-6", 34.5, 26.3, 1, "dep2head"),
+    "prep": ("7-4", 66.7, 61.8, -1, "dep2head"),
+    "pobj": ("9-6", 76.3, 34.6, -2, "head2dep"),
+    "det": ("8-11", 94.3, 51.7, 1, "dep2head"),
+    "nn": ("4-10", 70.4, 70.2, 1, "dep2head"),
+    "nsubj": ("8-2", 58.5, 45.5, 1, "dep2head"),
+    "amod": ("4-10", 75.6, 68.3, 1, "dep2head"),
+    "dobj": ("8-10", 86.8, 40.0, -2, "dep2head"),
+    "advmod": ("7-6", 48.8, 40.2, 1, "dep2head"),
+    "aux": ("4-10", 81.1, 71.5, 1, "dep2head"),
+    "poss": ("7-6", 80.5, 47.7, 1, "dep2head"),
+    "auxpass": ("4-10", 82.5, 40.5, 1, "dep2head"),
+    "ccomp": ("8-1", 48.8, 12.4, -2, "dep2head"),
+    "mark": ("8-2", 50.7, 14.5, 2, "dep2head"),
+    "prt": ("6-7", 99.1, 91.4, -1, "dep2head"),
+}
+
+
+@dataclass(frozen=True)
+class WordMaps:
+    """Word-level maps of one sentence: ``attn (layers, heads, m, m)``, ``is_special (m,)``,
+    ``word_pos (n_words,)``."""
+
+    attn: np.ndarray
+    is_special: np.ndarray
+    word_pos: np.ndarray
+
+
+def _unpack(item) -> tuple[object, np.ndarray, np.ndarray, np.ndarray]:
+    """``(sentence, attn, is_special, word_pos)`` or ``(sentence, WordMaps-like)``."""
+    if len(item) == 4:
+        s, a, sp, wp = item
+    elif len(item) == 2:
+        s, maps = item
+        get = maps.get if isinstance(maps, dict) else lambda k: getattr(maps, k)
+        a, sp, wp = get("attn"), get("is_special"), get("word_pos")
+    else:
+        raise ValueError("each item must be (sentence, attn, is_special, word_pos) or "
+                         "(sentence, maps)")
+    return s, np.asarray(a), np.asarray(sp, dtype=bool), np.asarray(wp, dtype=np.int64)
+
+
+def head_predictions(attn: np.ndarray, is_special: np.ndarray,
+                     direction: str = "dep2head") -> np.ndarray:
+    """Per head and map position, the position it predicts: ``(layers, heads, m)`` ints.
+
+    ``"dep2head"``: argmax of the position's attention row (what it attends to most);
+    ``"head2dep"``: argmax of its column (what attends to it most). The position itself and
+    every ``is_special`` position are excluded as candidates; ties go to the leftmost.
+    Special positions, and positions with no candidate at all, get ``-1``.
+    """
+    if direction not in DIRECTIONS:
+        raise ValueError(f"direction must be one of {DIRECTIONS}, got {direction!r}")
+    a = np.array(attn, dtype=np.float32)  # copy
+    if a.ndim != 4 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"attn must be (layers, heads, m, m), got {a.shape}")
+    m = a.shape[-1]
+    is_special = np.asarray(is_special, dtype=bool)
+    if is_special.shape != (m,):
+        raise ValueError(f"is_special must have shape ({m},), got {is_special.shape}")
+    if direction == "head2dep":
+        a = np.swapaxes(a, -1, -2)
+    a[..., is_special] = -np.inf
+    idx = np.arange(m)
+    a[..., idx, idx] = -np.inf
+    pred = a.argmax(axis=-1)
+    pred[np.isneginf(a.max(axis=-1))] = -1
+    pred[..., is_special] = -1
+    return pred
+
+
+def word_predictions(attn: np.ndarray, word_pos: np.ndarray, direction: str = "dep2head",
+                     is_special: np.ndarray | None = None) -> np.ndarray:
+    """Predictions restricted to the sentence's words: ``(layers, heads, n_words)`` word
+    indices (0-based; -1 when a sentence has a single word). Candidates are the other words
+    of ``word_pos`` only, so special tokens (and any position that is not one of the
+    sentence's words) are never predicted."""
+    word_pos = np.asarray(word_pos, dtype=np.int64)
+    attn = np.asarray(attn)
+    if is_special is not None and np.asarray(is_special, dtype=bool)[word_pos].any():
+        raise ValueError("word_pos points at a special-token position")
+    sub = attn[:, :, word_pos][:, :, :, word_pos]
+    return head_predictions(sub, np.zeros(len(word_pos), dtype=bool), direction)
+
+
+# --- scoring entries ------------------------------------------------------------------------
+
+def _relation(deprel: str, collapse_subtypes: bool) -> str:
+    return deprel.split(":")[0] if collapse_subtypes else deprel
+
+
+def scoring_entries(sentence, poss_mode: str = "ud",
+                    collapse_subtypes: bool = False) -> list[tuple[int, int, str]]:
+    """``(dependent, gold head, relation)`` triples of one sentence, 0-based word indices,
+    gold head ``-1`` for the root. Contains one ``"All"`` entry per word (UD tree as given)
+    and one entry per non-root word under its relation (``poss_mode`` may swap the ``nmod:poss``
+    dependent for the possessor's ``'s``; see the module docstring)."""
+    if poss_mode not in ("ud", "clark"):
+        raise ValueError(f"poss_mode must be 'ud' or 'clark', got {poss_mode!r}")
+    heads = [int(h) for h in sentence.heads]
+    deprels = list(sentence.deprels)
+    n = len(heads)
+    if len(deprels) != n:
+        raise ValueError("heads and deprels differ in length")
+    words = list(getattr(sentence, "words", None) or [""] * n)
+    out: list[tuple[int, int, str]] = [(d, heads[d] - 1, ALL) for d in range(n)]
+    for d in range(n):
+        if heads[d] == 0:
+            continue  # no "root" relation row: it would always score 0; "All" counts it
+        rel = _relation(deprels[d], collapse_subtypes)
+        dep = d
+        if poss_mode == "clark" and deprels[d] == "nmod:poss":
+            clitics = [c for c in range(n) if heads[c] - 1 == d and deprels[c] == "case"
+                       and words[c].lower() in POSSESSIVE_CLITICS]
+            if clitics:
+                dep = clitics[-1]
+        out.append((dep, heads[d] - 1, rel))
+    return out
+
+
+def _entries_arrays(entries):
+    dep = np.fromiter((e[0] for e in entries), dtype=np.int64, count=len(entries))
+    gold = np.fromiter((e[1] for e in entries), dtype=np.int64, count=len(entries))
+    rels = [e[2] for e in entries]
+    return dep, gold, rels
+
+
+def _group_counts(correct: np.ndarray, rel_codes: np.ndarray, n_rel: int) -> np.ndarray:
+    """correct: (..., K) bool, rel_codes: (K,) -> (..., n_rel) counts via one matmul."""
+    onehot = np.zeros((len(rel_codes), n_rel), dtype=np.float32)
+    onehot[np.arange(len(rel_codes)), rel_codes] = 1.0
+    flat = correct.reshape(-1, correct.shape[-1]).astype(np.float32)
+    return np.rint(flat @ onehot).astype(np.int64).reshape(*correct.shape[:-1], n_rel)
+
+
+def score_heads(sentences_with_maps: Iterable, min_count: int = 100,
+                directions: Sequence[str] = DIRECTIONS, poss_mode: str = "ud",
+                collapse_subtypes: bool = False) -> pd.DataFrame:
+    """Accuracy of every attention head, both directions, per relation.
+
+    sentences_with_maps: items ``(sentence, attn, is_special, word_pos)`` or
+    ``(sentence, maps)`` (``maps`` with ``attn``/``is_special``/``word_pos`` attributes or
+    keys); ``sentence`` needs ``heads`` (1-based, 0 = root) and ``deprels`` (and ``words``
+    for ``poss_mode="clark"``).
+
+    Returns a DataFrame ``relation, layer, head, direction, correct, total, accuracy`` (layer
+    and head 0-based, accuracy a fraction), one row per relation x layer x head x direction,
+    keeping relations with at least ``min_count`` scored words; ``"All"`` is always kept.
+    """
+    for d in directions:
+        if d not in DIRECTIONS:
+            raise ValueError(f"unknown direction {d!r}")
+    chunks: list[np.ndarray] = []
+    all_rels: list[str] = []
+    shape = None
+    for item in sentences_with_maps:
+        sent, attn, is_special, word_pos = _unpack(item)
+        n = len(sent.heads)
+        if len(word_pos) != n:
+            raise ValueError(f"word_pos has {len(word_pos)} entries for {n} words "
+                             f"(sentence {getattr(sent, 'sent_id', '?')})")
+        if shape is None:
+            shape = attn.shape[:2]
+        elif attn.shape[:2] != shape:
+            raise ValueError(f"inconsistent (layers, heads): {attn.shape[:2]} vs {shape}")
+        dep, gold, rels = _entries_arrays(scoring_entries(sent, poss_mode, collapse_subtypes))
+        preds = np.stack([word_predictions(attn, word_pos, d, is_special)
+                          for d in directions])  # (D, L, H, n)
+        # (D, L, H, k); ROOT (gold -1) never matches, not even a -1 "no candidate"
+        chunks.append((preds[..., dep] == gold) & (gold >= 0))
+        all_rels.extend(rels)
+    if shape is None:
+        raise ValueError("no sentences given")
+    correct = np.concatenate(chunks, axis=-1)
+    names, codes = np.unique(np.asarray(all_rels, dtype=object).astype(str),
+                             return_inverse=True)
+    totals = np.bincount(codes, minlength=len(names))
+    counts = _group_counts(correct, codes, len(names))  # (D, L, H, R)
+    D, L, H = correct.shape[:3]
+    keep = [r for r in range(len(names)) if names[r] == ALL or totals[r] >= min_count]
+    dd, ll, hh, rr = np.meshgrid(np.arange(D), np.arange(L), np.arange(H), keep,
+                                 indexing="ij")
+    rr, dd, ll, hh = (x.ravel() for x in (rr, dd, ll, hh))
+    df = pd.DataFrame({
+        "relation": names[rr],
+        "layer": ll,
+        "head": hh,
+        "direction": np.asarray(directions)[dd],
+        "correct": counts[dd, ll, hh, rr],
+        "total": totals[rr],
+    })
+    df["accuracy"] = df["correct"] / df["total"]
+    return df.sort_values(["relation", "direction", "layer", "head"],
+                          key=lambda s: s.map(_rel_order_key(names, totals))
+                          if s.name == "relation" else s).reset_index(drop=True)
+
+
+def _rel_order_key(names, totals):
+    """"All" first, then by decreasing count, then by name."""
+    order = sorted(range(len(names)), key=lambda r: (names[r] != ALL, -totals[r], names[r]))
+    return {names[r]: i for i, r in enumerate(order)}
+
+
+# --- fixed-offset baselines ----------------------------------------------------------------
+
+def offset_baselines(sentences: Iterable, offsets: Iterable[int] = range(-3, 4),
+                     poss_mode: str = "ud", collapse_subtypes: bool = False,
+                     min_count: int = 0) -> pd.DataFrame:
+    """Fixed-offset baseline: dependent ``i`` predicts word ``i + k`` as its head (a miss
+    when ``i + k`` falls outside the sentence; never ROOT, so root words are always wrong,
+    as for the heads). ``k = +1`` is the right-branching baseline.
+
+    Items may be sentences or the same tuples :func:`score_heads` takes. Returns
+    ``relation, offset, correct, total, accuracy`` (fraction), relations with at least
+    ``min_count`` words (``"All"`` always kept)."""
+    offsets = np.asarray(list(offsets), dtype=np.int64)
+    correct_parts, rel_parts = [], []
+    for item in sentences:
+        sent = item[0] if isinstance(item, tuple) else item
+        n = len(sent.heads)
+        dep, gold, rels = _entries_arrays(scoring_entries(sent, poss_mode, collapse_subtypes))
+        guess = dep[None, :] + offsets[:, None]  # (O, k)
+        correct_parts.append((guess == gold[None, :]) & (guess >= 0) & (guess < n))
+        rel_parts.extend(rels)
+    if not rel_parts:
+        raise ValueError("no sentences given")
+    correct = np.concatenate(correct_parts, axis=-1)
+    names, codes = np.unique(np.asarray(rel_parts, dtype=object).astype(str),
+                             return_inverse=True)
+    totals = np.bincount(codes, minlength=len(names))
+    counts = _group_counts(correct, codes, len(names))  # (O, R)
+    rows = []
+    for r in sorted(range(len(names)), key=lambda r: (names[r] != ALL, -totals[r], names[r])):
+        if names[r] != ALL and totals[r] < min_count:
+            continue
+        for o, k in enumerate(offsets):
+            rows.append((names[r], int(k), int(counts[o, r]), int(totals[r])))
+    df = pd.DataFrame(rows, columns=["relation", "offset", "correct", "total"])
+    df["accuracy"] = df["correct"] / df["total"]
+    return df
+
+
+def best_baseline(baselines: pd.DataFrame) -> pd.DataFrame:
+    """Best offset per relation: ``relation, offset, correct, total, accuracy``. Ties go to
+    the offset listed first in ``baselines`` (with the default ``range(-3, 4)``, the most
+    negative)."""
+    idx = baselines.groupby("relation", sort=False)["accuracy"].idxmax()
+    return baselines.loc[idx.values].reset_index(drop=True)
+
+
+def best_heads(scores: pd.DataFrame) -> pd.DataFrame:
+    """Best (layer, head, direction) per relation. Ties go to the row listed first
+    (``score_heads`` lists dep2head before head2dep, then layer, then head)."""
+    idx = scores.groupby("relation", sort=False)["accuracy"].idxmax()
+    return scores.loc[idx.values].reset_index(drop=True)
+
+
+def head_label(layer: int, head: int) -> str:
+    """0-based (layer, head) -> the papers' 1-based ``"layer-head"``."""
+    return f"{int(layer) + 1}-{int(head) + 1}"
+
+
+def table1(scores: pd.DataFrame, baselines: pd.DataFrame,
+           relations: Sequence[str] | None = None, with_paper: bool = True) -> pd.DataFrame:
+    """Table 1: per relation the best head and direction beside the best fixed offset.
+
+    Columns: ``relation`` (UD), ``head`` ("L-H", 1-based), ``direction``, ``accuracy`` (%),
+    ``baseline`` (%), ``offset``, ``n``; with ``with_paper`` also ``sd_relation`` (see
+    :data:`UD_TO_SD`) and the paper's ``paper_head``, ``paper_accuracy``,
+    ``paper_baseline``, ``paper_offset`` (NaN where the relation has no SD counterpart).
+    ``relations`` picks and orders rows (default: every relation in ``scores``, "All" first,
+    then by frequency).
+    """
+    bh = best_heads(scores).set_index("relation")
+    bb = best_baseline(baselines).set_index("relation")
+    if relations is None:
+        relations = list(bh.index)
+    rows = []
+    for rel in relations:
+        if rel not in bh.index:
+            raise KeyError(f"relation {rel!r} not in scores (filtered by min_count?)")
+        h = bh.loc[rel]
+        row = {"relation": rel, "head": head_label(h["layer"], h["head"]),
+               "direction": h["direction"], "accuracy": 100.0 * h["accuracy"]}
+        if rel in bb.index:
+            b = bb.loc[rel]
+            row.update(baseline=100.0 * b["accuracy"], offset=int(b["offset"]))
+        else:
+            row.update(baseline=np.nan, offset=pd.NA)
+        row["n"] = int(h["total"])
+        if with_paper:
+            sd = UD_TO_SD.get(rel)
+            p = PAPER_TABLE1.get(sd) if sd else None
+            row.update(sd_relation=sd, paper_head=p[0] if p else None,
+                       paper_direction=p[4] if p else None,
+                       paper_accuracy=p[1] if p else np.nan,
+                       paper_baseline=p[2] if p else np.nan,
+                       paper_offset=p[3] if p else pd.NA)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def paper_table1() -> pd.DataFrame:
+    """The paper's Table 1 as a DataFrame (published numbers, for comparison)."""
+    return pd.DataFrame(
+        [(sd, SD_TO_UD.get(sd), *v) for sd, v in PAPER_TABLE1.items()],
+        columns=["sd_relation", "ud_relation", "head", "accuracy", "baseline", "offset",
+                 "direction"])

@@ -1,0 +1,261 @@
+"""Per-head dependency scoring and fixed-offset baselines (Clark et al. Section 4.2).
+
+The fixture ``fixtures/syntax/tiny.conllu`` has three sentences (0-based word indices)::
+
+    A  0 The 1 cat 2 sat 3 on 4 the 5 mat 6 .     heads 1 2 ROOT 5 5 2 2
+    B  0 Hello                                     one-word sentence (ROOT)
+    C  0 John 1 's 2 dog 3 barked 4 .              heads 2 0 3 ROOT 3 (John = nmod:poss)
+
+Maps put [CLS] at position 0 and [SEP] last; word i sits at position i + 1. Every expected
+number below was worked out by hand.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import conllu
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis_utils import syntax
+
+FIX = Path(__file__).parent / "fixtures" / "syntax" / "tiny.conllu"
+
+
+def read_sentences(path):
+    out = []
+    with open(path, encoding="utf-8") as f:
+        for tl in conllu.parse_incr(f):
+            words = [t for t in tl if isinstance(t["id"], int)]
+            out.append(SimpleNamespace(sent_id=tl.metadata.get("sent_id"),
+                                       words=tuple(t["form"] for t in words),
+                                       heads=tuple(t["head"] for t in words),
+                                       deprels=tuple(t["deprel"] for t in words)))
+    return out
+
+
+@pytest.fixture(scope="module")
+def sents():
+    return read_sentences(FIX)
+
+
+def P(i):
+    return i + 1
+
+
+def blank(n_words, n_heads=2):
+    m = n_words + 2
+    attn = np.full((1, n_heads, m, m), 0.01, dtype=np.float32)
+    sp = np.zeros(m, dtype=bool)
+    sp[[0, m - 1]] = True
+    return attn, sp, np.arange(1, n_words + 1)
+
+
+def decorate(a):
+    """Large weights on [CLS], [SEP] and the diagonal: all must be ignored."""
+    a[:, 0] = 0.9
+    a[:, -1] = 0.8
+    np.fill_diagonal(a, 0.95)
+
+
+def maps_A(sent):
+    attn, sp, wp = blank(7)
+    dep2head, head2dep = attn[0, 0], attn[0, 1]
+    for d, h in enumerate(sent.heads):
+        if h:
+            dep2head[P(d), P(h - 1)] = 0.5  # each dependent attends to its head
+            head2dep[P(h - 1), P(d)] = 0.5  # each head attends to its dependents
+    decorate(dep2head)
+    decorate(head2dep)
+    return attn, sp, wp
+
+
+def maps_C():
+    attn, sp, wp = blank(5)
+    a = attn[0, 0]
+    a[P(0), P(1)] = 0.5  # John -> 's
+    a[P(1), P(2)] = 0.5  # 's -> dog   (the paper's poss behaviour)
+    a[P(2), P(3)] = 0.5  # dog -> barked
+    a[P(4), P(3)] = 0.5  # . -> barked
+    decorate(a)  # head 1 stays uniform
+    return attn, sp, wp
+
+
+@pytest.fixture(scope="module")
+def items(sents):
+    A, B, C = sents
+    return [(A, *maps_A(A)), (B, *blank(1)), (C, *maps_C())]
+
+
+def test_head_predictions_both_directions(sents):
+    A = sents[0]
+    attn, sp, _ = maps_A(A)
+    d2h = syntax.head_predictions(attn, sp, "dep2head")
+    assert d2h.shape == (1, 2, 9)
+    assert d2h[0, 0, 0] == -1 and d2h[0, 0, 8] == -1  # special rows
+    # head 0, rows: each word -> its head; ROOT "sat" row is uniform -> leftmost word "The"
+    assert (d2h[0, 0, 1:8] - 1).tolist() == [1, 2, 0, 5, 5, 2, 2]
+    h2d = syntax.head_predictions(attn, sp, "head2dep")
+    # head 1, columns: for each word, the word attending to it most = its head
+    assert (h2d[0, 1, 1:8] - 1).tolist() == [1, 2, 0, 5, 5, 2, 2]
+    with pytest.raises(ValueError):
+        syntax.head_predictions(attn, sp, "sideways")
+
+
+def test_single_word_has_no_candidate():
+    attn, sp, wp = blank(1)
+    assert syntax.word_predictions(attn, wp, "dep2head", sp).tolist() == [[[-1], [-1]]]
+
+
+def test_score_heads_by_hand(items):
+    df = syntax.score_heads(items, min_count=0)
+    get = lambda rel, head, direction: df[(df.relation == rel) & (df["head"] == head)  # noqa: E731
+                                          & (df.direction == direction)].iloc[0]
+    # "All": 7 + 1 + 5 = 13 words, ROOT words (3) always wrong
+    r = get("All", 0, "dep2head")
+    assert (r.correct, r.total) == (6 + 0 + 2, 13)  # A: all 6 non-root; C: dog, "."
+    # head 0, head->dep (columns), sentence A by hand:
+    #   The: nobody attends to it, tie -> leftmost row "cat" = its head (correct)
+    #   cat <- The; sat <- cat (tie cat/mat/. -> cat); on, the, . <- tie -> "The";
+    #   mat <- on (tie on/the)  => 1 of 7.  C: uniform ties ... computed below
+    assert get("det", 0, "dep2head").correct == 2
+    assert get("det", 1, "head2dep").correct == 2
+    assert get("All", 1, "head2dep").correct >= 6  # A: 6 of 7 (ROOT wrong)
+    rA = syntax.score_heads(items[:1], min_count=0)
+    rA = rA[rA.relation == "All"].set_index(["head", "direction"])["correct"].to_dict()
+    assert rA == {(0, "dep2head"): 6, (0, "head2dep"): 1, (1, "dep2head"): 1,
+                  (1, "head2dep"): 6}
+    # possessive, UD edge: John attends to 's, not to dog -> wrong; the clitic 's is scored
+    # under "case" against its UD head John -> wrong too
+    assert get("nmod:poss", 0, "dep2head").correct == 0
+    assert get("case", 0, "dep2head").correct == 1  # "on" -> "mat" only
+    assert set(df.relation) == {"All", "det", "nsubj", "case", "obl", "punct", "nmod:poss"}
+    assert "root" not in set(df.relation)
+    assert len(df) == 7 * 1 * 2 * 2
+    assert df.iloc[0].relation == "All"
+    assert ((df.accuracy - df.correct / df.total).abs() < 1e-12).all()
+
+
+def test_poss_mode_clark(items, sents):
+    C = sents[2]
+    assert (1, 2, "nmod:poss") in syntax.scoring_entries(C, poss_mode="clark")
+    assert (0, 2, "nmod:poss") in syntax.scoring_entries(C, poss_mode="ud")
+    df = syntax.score_heads(items, min_count=0, poss_mode="clark")
+    r = df[(df.relation == "nmod:poss") & (df["head"] == 0) & (df.direction == "dep2head")]
+    assert r[["correct", "total"]].values.tolist() == [[1, 1]]  # 's -> dog counts
+    # "All" always uses the UD tree
+    ud = syntax.score_heads(items, min_count=0)
+    assert df[df.relation == "All"].correct.tolist() == ud[ud.relation == "All"].correct.tolist()
+    # possessive pronouns have no clitic: unchanged
+    my = SimpleNamespace(words=("my", "dog"), heads=(2, 0), deprels=("nmod:poss", "root"))
+    assert (0, 1, "nmod:poss") in syntax.scoring_entries(my, poss_mode="clark")
+
+
+def test_min_count_and_subtypes(items):
+    df = syntax.score_heads(items, min_count=2)
+    # det 2, nsubj 2, case 2, punct 2 kept; obl 1 and nmod:poss 1 dropped; All always kept
+    assert set(df.relation) == {"All", "det", "nsubj", "case", "punct"}
+    sub = SimpleNamespace(words=("it", "was", "done"), heads=(3, 3, 0),
+                          deprels=("nsubj:pass", "aux:pass", "root"))
+    assert {e[2] for e in syntax.scoring_entries(sub)} == {"All", "nsubj:pass", "aux:pass"}
+    assert {e[2] for e in syntax.scoring_entries(sub, collapse_subtypes=True)} == {
+        "All", "nsubj", "aux"}
+
+
+def test_inputs_validated(items, sents):
+    A, attn, sp, wp = items[0]
+    with pytest.raises(ValueError, match="word_pos"):
+        syntax.score_heads([(A, attn, sp, wp[:-1])])
+    with pytest.raises(ValueError, match="special"):
+        syntax.score_heads([(A, attn, sp, np.arange(7))])
+    # (sentence, maps) form
+    maps = syntax.WordMaps(attn, sp, wp)
+    assert syntax.score_heads([(A, maps)], min_count=0).equals(
+        syntax.score_heads([items[0]], min_count=0))
+
+
+def test_offset_baselines_by_hand(sents):
+    A, B, C = sents
+    b = syntax.offset_baselines([A], min_count=0).set_index(["relation", "offset"])
+    assert b.loc[("All", 1), "correct"] == 3  # The->cat, cat->sat, the->mat
+    assert b.loc[("All", 1), "total"] == 7
+    assert b.loc[("All", -1), "correct"] == 0
+    assert b.loc[("case", 2), "correct"] == 1  # on -> mat
+    assert b.loc[("obl", -3), "correct"] == 1  # mat -> sat
+    assert b.loc[("punct", -4 + 1), "correct"] == 0  # "." -> sat is -4: out of range
+    allb = syntax.offset_baselines([A, B, C], min_count=0).set_index(["relation", "offset"])
+    assert allb.loc[("All", 1), ["correct", "total"]].tolist() == [4, 13]
+    clark = syntax.offset_baselines([C], poss_mode="clark", min_count=0).set_index(
+        ["relation", "offset"])
+    assert clark.loc[("nmod:poss", 1), "correct"] == 1  # 's -> dog
+    assert clark.loc[("nmod:poss", 2), "correct"] == 0  # John is no longer the dependent
+    best = syntax.best_baseline(syntax.offset_baselines([A], min_count=0)).set_index(
+        "relation")
+    assert best.loc["det", "offset"] == 1 and best.loc["det", "accuracy"] == 1.0
+    assert best.loc["case", "offset"] == 2
+    # tuples of score_heads are accepted too
+    assert syntax.offset_baselines([(A, None, None, None)], min_count=0).equals(
+        syntax.offset_baselines([A], min_count=0))
+
+
+def test_table1(items, sents):
+    scores = syntax.score_heads(items, min_count=0)
+    base = syntax.offset_baselines(sents, min_count=0)
+    t = syntax.table1(scores, base).set_index("relation")
+    assert t.index[0] == "All"
+    det = t.loc["det"]
+    assert (det["head"], det["direction"], det["accuracy"], det["baseline"], det["offset"],
+            det["n"]) == ("1-1", "dep2head", 100.0, 100.0, 1, 2)
+    assert (det["sd_relation"], det["paper_head"], det["paper_accuracy"]) == ("det", "8-11",
+                                                                             94.3)
+    assert t.loc["nmod:poss", "sd_relation"] == "poss"
+    assert t.loc["case", "sd_relation"] == "pobj"
+    assert pd.isna(t.loc["obl", "sd_relation"])
+    sub = syntax.table1(scores, base, relations=["All", "det"], with_paper=False)
+    assert list(sub.relation) == ["All", "det"] and "paper_head" not in sub
+    with pytest.raises(KeyError):
+        syntax.table1(scores, base, relations=["ccomp"])
+
+
+def test_paper_table1_matches_reference():
+    p = syntax.paper_table1().set_index("sd_relation")
+    assert len(p) == 15
+    assert p.loc["All", ["head", "accuracy", "baseline", "offset"]].tolist() == ["7-6", 34.5,
+                                                                                26.3, 1]
+    assert p.loc["pobj", "direction"] == "head2dep"
+    assert p.loc["mark", "offset"] == 2 and p.loc["prt", "accuracy"] == 99.1
+    assert p.loc["dobj", "ud_relation"] == "obj"
+    assert set(syntax.TABLE1_UD_RELATIONS) <= set(syntax.UD_TO_SD)
+
+
+@pytest.mark.gold_data
+def test_ewt_dev_speed_and_right_branching(gold_data_dir):
+    from analysis_utils.corpora import read_conllu  # the project's reader, Sentence objects
+
+    sents = read_conllu(gold_data_dir / "ud-english-ewt" / "en_ewt-ud-dev.conllu")
+    assert len(sents) == 2001 and sum(len(s.heads) for s in sents) == 25147
+    rng = np.random.default_rng(0)
+    items = []
+    for s in sents:
+        n = len(s.heads)
+        sp = np.zeros(n + 2, dtype=bool)
+        sp[[0, -1]] = True
+        items.append((s, rng.random((12, 12, n + 2, n + 2), dtype=np.float32).astype(
+            np.float16), sp, np.arange(1, n + 1)))
+    t0 = time.perf_counter()
+    scores = syntax.score_heads(items)
+    elapsed = time.perf_counter() - t0
+    assert elapsed < 20, f"scoring 144 heads x 2 directions took {elapsed:.1f} s"
+    assert scores.groupby(["layer", "head", "direction"]).ngroups == 288
+    assert (scores.total >= 100).all()
+    base = syntax.offset_baselines(sents).set_index(["relation", "offset"])
+    # right-branching, counted independently: head == the next word
+    rb = sum(h == i + 2 for s in sents for i, h in enumerate(s.heads))
+    assert base.loc[("All", 1), "correct"] == rb
+    assert base.loc[("All", 1), "total"] == 25147
+    # random attention is far below the right-branching baseline
+    assert scores[scores.relation == "All"].accuracy.max() < rb / 25147
