@@ -1,0 +1,157 @@
+"""Head distances (Jensen-Shannon), MDS, behaviour labels, layer separation, plot."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from scipy.spatial.distance import jensenshannon
+
+from analysis_utils import clustering as cl
+
+
+def random_attn(rng, layers, heads, n, power=4.0):
+    a = rng.random((layers, heads, n, n)) ** power
+    return a / a.sum(-1, keepdims=True)
+
+
+def direct_js(examples, smoothing=1e-3):
+    """Reference: scipy's JS distance per token, squared (= divergence), summed."""
+    K = examples[0].shape[0] * examples[0].shape[1]
+    out = np.zeros((K, K))
+    for a in examples:
+        n = a.shape[-1]
+        P = a.reshape(K, n, n).astype(np.float64) + smoothing
+        P /= P.sum(-1, keepdims=True)
+        for i in range(K):
+            for j in range(K):
+                out[i, j] += (jensenshannon(P[i], P[j], axis=1) ** 2).sum()
+    return out
+
+
+@pytest.fixture(scope="module")
+def small_examples():
+    rng = np.random.default_rng(0)
+    return [random_attn(rng, 2, 3, n) for n in (5, 8, 3)]
+
+
+def test_matches_scipy(small_examples):
+    ref = direct_js(small_examples)
+    d64 = cl.js_distance_matrix(small_examples, dtype=torch.float64)
+    np.testing.assert_allclose(d64, ref, rtol=1e-9, atol=1e-9)
+    d32 = cl.js_distance_matrix(small_examples)  # float32 default
+    np.testing.assert_allclose(d32, ref, rtol=1e-4, atol=1e-5)
+    # the square-root variant and the per-token mean
+    np.testing.assert_allclose(cl.js_distance_matrix(small_examples, kind="distance",
+                                                     dtype=torch.float64), np.sqrt(ref),
+                               rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(cl.js_distance_matrix(small_examples, reduction="mean",
+                                                     dtype=torch.float64), ref / 16,
+                               rtol=1e-9, atol=1e-9)
+    # no smoothing, still matches
+    np.testing.assert_allclose(cl.js_distance_matrix(small_examples, smoothing=0.0,
+                                                     dtype=torch.float64),
+                               direct_js(small_examples, 0.0), rtol=1e-8, atol=1e-8)
+
+
+def test_self_zero_symmetric_and_identical_heads(small_examples):
+    ex = [a.copy() for a in small_examples]
+    for a in ex:
+        a[1, 2] = a[0, 0]  # head 5 == head 0
+    d = cl.js_distance_matrix(ex)
+    assert np.all(np.diag(d) == 0)
+    np.testing.assert_array_equal(d, d.T)
+    assert d[0, 5] == pytest.approx(0.0, abs=1e-4)
+    assert (d[~np.eye(6, dtype=bool)] >= 0).all()
+    off = d[~np.eye(6, dtype=bool)]
+    assert np.sort(off)[2:].min() > 0.01  # the others differ
+    # per-token JS divergence is bounded by log 2
+    assert d.max() <= np.log(2) * sum(a.shape[-1] for a in ex) + 1e-6
+
+
+def test_inputs_streamed_float16_memmap_chunks_and_144_heads(tmp_path):
+    rng = np.random.default_rng(1)
+    ex = [random_attn(rng, 12, 12, n).astype(np.float16) for n in (6, 4)]
+    mm = []
+    for i, a in enumerate(ex):
+        m = np.lib.format.open_memmap(tmp_path / f"{i}.npy", mode="w+", dtype=np.float16,
+                                      shape=a.shape)
+        m[:] = a
+        mm.append(np.load(tmp_path / f"{i}.npy", mmap_mode="r"))
+    d, info = cl.js_distance_matrix(iter(mm), return_info=True)
+    assert d.shape == (144, 144) and info["n_examples"] == 2 and info["n_tokens"] == 10
+    d_small_chunks = cl.js_distance_matrix([{"attn": a} for a in mm], chunk_elems=50)
+    np.testing.assert_allclose(d, d_small_chunks, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(cl.js_distance_matrix(mm, max_examples=1),
+                               cl.js_distance_matrix(mm[:1]))
+    with pytest.raises(ValueError):
+        cl.js_distance_matrix([ex[0], ex[1][:6]])
+    with pytest.raises(ValueError):
+        cl.js_distance_matrix([])
+
+
+def test_mds_recovers_planar_configuration():
+    rng = np.random.default_rng(0)
+    pts = rng.normal(size=(20, 2)) * 5
+    dist = np.sqrt(((pts[:, None] - pts[None]) ** 2).sum(-1))
+    coords, stress = cl.mds_embedding(dist, seed=0)
+    assert coords.shape == (20, 2)
+    assert stress < 0.01
+    emb = np.sqrt(((coords[:, None] - coords[None]) ** 2).sum(-1))
+    np.testing.assert_allclose(emb, dist, atol=0.1 * dist.mean())
+    coords2, stress2 = cl.mds_embedding(dist, seed=0)
+    np.testing.assert_array_equal(coords, coords2)
+    assert cl.kruskal_stress(dist, pts) == pytest.approx(0.0, abs=1e-12)
+
+
+def test_behaviour_labels():
+    df = pd.DataFrame({
+        "layer": [0, 0, 1, 1, 2, 2, 3], "head": [0, 1, 0, 1, 0, 1, 0],
+        "entropy": [4.0, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0],
+        "prev": [0.0, 0.7, 0.0, 0.0, 0.0, 0.0, 0.1],
+        "next": [0.0, 0.0, 0.6, 0.0, 0.0, 0.0, 0.1],
+        "cls": [0.0, 0.0, 0.0, 0.65, 0.0, 0.0, 0.1],
+        "sep": [0.0, 0.0, 0.0, 0.0, 0.9, 0.0, 0.1],
+        "punct": [0.0, 0.0, 0.0, 0.0, 0.0, 0.7, 0.1],
+    })
+    lab = cl.behaviour_labels(df)
+    assert lab.tolist() == ["broad", "previous token", "next token", "[CLS]", "[SEP]",
+                            ". and ,", "other"]
+    lab = cl.behaviour_labels(df, thresholds={"sep": 0.95, "prev": 0.5},
+                              extra={(3, 0): "coref"})
+    assert lab.tolist() == ["other", "previous token", "other", "other", "other", "other",
+                            "coref"]
+    # entropy_nats (maptypes tables) wins over a normalised entropy column
+    df2 = df.assign(entropy_nats=df["entropy"], entropy=0.5)
+    assert cl.behaviour_labels(df2).iloc[0] == "broad"
+    with pytest.raises(ValueError):
+        cl.behaviour_labels(df.drop(columns="punct"), thresholds={"punct": 0.6})
+
+
+def test_layer_separation():
+    rng = np.random.default_rng(0)
+    layers = np.repeat(np.arange(4), 5)
+    centres = rng.normal(size=(4, 2)) * 10
+    pts = centres[layers] + rng.normal(size=(20, 2))
+    dist = np.sqrt(((pts[:, None] - pts[None]) ** 2).sum(-1))
+    res = cl.layer_separation(dist, layers, n_perm=200, seed=0)
+    assert res["within"] < res["between"] and res["p_value"] < 0.01
+    assert res["p_value"] == pytest.approx(1 / 201)
+    noise = np.abs(rng.normal(size=(20, 20)))
+    noise = noise + noise.T
+    np.fill_diagonal(noise, 0)
+    assert cl.layer_separation(noise, layers, n_perm=200)["p_value"] > 0.01
+
+
+def test_mds_plot_and_head_index():
+    idx = cl.head_index(3, 4)
+    assert idx.iloc[5].tolist() == [1, 1]
+    coords = np.random.default_rng(0).normal(size=(12, 2))
+    labels = ["other"] * 10 + ["[SEP]", "broad"]
+    fig = cl.mds_plot(coords, idx["layer"], labels, heads=idx["head"], title="t")
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png")
+    assert buf.tell() > 1000
