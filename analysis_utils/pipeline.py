@@ -112,8 +112,14 @@ def run(profile: str = "default", only: list[str] | None = None, extra: dict | N
     else:
         os.environ.pop(OUTPUT_ENV, None)
     written = []
+    from .report import output_dirs
+
     for source in notebook_sources(only):
         t0 = time.perf_counter()
+        # Stale outputs of an earlier run must not survive beside the new ones.
+        for folder in output_dirs():
+            for old in folder.glob(f"{source.name[:2]}_*"):
+                old.unlink()
         print(f"[{profile}] {source.name} ...", flush=True)
         written.append(run_notebook(source, profile, extra))
         print(f"[{profile}] {source.name} done in {time.perf_counter() - t0:.1f} s -> "

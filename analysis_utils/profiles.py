@@ -18,6 +18,8 @@ PROFILES: dict[str, dict[str, dict]] = {
         "*": {"model": "minilm", "seed": 0},
         "01": {"n_segments": 24, "mlm_steps": 30, "mlm_batch_size": 8, "mlm_texts": 64,
                "n_grad_segments": 6},
+        "02": {"max_sentences": 60, "min_count": 20},
+        "03": {"max_documents": 3},
     },
     "default": {},
     "paper": {

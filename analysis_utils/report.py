@@ -27,6 +27,7 @@ from . import paths
 
 OUTPUT_ENV = "BERTOLOGY_OUTPUT_DIR"
 PROFILE_ENV = "BERTOLOGY_PROFILE"
+MARKDOWN_MAX_ROWS = 200
 _VERSIONED = ("torch", "transformers", "numpy", "pandas", "scikit-learn", "matplotlib",
               "seaborn", "conllu", "analysis_utils")
 
@@ -84,14 +85,17 @@ class Run:
         return folder / f"{stem}{suffix}"
 
     def table(self, df: pd.DataFrame, name: str, caption: str | None = None,
-              float_digits: int = 6) -> Path:
+              float_digits: int = 6, markdown: bool | None = None) -> Path:
         """Save ``df`` as ``results/NN_name.csv`` (floats rounded to ``float_digits`` so two runs
-        compare equal as text) and ``results/NN_name.md``."""
+        compare equal as text) and, for tables a person reads (``markdown=None``: at most
+        ``MARKDOWN_MAX_ROWS`` rows), ``results/NN_name.md``."""
         results, _ = output_dirs()
         csv = self._path(results, name, ".csv")
         df.round(float_digits).to_csv(csv, index=False)
-        self._path(results, name, ".md").write_text(_markdown(df, caption))
-        self.written += [str(csv.name), csv.with_suffix(".md").name]
+        self.written.append(csv.name)
+        if markdown or (markdown is None and len(df) <= MARKDOWN_MAX_ROWS):
+            self._path(results, name, ".md").write_text(_markdown(df, caption))
+            self.written.append(csv.with_suffix(".md").name)
         return csv
 
     def figure(self, fig, name: str, dpi: int = 130) -> Path:

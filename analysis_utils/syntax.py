@@ -397,3 +397,27 @@ def paper_table1() -> pd.DataFrame:
         [(sd, SD_TO_UD.get(sd), *v) for sd, v in PAPER_TABLE1.items()],
         columns=["sd_relation", "ud_relation", "head", "accuracy", "baseline", "offset",
                  "direction"])
+
+
+def describe_margins(table: pd.DataFrame, wide: float = 10.0) -> str:
+    """Plain-language summary of a :func:`table1` table: the relations whose best head beats
+    the best fixed-offset baseline by at least ``wide`` percentage points, and the others
+    (head within ``wide`` points of, or below, the baseline). Numbers come from ``table``."""
+    rows = table.dropna(subset=["baseline"])
+    if rows.empty:
+        return "No relation has a baseline to compare with."
+
+    def fmt(r) -> str:
+        return (f"{r['relation']} (head {r['head']} {r['accuracy']:.1f}% vs. offset "
+                f"{int(r['offset']):+d} {r['baseline']:.1f}%, {r['accuracy'] - r['baseline']:+.1f})")
+
+    margin = rows["accuracy"] - rows["baseline"]
+    order = margin.sort_values(ascending=False).index
+    wide_rows = [fmt(rows.loc[i]) for i in order if margin[i] >= wide]
+    other = [fmt(rows.loc[i]) for i in order if margin[i] < wide]
+    parts = [f"The best head beats its best fixed-offset baseline by {wide:g} points or more "
+             f"for {len(wide_rows)} of {len(rows)} relations: "
+             + ("; ".join(wide_rows) if wide_rows else "none") + "."]
+    parts.append(f"It does not for {len(other)}: " + ("; ".join(other) if other else "none")
+                 + ".")
+    return "\n".join(parts)

@@ -9,7 +9,13 @@ import pytest
 import torch
 from transformers import BertConfig, BertModel
 
-from analysis_utils import paths
+from analysis_utils import paths, report
+
+# Notebooks re-run by nbval (and any test that saves a table) must never overwrite the
+# committed results/ and figures/: send their outputs to the cache. Set at import, before
+# nbval starts kernels, which inherit this environment.
+os.environ.setdefault(report.OUTPUT_ENV, str(paths.cache_dir() / "test_outputs"))
+os.environ.setdefault(report.PROFILE_ENV, "smoke")
 
 TINY_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ",", "the", "cat", "sat",
               "on", "mat", "a", "dog", "ran", "big", "##s", "##ing", "un", "##believ",
