@@ -16,10 +16,11 @@ from __future__ import annotations
 PROFILES: dict[str, dict[str, dict]] = {
     "smoke": {
         "*": {"model": "minilm", "seed": 0},
-        "01": {"n_segments": 24, "mlm_steps": 30, "mlm_batch_size": 8, "mlm_texts": 64,
-               "n_grad_segments": 6},
+        "01": {"n_segments": 24, "mlm_steps": 20, "mlm_texts": 40,
+               "n_grad_segments": 4},
         "02": {"max_sentences": 60, "min_count": 20},
         "03": {"max_documents": 3},
+        "04": {"max_train": 200, "max_dev": 50, "max_test": 50, "min_count": 20},
     },
     "default": {},
     "paper": {

@@ -1,0 +1,578 @@
+"""Gradient-based importance of attention weights (Clark et al. 2019, Section 3.2, Figure 3).
+
+The paper computes "the magnitude of the gradient of the loss from BERT's masked language
+modeling task with respect to each attention weight", averaged per layer over attention to
+[SEP], to periods/commas and to other tokens.
+
+Capturing attention probabilities in transformers 5.x
+-----------------------------------------------------
+``head_mask`` is gone from BERT's forward. Instead, :func:`register_capture_attention`
+registers an attention function under its own name with ``transformers.AttentionInterface``:
+it reproduces eager attention exactly (scores = q k^T * scaling + mask, softmax, dropout,
+@ v) and records the softmax output of every layer while a :func:`capture_attention`
+context is active. The same name is registered with ``transformers.AttentionMaskInterface``
+bound to the eager mask function (``transformers.masking_utils.eager_mask``): without that,
+``masking_utils`` treats an unknown implementation as "needs no mask" and padding silently
+stops being masked (tests/test_gradients.py checks both).
+
+Gradients are taken with ``torch.autograd.grad`` on the recorded probabilities, so no
+parameter ``.grad`` is touched; when nothing upstream requires grad (a frozen encoder),
+layer-1 probabilities are made leaves, which leaves d loss / d probs unchanged.
+
+Masked-LM head
+--------------
+The packaged all-MiniLM-L6-v2 has no masked-LM head. :func:`load_mlm_head` returns a
+checkpoint's own head when its weights contain one (``cls.predictions.*`` for BERT,
+``lm_head.*`` for RoBERTa-like models), otherwise None; :func:`fit_mlm_head` then trains a
+BERT-style head (dense + gelu + LayerNorm + decoder, decoder tied to the frozen word
+embeddings by default) on the frozen encoder and reports held-out masked-token accuracy.
+The gradients of Figure 3 are only as meaningful as that head: report its accuracy beside
+them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from torch import nn
+
+CAPTURE_IMPL = "bertology_capture"
+TARGETS = ("[SEP]", "./,", "other")
+
+_RECORDERS: list[dict] = []  # stack of active capture contexts
+
+
+# ---------------------------------------------------------------------------------------
+# attention capture
+
+
+def capture_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.Tensor,
+                              value: torch.Tensor, attention_mask: torch.Tensor | None,
+                              scaling: float | None = None, dropout: float = 0.0, **kwargs):
+    """Eager attention (as ``modeling_bert.eager_attention_forward``) that records probs.
+
+    query/key/value: (batch, heads, seq, head_dim); returns ``(output (batch, seq, heads,
+    head_dim), probs (batch, heads, seq, seq))`` exactly like eager attention.
+    """
+    if scaling is None:
+        scaling = query.size(-1) ** -0.5
+    scores = torch.matmul(query, key.transpose(2, 3)) * scaling
+    if attention_mask is not None:
+        scores = scores + attention_mask[..., : key.shape[-2]]
+    probs = nn.functional.softmax(scores, dim=-1)
+    if _RECORDERS:
+        rec = _RECORDERS[-1]
+        if rec["make_leaf"] and torch.is_grad_enabled() and not probs.requires_grad:
+            probs = probs.detach().requires_grad_(True)
+        if rec["retain_grad"] and probs.requires_grad:
+            probs.retain_grad()
+        rec["probs"].append(probs)
+    weights = nn.functional.dropout(probs, p=dropout, training=module.training)
+    output = torch.matmul(weights, value).transpose(1, 2).contiguous()
+    return output, weights
+
+
+def register_capture_attention(name: str = CAPTURE_IMPL) -> str:
+    """Register :func:`capture_attention_forward` and the eager mask under ``name``."""
+    from transformers import AttentionInterface, AttentionMaskInterface
+    from transformers.masking_utils import eager_mask
+
+    AttentionInterface.register(name, capture_attention_forward)
+    AttentionMaskInterface.register(name, eager_mask)
+    return name
+
+
+def _unwrap(model):
+    """Accept a torch model or an object holding one in ``.model`` (e.g. LoadedModel)."""
+    if not isinstance(model, nn.Module) and hasattr(model, "model"):
+        return model.model
+    return model
+
+
+def _set_impl(model: nn.Module, name: str) -> None:
+    if hasattr(model, "set_attn_implementation"):
+        model.set_attn_implementation(name)
+    else:  # pragma: no cover - plain config fallback
+        model.config._attn_implementation = name
+
+
+@contextlib.contextmanager
+def capture_attention(model: nn.Module, retain_grad: bool = False, make_leaf: bool = False,
+                      name: str = CAPTURE_IMPL):
+    """Run ``model`` with the capturing attention; yields the list that receives the
+    probabilities of each attention call, in layer order (cleared by the caller between
+    forward passes). The model's previous attention implementation is restored on exit.
+
+    ``retain_grad``: call ``probs.retain_grad()`` so ``loss.backward()`` fills ``.grad``;
+    ``make_leaf``: when grad is enabled but nothing upstream requires grad, make the first
+    probabilities leaves so gradients w.r.t. them can still be taken.
+    """
+    model = _unwrap(model)
+    register_capture_attention(name)
+    previous = model.config._attn_implementation
+    _set_impl(model, name)
+    rec = {"probs": [], "retain_grad": retain_grad, "make_leaf": make_leaf}
+    _RECORDERS.append(rec)
+    try:
+        yield rec["probs"]
+    finally:
+        for i, r in enumerate(_RECORDERS):
+            if r is rec:
+                del _RECORDERS[i]
+                break
+        _set_impl(model, previous or "eager")
+
+
+# ---------------------------------------------------------------------------------------
+# inputs and masking
+
+
+def _as_ids(enc) -> tuple[list[int], list[int] | None]:
+    if isinstance(enc, dict) or hasattr(enc, "keys"):
+        ids, tt = enc["input_ids"], enc.get("token_type_ids")
+    elif hasattr(enc, "input_ids"):
+        ids, tt = enc.input_ids, getattr(enc, "token_type_ids", None)
+    else:
+        ids, tt = enc, None
+    ids = [int(x) for x in ids]
+    return ids, ([int(x) for x in tt] if tt is not None else None)
+
+
+def _pad_batch(items: Sequence[tuple[list[int], list[int] | None]], pad_id: int):
+    n = max(len(ids) for ids, _ in items)
+    b = len(items)
+    input_ids = torch.full((b, n), pad_id, dtype=torch.long)
+    attention_mask = torch.zeros((b, n), dtype=torch.long)
+    token_type_ids = torch.zeros((b, n), dtype=torch.long)
+    has_tt = any(tt is not None for _, tt in items)
+    for i, (ids, tt) in enumerate(items):
+        input_ids[i, : len(ids)] = torch.tensor(ids)
+        attention_mask[i, : len(ids)] = 1
+        if tt is not None:
+            token_type_ids[i, : len(tt)] = torch.tensor(tt)
+    return input_ids, attention_mask, (token_type_ids if has_tt else None)
+
+
+def special_ids(tokenizer) -> set[int]:
+    """Ids never masked: every special token of the tokenizer ([CLS], [SEP], [PAD], ...)."""
+    ids = set(getattr(tokenizer, "all_special_ids", []) or [])
+    for attr in ("cls_token_id", "sep_token_id", "pad_token_id", "bos_token_id", "eos_token_id"):
+        v = getattr(tokenizer, attr, None)
+        if v is not None:
+            ids.add(int(v))
+    return ids
+
+
+def mask_tokens(ids: Sequence[int], rng: np.random.Generator, mask_id: int, vocab_size: int,
+                never_mask: set[int], mask_prob: float = 0.15,
+                replace: tuple[float, float, float] = (0.8, 0.1, 0.1)):
+    """BERT masking of one sequence: each maskable token is selected with ``mask_prob``
+    (at least one is selected); selected tokens become [MASK] / a random token / stay,
+    with the probabilities ``replace``. Returns ``(masked ids, positions, original ids)``.
+    """
+    ids = np.asarray(ids, dtype=np.int64)
+    eligible = np.flatnonzero(~np.isin(ids, list(never_mask)))
+    if eligible.size == 0:
+        return ids.copy(), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    chosen = eligible[rng.random(eligible.size) < mask_prob]
+    if chosen.size == 0:
+        chosen = rng.choice(eligible, size=1)
+    labels = ids[chosen].copy()
+    out = ids.copy()
+    u = rng.random(chosen.size)
+    to_mask = u < replace[0]
+    to_rand = (u >= replace[0]) & (u < replace[0] + replace[1])
+    out[chosen[to_mask]] = mask_id
+    out[chosen[to_rand]] = rng.integers(0, vocab_size, size=int(to_rand.sum()))
+    return out, chosen, labels
+
+
+def _device_of(model: nn.Module, device=None) -> torch.device:
+    if device is not None:
+        return torch.device(device)
+    try:
+        return next(model.parameters()).device
+    except StopIteration:  # pragma: no cover
+        return torch.device("cpu")
+
+
+def _tokenize(tokenizer, texts: Iterable[str], max_length: int) -> list[list[int]]:
+    out = []
+    for t in texts:
+        ids = tokenizer(t, truncation=True, max_length=max_length)["input_ids"]
+        if len(ids) > 2:
+            out.append(list(ids))
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# masked-LM head
+
+
+def _word_embeddings(encoder: nn.Module) -> nn.Embedding:
+    return _unwrap(encoder).get_input_embeddings()
+
+
+def build_mlm_head(encoder: nn.Module, train_decoder: bool = False, seed: int = 0) -> nn.Module:
+    """A BERT-style prediction head (``BertOnlyMLMHead``: dense + activation + LayerNorm +
+    decoder + bias) sized for ``encoder``'s config. The decoder is the encoder's word
+    embedding matrix: shared and frozen (``train_decoder=False``, BERT's weight tying on a
+    frozen encoder) or a trainable copy of it."""
+    from transformers.models.bert.modeling_bert import BertOnlyMLMHead
+
+    encoder = _unwrap(encoder)
+    cfg = encoder.config
+    torch.manual_seed(seed)
+    head = BertOnlyMLMHead(cfg)
+    std = getattr(cfg, "initializer_range", 0.02)
+    nn.init.normal_(head.predictions.transform.dense.weight, std=std)
+    nn.init.zeros_(head.predictions.transform.dense.bias)
+    emb = _word_embeddings(encoder).weight
+    if train_decoder:
+        head.predictions.decoder.weight = nn.Parameter(emb.detach().clone())
+    else:
+        head.predictions.decoder.weight = nn.Parameter(emb.detach(), requires_grad=False)
+    head.predictions.decoder.bias = head.predictions.bias
+    nn.init.zeros_(head.predictions.bias)
+    return head.to(device=emb.device, dtype=emb.dtype)
+
+
+@torch.no_grad()
+def _masked_states(encoder, items, rng_seed_base: int, tokenizer, mask_prob, replace,
+                   batch_size, device):
+    """Hidden states of the masked positions of masked copies of ``items`` (frozen encoder).
+    Example ``k`` is masked with ``np.random.default_rng([seed, k])``."""
+    never = special_ids(tokenizer)
+    states, labels = [], []
+    vocab = _word_embeddings(encoder).num_embeddings
+    for start in range(0, len(items), batch_size):
+        chunk = items[start: start + batch_size]
+        masked, pos = [], []
+        for k, ids in enumerate(chunk):
+            rng = np.random.default_rng([rng_seed_base, start + k])
+            m, p, lab = mask_tokens(ids, rng, tokenizer.mask_token_id, vocab, never,
+                                    mask_prob, replace)
+            masked.append((m.tolist(), None))
+            pos.append(p)
+            labels.append(torch.as_tensor(lab))
+        input_ids, attention_mask, _ = _pad_batch(masked, tokenizer.pad_token_id or 0)
+        hidden = encoder(input_ids=input_ids.to(device),
+                         attention_mask=attention_mask.to(device)).last_hidden_state
+        for i, p in enumerate(pos):
+            states.append(hidden[i, torch.as_tensor(p, device=device)].float().cpu())
+    return torch.cat(states), torch.cat(labels)
+
+
+def _accuracy(head, states, labels, device, batch=4096) -> float:
+    correct = 0
+    with torch.no_grad():
+        for s in range(0, len(labels), batch):
+            logits = head(states[s: s + batch].to(device, dtype=_head_dtype(head)))
+            correct += (logits.argmax(-1).cpu() == labels[s: s + batch]).sum().item()
+    return correct / max(len(labels), 1)
+
+
+def _head_dtype(head):
+    return next(head.parameters()).dtype
+
+
+def fit_mlm_head(encoder: nn.Module, tokenizer, texts: Sequence[str], steps: int = 2000,
+                 batch_size: int = 512, lr: float = 1e-3, seed: int = 0, device=None,
+                 max_length: int = 128, heldout_fraction: float = 0.1, mask_prob: float = 0.15,
+                 copies: int = 2, encode_batch_size: int = 32, train_decoder: bool = False,
+                 weight_decay: float = 0.01) -> tuple[nn.Module, dict]:
+    """Train a BERT-style masked-LM head on a FROZEN encoder; return ``(head, report)``.
+
+    The texts are tokenized (truncated to ``max_length``) and split, seeded, into training
+    and held-out texts (``heldout_fraction``). Each training text is masked ``copies``
+    times with BERT's scheme (15% of non-special tokens; 80% [MASK], 10% random, 10% kept)
+    and the frozen encoder is run once per masked copy; its hidden states at the selected
+    positions are cached, so the ``steps`` AdamW steps (``batch_size`` masked positions
+    each) train only the head. Held-out accuracy is measured on masked copies of the
+    held-out texts where every selected token is replaced by [MASK].
+
+    ``report``: texts and masked tokens per split, steps, initial/final training loss,
+    held-out accuracy before and after training and the majority-token baseline (predict
+    the most frequent training target).
+    """
+    encoder = _unwrap(encoder)
+    device = _device_of(encoder, device)
+    was_training = encoder.training
+    encoder.eval()
+    seqs = _tokenize(tokenizer, texts, max_length)
+    if len(seqs) < 2:
+        raise ValueError("need at least two non-empty texts")
+    order = np.random.default_rng(seed).permutation(len(seqs))
+    n_held = max(1, int(round(heldout_fraction * len(seqs))))
+    held = [seqs[i] for i in order[:n_held]]
+    train = [seqs[i] for i in order[n_held:]]
+
+    tr_states, tr_labels = [], []
+    for c in range(copies):
+        s, lab = _masked_states(encoder, train, seed * 1000 + c + 1, tokenizer, mask_prob,
+                                (0.8, 0.1, 0.1), encode_batch_size, device)
+        tr_states.append(s)
+        tr_labels.append(lab)
+    tr_states, tr_labels = torch.cat(tr_states), torch.cat(tr_labels)
+    ho_states, ho_labels = _masked_states(encoder, held, seed * 1000, tokenizer, mask_prob,
+                                          (1.0, 0.0, 0.0), encode_batch_size, device)
+    encoder.train(was_training)
+
+    head = build_mlm_head(encoder, train_decoder=train_decoder, seed=seed)
+    params = [p for p in head.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda t: min(1.0, (t + 1) / max(1, steps // 20)) * max(0.0, 1 - t / steps))
+    acc0 = _accuracy(head, ho_states, ho_labels, device)
+    gen = torch.Generator().manual_seed(seed)
+    losses = []
+    dtype = _head_dtype(head)
+    head.train()
+    for _ in range(steps):
+        idx = torch.randint(0, len(tr_labels), (min(batch_size, len(tr_labels)),),
+                            generator=gen)
+        logits = head(tr_states[idx].to(device, dtype=dtype))
+        loss = nn.functional.cross_entropy(logits.float(), tr_labels[idx].to(device))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        losses.append(loss.item())
+    head.eval()
+    majority = int(torch.mode(tr_labels).values)
+    k = max(1, min(50, steps // 10))
+    report = {
+        "train_texts": len(train),
+        "heldout_texts": len(held),
+        "train_masked_tokens": int(len(tr_labels)),
+        "heldout_masked_tokens": int(len(ho_labels)),
+        "steps": steps,
+        "batch_size": batch_size,
+        "lr": lr,
+        "copies": copies,
+        "train_decoder": train_decoder,
+        "initial_train_loss": float(np.mean(losses[:k])) if losses else math.nan,
+        "final_train_loss": float(np.mean(losses[-k:])) if losses else math.nan,
+        "heldout_accuracy_before": acc0,
+        "heldout_accuracy": _accuracy(head, ho_states, ho_labels, device),
+        "majority_token_accuracy": float((ho_labels == majority).float().mean()),
+        "majority_token_id": majority,
+    }
+    return head, report
+
+
+_HEAD_PREFIXES = {"cls.predictions.": "cls", "lm_head.": "lm_head"}
+
+
+def checkpoint_weight_names(model_path) -> list[str] | None:
+    """Tensor names stored in a local checkpoint folder (safetensors, sharded index or
+    pytorch_model.bin), or None when ``model_path`` is not a local folder with weights."""
+    p = Path(model_path)
+    if not p.is_dir():
+        return None
+    for index in ("model.safetensors.index.json", "pytorch_model.bin.index.json"):
+        if (p / index).is_file():
+            return list(json.loads((p / index).read_text())["weight_map"])
+    if (p / "model.safetensors").is_file():
+        from safetensors import safe_open
+
+        with safe_open(str(p / "model.safetensors"), framework="pt") as f:
+            return list(f.keys())
+    if (p / "pytorch_model.bin").is_file():
+        sd = torch.load(p / "pytorch_model.bin", map_location="cpu", weights_only=True)
+        return list(sd)
+    return None
+
+
+def has_mlm_head(model_path) -> bool | None:
+    """Whether the checkpoint's weights contain a masked-LM head (None: cannot tell)."""
+    names = checkpoint_weight_names(model_path)
+    if names is None:
+        return None
+    return any(n.startswith(pref) for n in names for pref in _HEAD_PREFIXES)
+
+
+def load_mlm_head(model_path, device=None) -> nn.Module | None:
+    """The checkpoint's own masked-LM head, or None when its weights have none.
+
+    Loads ``AutoModelForMaskedLM`` (which handles old key names and weight tying) and
+    returns its head module (``.cls`` for BERT, ``.lm_head`` for RoBERTa-like models):
+    ``head(last_hidden_state) -> logits``. For a folder, the weights are inspected first
+    (no model is built when ``cls.predictions.*`` / ``lm_head.*`` are absent); for a hub id,
+    a head reported missing by the loader counts as absent.
+    """
+    from transformers import AutoModelForMaskedLM
+
+    present = has_mlm_head(model_path)
+    if present is False:
+        return None
+    mlm, info = AutoModelForMaskedLM.from_pretrained(str(model_path), output_loading_info=True)
+    head = None
+    for attr in _HEAD_PREFIXES.values():
+        if hasattr(mlm, attr):
+            head = getattr(mlm, attr)
+            prefix = attr + "."
+            break
+    if head is None:
+        return None
+    missing = [k for k in info.get("missing_keys", []) if k.startswith(prefix)
+               and not k.endswith("decoder.weight")]
+    if missing:
+        return None
+    head.eval()
+    if device is not None:
+        head.to(device)
+    return head
+
+
+# ---------------------------------------------------------------------------------------
+# Figure 3
+
+
+def attention_gradient_importance(encoder: nn.Module, mlm_head: nn.Module, tokenizer,
+                                  encodings: Iterable, mask_prob: float = 0.15, seed: int = 0,
+                                  batch_size: int = 8, device=None,
+                                  punct_tokens: Sequence[str] = (".", ","),
+                                  replace: tuple[float, float, float] = (0.8, 0.1, 0.1),
+                                  separate_cls: bool = False, return_examples: bool = False):
+    """Mean |d loss / d attention weight| per layer, for attention to [SEP], to "." / ","
+    and to other tokens (Figure 3).
+
+    ``encodings``: token-id sequences of segments (special tokens included), or mappings /
+    objects with ``input_ids`` (and optional ``token_type_ids``). Example ``k`` is masked
+    with BERT's scheme (``mask_prob`` of its non-special tokens, at least one; ``replace``
+    = [MASK] / random / kept) using ``np.random.default_rng([seed, k])``, so results do not
+    depend on ``batch_size``. The loss is the sum over examples of each example's mean
+    masked-LM cross-entropy, so each example contributes the gradient of its own loss.
+
+    Averages pool every (example, head, attending real token, attended real token of the
+    target class) entry of a layer; padding rows and columns are excluded (padding rows
+    have zero gradient; see the tests). Classes follow the input the model sees: a
+    masked "." is [MASK] and counts as "other"; [CLS] counts as "other" unless
+    ``separate_cls`` adds a ``"[CLS]"`` target (useful for models whose sink is [CLS]). Returns a DataFrame with
+    columns ``layer`` (1-based), ``target`` (``"[SEP]"``, ``"./,"``, ``"other"``),
+    ``mean_abs_grad``, ``mean_attention`` (the average attention weight on one token of the
+    class, for context), ``n_weights``; ``attrs`` hold the masked-LM loss and the accuracy
+    of the head on the masked tokens. With ``return_examples`` also returns the masked
+    inputs used.
+    """
+    encoder = _unwrap(encoder)
+    device = _device_of(encoder, device)
+    was_training, head_training = encoder.training, mlm_head.training
+    encoder.eval()
+    mlm_head.eval()
+    items = [_as_ids(e) for e in encodings]
+    if not items:
+        raise ValueError("no encodings")
+    never = special_ids(tokenizer)
+    vocab = _word_embeddings(encoder).num_embeddings
+    sep_id = tokenizer.sep_token_id
+    punct = [i for i in tokenizer.convert_tokens_to_ids(list(punct_tokens))
+             if i is not None and i != tokenizer.unk_token_id]
+    pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+
+    targets = TARGETS + (("[CLS]",) if separate_cls else ())
+    n_layers = None
+    sums = counts = att_sums = None
+    loss_total, n_masked, n_correct = 0.0, 0, 0
+    masked_inputs = []
+    for start in range(0, len(items), batch_size):
+        chunk = items[start: start + batch_size]
+        masked, positions, labels = [], [], []
+        for k, (ids, tt) in enumerate(chunk):
+            rng = np.random.default_rng([seed, start + k])
+            m, p, lab = mask_tokens(ids, rng, tokenizer.mask_token_id, vocab, never,
+                                    mask_prob, replace)
+            masked.append((m.tolist(), tt))
+            positions.append(p)
+            labels.append(lab)
+        masked_inputs.extend(masked)
+        input_ids, attention_mask, token_type_ids = _pad_batch(masked, pad_id)
+        kwargs = {"input_ids": input_ids.to(device), "attention_mask": attention_mask.to(device)}
+        if token_type_ids is not None:
+            kwargs["token_type_ids"] = token_type_ids.to(device)
+        with torch.enable_grad(), capture_attention(encoder, make_leaf=True) as probs:
+            hidden = encoder(**kwargs).last_hidden_state
+            loss = hidden.new_zeros((), dtype=torch.float32)
+            for i, (p, lab) in enumerate(zip(positions, labels, strict=True)):
+                if len(p) == 0:
+                    continue
+                logits = mlm_head(hidden[i, torch.as_tensor(p, device=device)]).float()
+                target = torch.as_tensor(lab, device=device)
+                loss = loss + nn.functional.cross_entropy(logits, target)
+                n_correct += (logits.argmax(-1) == target).sum().item()
+                n_masked += len(p)
+            if loss.requires_grad:
+                grads = torch.autograd.grad(loss, list(probs), allow_unused=True)
+            else:  # nothing masked in this batch
+                grads = [None] * len(probs)
+        loss_total += loss.item()
+        if n_layers is None:
+            n_layers = len(probs)
+            sums = np.zeros((n_layers, len(targets)))
+            counts = np.zeros((n_layers, len(targets)))
+            att_sums = np.zeros((n_layers, len(targets)))
+        # classes by the token the model sees (a masked "." is [MASK], hence "other";
+        # specials are never masked)
+        real = attention_mask.bool().to(device)
+        is_sep = (input_ids == sep_id).to(device) & real
+        is_punct = torch.isin(input_ids, torch.tensor(punct, dtype=torch.long)).to(device)
+        is_punct = is_punct & real & ~is_sep
+        is_other = real & ~is_sep & ~is_punct
+        classes = [is_sep, is_punct, is_other]
+        if separate_cls:
+            is_cls = (input_ids == tokenizer.cls_token_id).to(device) & real
+            classes = [is_sep, is_punct, is_other & ~is_cls, is_cls]
+        for layer, (g, pr) in enumerate(zip(grads, probs, strict=True)):
+            if g is None:
+                g = torch.zeros_like(pr)
+            g = g.detach().abs().float()
+            a = pr.detach().float()
+            n_heads = g.shape[1]
+            for t, col in enumerate(classes):
+                sel = (real[:, None, :, None] & col[:, None, None, :]).float()
+                sums[layer, t] += (g * sel).sum().item()
+                att_sums[layer, t] += (a * sel).sum().item()
+                counts[layer, t] += sel.sum().item() * n_heads
+        del grads, probs, hidden, loss
+    encoder.train(was_training)
+    mlm_head.train(head_training)
+    rows = []
+    for layer in range(n_layers):
+        for t, name in enumerate(targets):
+            c = counts[layer, t]
+            rows.append({"layer": layer + 1, "target": name,
+                         "mean_abs_grad": sums[layer, t] / c if c else math.nan,
+                         "mean_attention": att_sums[layer, t] / c if c else math.nan,
+                         "n_weights": int(c)})
+    df = pd.DataFrame(rows)
+    df.attrs.update({"mlm_loss": loss_total / len(items), "masked_tokens": n_masked,
+                     "masked_accuracy": n_correct / max(n_masked, 1), "examples": len(items),
+                     "mask_prob": mask_prob, "seed": seed})
+    return (df, masked_inputs) if return_examples else df
+
+
+def mlm_head_for(loaded, texts: Sequence[str], steps: int = 600, batch_size: int = 512,
+                 seed: int = 0, **fit_kwargs) -> tuple[nn.Module, dict]:
+    """The masked-LM head for Figure 3: the checkpoint's own head when it has one, else a
+    head fitted on the frozen encoder over ``texts`` (:func:`fit_mlm_head`).
+
+    loaded: a :class:`analysis_utils.models.LoadedModel`. Returns ``(head, report)``; the
+    report says which head was used and, for a fitted one, its held-out masked-token
+    accuracy beside the most-frequent-token baseline."""
+    source = loaded.identity.get("source") or loaded.identity["name"]
+    head = load_mlm_head(source, device=loaded.device) if loaded.identity["init"] == \
+        "pretrained" else None
+    if head is not None:
+        return head, {"head": "the checkpoint's own masked-LM head"}
+    head, report = fit_mlm_head(loaded.model, loaded.tokenizer, texts, steps=steps,
+                                batch_size=batch_size, seed=seed, device=loaded.device,
+                                **fit_kwargs)
+    return head, {"head": "fitted on the frozen encoder", **report}

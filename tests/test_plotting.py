@@ -1,0 +1,88 @@
+"""Each figure function returns a Figure with the expected axes (Agg backend, nothing saved)."""
+
+from __future__ import annotations
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+from analysis_utils import plotting  # noqa: E402
+
+
+@pytest.fixture
+def head_df():
+    rng = np.random.default_rng(0)
+    layers, heads = 3, 4
+    df = pd.DataFrame({
+        "layer": np.repeat(np.arange(1, layers + 1), heads),
+        "head": np.tile(np.arange(1, heads + 1), layers),
+    })
+    for col in ("cls", "sep", "punct", "other", "entropy", "entropy_cls"):
+        df[col] = rng.random(len(df))
+    df.attrs["uniform"] = {"sep": 0.02, "entropy": 4.5, "entropy_cls": 4.5}
+    return df
+
+
+def _render(fig):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig).draw()
+
+
+def test_layer_scatter(head_df):
+    fig = plotting.layer_scatter(head_df, ["cls", "sep", "punct"],
+                                 baselines=head_df.attrs["uniform"])
+    assert isinstance(fig, Figure) and len(fig.axes) == 3
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["1", "2", "3"]
+    fig2 = plotting.layer_scatter(head_df, ["cls", "sep", "punct", "other", "entropy"], ncols=3)
+    assert len(fig2.axes) == 5
+    _render(fig2)
+    assert len(plotting.layer_scatter(head_df, "sep").axes) == 1
+
+
+def test_head_heatmap(head_df):
+    fig = plotting.head_heatmap(head_df, "sep")
+    assert isinstance(fig, Figure) and len(fig.axes) == 2  # map + colour bar
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["1", "2", "3"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["1", "2", "3", "4"]
+    _render(fig)
+
+
+def test_entropy_plot(head_df):
+    fig = plotting.entropy_plot(head_df)
+    assert isinstance(fig, Figure) and len(fig.axes) == 2
+    assert any(abs(line.get_ydata()[0] - 4.5) < 1e-9 for line in fig.axes[0].get_lines()
+               if len(line.get_ydata()) == 2)
+    assert len(plotting.entropy_plot(head_df, uniform=4.0, show_cls=False).axes) == 1
+
+
+def test_gradient_plot():
+    df = pd.DataFrame([{"layer": layer, "target": t, "mean_abs_grad": 1e-3 / layer,
+                        "mean_attention": 0.01}
+                       for layer in range(1, 5) for t in ("[SEP]", "./,", "other")])
+    fig = plotting.gradient_plot(df)
+    assert isinstance(fig, Figure) and len(fig.axes) == 1
+    assert len(fig.axes[0].get_lines()) == 3
+    assert len(plotting.gradient_plot(df, show_attention=True, log=True).axes) == 2
+    _render(fig)
+
+
+def test_attention_map():
+    n = 6
+    a = np.eye(n, k=-1)
+    a[0, 0] = 1.0
+    tokens = ["[CLS]", "the", "cat", "sat", ".", "[SEP]"]
+    fig = plotting.attention_map(a, tokens, title="1-1")
+    assert isinstance(fig, Figure) and len(fig.axes) == 1
+    assert fig.axes[0].get_title() == "1-1"
+    fig2 = plotting.attention_map(a, tokens, style="lines")
+    assert len(fig2.axes) == 1
+    _render(fig2)
+    with pytest.raises(ValueError):
+        plotting.attention_map(a, tokens[:-1])

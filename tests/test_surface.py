@@ -1,0 +1,200 @@
+"""Hand-computed checks of the surface statistics on tiny synthetic attention maps."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from analysis_utils import surface
+
+CLS, SEP, PERIOD, COMMA = 101, 102, 1012, 1010
+
+
+def _maps(mat: np.ndarray, layers: int = 2, heads: int = 3) -> np.ndarray:
+    return np.broadcast_to(mat, (layers, heads) + mat.shape).copy()
+
+
+def _shift(n: int, k: int) -> np.ndarray:
+    """Each token attends to token i + k; tokens without one attend to themselves."""
+    m = np.zeros((n, n))
+    for i in range(n):
+        j = i + k
+        m[i, j if 0 <= j < n else i] = 1.0
+    return m
+
+
+def _ids(n: int) -> np.ndarray:
+    ids = np.arange(2000, 2000 + n)
+    ids[0], ids[n // 2], ids[-1] = CLS, SEP, SEP
+    return ids
+
+
+def test_identity_map_is_all_current_token():
+    n = 6
+    df = surface.relative_position([(_maps(np.eye(n)), _ids(n))])
+    assert list(df.columns) == ["layer", "head", "current", "previous", "next"]
+    assert df["layer"].tolist() == [1, 1, 1, 2, 2, 2]
+    assert df["head"].tolist() == [1, 2, 3, 1, 2, 3]
+    np.testing.assert_allclose(df["current"], 1.0)
+    np.testing.assert_allclose(df["previous"], 0.0)
+    np.testing.assert_allclose(df["next"], 0.0)
+    assert df.attrs["uniform"]["current"] == pytest.approx(1 / n)
+
+
+@pytest.mark.parametrize("k,col", [(-1, "previous"), (1, "next")])
+def test_shift_maps_are_all_previous_or_next(k, col):
+    # bare arrays are accepted when no token ids are needed
+    examples = [_maps(_shift(n, k)) for n in (5, 9)]
+    df = surface.relative_position(examples)
+    # every token that has a previous/next token puts all its attention there
+    np.testing.assert_allclose(df[col], 1.0)
+    other = "next" if col == "previous" else "previous"
+    np.testing.assert_allclose(df[other], 0.0)
+    # the only self-attending token is the first (k=-1) or last (k=+1): 1/n per example
+    np.testing.assert_allclose(df["current"], (1 / 5 + 1 / 9) / 2)
+    # token weighting pools the 14 tokens: 2 of them attend to themselves
+    df_tok = surface.relative_position(examples, weighting="token")
+    np.testing.assert_allclose(df_tok["current"], 2 / 14)
+    np.testing.assert_allclose(df_tok[col], 1.0)
+
+
+def test_uniform_map_entropy_and_sep_share():
+    n = 8
+    ids = _ids(n)
+    ex = [(_maps(np.full((n, n), 1 / n)), ids)]
+    ent = surface.entropy(ex)
+    np.testing.assert_allclose(ent["entropy"], math.log(n))
+    np.testing.assert_allclose(ent["entropy_cls"], math.log(n))
+    np.testing.assert_allclose(ent["max_weight"], 1 / n)
+    assert ent.attrs["uniform"]["entropy"] == pytest.approx(math.log(n))
+    tc = surface.token_class_attention(ex, CLS, SEP, [PERIOD, COMMA])
+    np.testing.assert_allclose(tc["sep"], 2 / n)
+    np.testing.assert_allclose(tc["cls"], 1 / n)
+    np.testing.assert_allclose(tc["punct"], 0.0)
+    np.testing.assert_allclose(tc["other"], (n - 3) / n)
+    # a uniform head scores exactly its own baseline
+    for col in ("cls", "sep", "punct", "other"):
+        np.testing.assert_allclose(tc[col], tc.attrs["uniform"][col])
+    ss = surface.sep_to_sep(ex, SEP)
+    np.testing.assert_allclose(ss["sep_to_sep"], 2 / n)
+    np.testing.assert_allclose(ss["rest_to_sep"], 2 / n)
+
+
+def test_four_token_example_by_hand():
+    # [CLS] a . [SEP]
+    ids = np.array([CLS, 7, PERIOD, SEP])
+    a = np.array([
+        [0.1, 0.2, 0.3, 0.4],
+        [0.5, 0.0, 0.5, 0.0],
+        [0.0, 1.0, 0.0, 0.0],
+        [0.25, 0.25, 0.0, 0.5],
+    ])
+    attn = np.stack([np.stack([a, np.full((4, 4), 0.25)])])  # 1 layer, 2 heads
+    ex = [(attn, ids)]
+
+    rp = surface.relative_position(ex)
+    h1 = rp.iloc[0]
+    assert h1["current"] == pytest.approx((0.1 + 0.0 + 0.0 + 0.5) / 4)
+    assert h1["previous"] == pytest.approx((0.5 + 1.0 + 0.0) / 3)
+    assert h1["next"] == pytest.approx((0.2 + 0.5 + 0.0) / 3)
+
+    tc = surface.token_class_attention(ex, CLS, SEP, [PERIOD, COMMA])
+    h1 = tc.iloc[0]
+    assert h1["cls"] == pytest.approx((0.1 + 0.5 + 0.0 + 0.25) / 4)
+    assert h1["sep"] == pytest.approx((0.4 + 0.0 + 0.0 + 0.5) / 4)
+    assert h1["punct"] == pytest.approx((0.3 + 0.5 + 0.0 + 0.0) / 4)
+    assert h1["other"] == pytest.approx((0.2 + 0.0 + 1.0 + 0.25) / 4)
+    np.testing.assert_allclose(tc[["cls", "sep", "punct", "other"]].sum(axis=1), 1.0)
+
+    ss = surface.sep_to_sep(ex, SEP)
+    assert ss.iloc[0]["sep_to_sep"] == pytest.approx(0.5)
+    assert ss.iloc[0]["rest_to_sep"] == pytest.approx((0.4 + 0.0 + 0.0) / 3)
+
+    ent = surface.entropy(ex, cls_id=CLS)
+    row_h = [
+        -sum(p * math.log(p) for p in (0.1, 0.2, 0.3, 0.4)),
+        math.log(2),
+        0.0,
+        -(0.25 * math.log(0.25) * 2 + 0.5 * math.log(0.5)),
+    ]
+    assert ent.iloc[0]["entropy"] == pytest.approx(sum(row_h) / 4)
+    assert ent.iloc[0]["entropy_cls"] == pytest.approx(row_h[0])
+    assert ent.iloc[0]["max_weight"] == pytest.approx((0.4 + 0.5 + 1.0 + 0.5) / 4)
+    assert ent.iloc[1]["entropy"] == pytest.approx(math.log(4))
+
+
+def test_example_vs_token_weighting_and_streaming():
+    # two uniform examples of lengths 4 and 8, each with two [SEP]
+    exs = [(_maps(np.full((n, n), 1 / n), 1, 1), _ids(n)) for n in (4, 8)]
+    by_ex = surface.token_class_attention(iter(exs), CLS, SEP, [])
+    by_tok = surface.token_class_attention(iter(exs), CLS, SEP, [], weighting="token")
+    assert by_ex["sep"].iloc[0] == pytest.approx((2 / 4 + 2 / 8) / 2)
+    assert by_tok["sep"].iloc[0] == pytest.approx((4 * 2 / 4 + 8 * 2 / 8) / 12)
+    base = surface.uniform_baselines([ids for _, ids in exs], CLS, SEP, [])
+    assert base["sep"] == pytest.approx(by_ex["sep"].iloc[0])
+    assert base["entropy"] == pytest.approx((math.log(4) + math.log(8)) / 2)
+    assert base["sep_to_sep"] == pytest.approx((2 / 4 + 2 / 8) / 2)
+    np.testing.assert_allclose(surface.uniform_entropy([4, 8]), np.log([4, 8]))
+
+
+def test_dict_examples_float16_and_errors():
+    n = 5
+    ex = {"attn": _maps(np.eye(n)).astype(np.float16), "token_ids": _ids(n)}
+    df = surface.token_class_attention([ex], CLS, SEP, [PERIOD])
+    np.testing.assert_allclose(df["cls"], 1 / n)
+    with pytest.raises(ValueError, match="token ids"):
+        surface.token_class_attention([_maps(np.eye(n))], CLS, SEP, [])
+    with pytest.raises(ValueError, match="does not match"):
+        surface.token_class_attention([(_maps(np.eye(n)), _ids(n + 1))], CLS, SEP, [])
+    with pytest.raises(ValueError, match="no examples"):
+        surface.relative_position([])
+
+
+def test_heads_above_layer_means_and_share():
+    n = 6
+    # layer 1: previous-token heads; layer 2: all attention on the two [SEP]
+    a1 = _shift(n, -1)
+    a2 = np.zeros((n, n))
+    a2[:, [n // 2, n - 1]] = 0.5
+    attn = np.stack([np.stack([a1, a1]), np.stack([a2, a2])])
+    ex = [(attn, _ids(n))]
+    rp = surface.relative_position(ex)
+    assert surface.heads_above(rp, "previous", 0.5) == ["1-1", "1-2"]
+    tc = surface.token_class_attention(ex, CLS, SEP, [])
+    lm = surface.layer_means(tc, ["sep"])
+    assert lm.loc[2, "sep"] == pytest.approx(1.0)
+    assert surface.share_in_layers(tc, "sep", [2]) == pytest.approx(1.0)
+    assert surface.heads_above(tc, "sep", 0.9) == ["2-1", "2-2"]
+    roles = surface.token_roles(_ids(n), CLS, SEP, [])
+    assert roles[0] == "cls" and roles[n - 1] == "sep" and roles[1] == "other"
+
+
+def test_split_word_share():
+    # [CLS] w0 w1 w1 w2 [SEP] w0 w0 w1 [SEP]: word ids restart in the second segment
+    wids = [None, 0, 1, 1, 2, None, 0, 0, 1, None]
+    assert surface.split_word_share([wids]) == pytest.approx(2 / 5)
+    assert surface.split_word_share([wids, [None, 0, 1, None]]) == pytest.approx(2 / 7)
+
+
+def test_one_pass_equals_separate_calls():
+    rng = np.random.default_rng(0)
+    exs = []
+    for n in (5, 9, 12):
+        a = rng.random((2, 3, n, n))
+        a /= a.sum(-1, keepdims=True)
+        ids = _ids(n)
+        ids[2] = PERIOD
+        exs.append((a, ids))
+    allst = surface.surface_statistics(iter(exs), CLS, SEP, [PERIOD, COMMA])
+    pd_test = {
+        "relative_position": surface.relative_position(exs),
+        "token_class": surface.token_class_attention(exs, CLS, SEP, [PERIOD, COMMA]),
+        "sep_to_sep": surface.sep_to_sep(exs, SEP),
+        "entropy": surface.entropy(exs, cls_id=CLS),
+    }
+    assert set(allst) == set(pd_test)
+    for k, df in pd_test.items():
+        np.testing.assert_allclose(allst[k].to_numpy(float), df.to_numpy(float))
+        assert allst[k].attrs["uniform"] == pytest.approx(df.attrs["uniform"])
