@@ -559,20 +559,94 @@ def attention_gradient_importance(encoder: nn.Module, mlm_head: nn.Module, token
     return (df, masked_inputs) if return_examples else df
 
 
+def _head_cache_key(loaded, texts: Sequence[str], settings: dict) -> str:
+    import hashlib
+
+    ident = {k: loaded.identity.get(k) for k in ("name", "weights_sha256", "init", "seed")}
+    h = hashlib.sha256(json.dumps({"identity": ident, "settings": settings,
+                                   "version": MLM_HEAD_VERSION}, sort_keys=True).encode())
+    for t in texts:
+        h.update(t.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:24]
+
+
+def _save_head(head: nn.Module, report: dict, folder: Path) -> None:
+    """Atomically write the head's own tensors (not the tied decoder) and its report."""
+    import os
+
+    from safetensors.torch import save_file
+
+    folder.mkdir(parents=True, exist_ok=True)
+    tensors = {k: v.detach().cpu().clone().contiguous() for k, v in head.state_dict().items()
+               if k != "predictions.decoder.bias"}
+    if not report.get("train_decoder"):
+        tensors.pop("predictions.decoder.weight", None)
+    tmp = folder / f"head.safetensors.tmp{os.getpid()}"
+    save_file(tensors, str(tmp))
+    os.replace(tmp, folder / "head.safetensors")
+    tmp = folder / f"report.json.tmp{os.getpid()}"
+    tmp.write_text(json.dumps(report, indent=1, default=float))
+    os.replace(tmp, folder / "report.json")  # written last: its presence marks completion
+
+
+def _load_head(loaded, folder: Path, report: dict) -> nn.Module:
+    from safetensors.torch import load_file
+
+    head = build_mlm_head(loaded.model, train_decoder=bool(report.get("train_decoder")))
+    missing, unexpected = head.load_state_dict(load_file(str(folder / "head.safetensors")),
+                                               strict=False)
+    allowed = {"predictions.decoder.weight", "predictions.decoder.bias"}
+    if unexpected or set(missing) - allowed:
+        raise RuntimeError(f"cached masked-LM head in {folder} does not fit the model "
+                           f"(missing {missing}, unexpected {unexpected}); delete the folder")
+    return head.to(loaded.device).eval()
+
+
+MLM_HEAD_VERSION = "1"
+
+
 def mlm_head_for(loaded, texts: Sequence[str], steps: int = 600, batch_size: int = 512,
-                 seed: int = 0, **fit_kwargs) -> tuple[nn.Module, dict]:
+                 seed: int = 0, cache_dir=None, **fit_kwargs) -> tuple[nn.Module, dict]:
     """The masked-LM head for Figure 3: the checkpoint's own head when it has one, else a
     head fitted on the frozen encoder over ``texts`` (:func:`fit_mlm_head`).
 
     loaded: a :class:`analysis_utils.models.LoadedModel`. Returns ``(head, report)``; the
     report says which head was used and, for a fitted one, its held-out masked-token
-    accuracy beside the most-frequent-token baseline."""
+    accuracy beside the most-frequent-token baseline. A fitted head is cached on disk
+    (safetensors) under a key of the model identity, the texts and the settings, so a rerun
+    with the same inputs loads it instead of fitting again."""
+    from . import paths
+
     source = loaded.identity.get("source") or loaded.identity["name"]
     head = load_mlm_head(source, device=loaded.device) if loaded.identity["init"] == \
         "pretrained" else None
     if head is not None:
         return head, {"head": "the checkpoint's own masked-LM head"}
+    settings = {"steps": steps, "batch_size": batch_size, "seed": seed, **fit_kwargs}
+    folder = paths.cache_dir(cache_dir) / "mlm_heads" / _head_cache_key(loaded, texts, settings)
+    if (folder / "report.json").exists():
+        report = json.loads((folder / "report.json").read_text())
+        return _load_head(loaded, folder, report), report
     head, report = fit_mlm_head(loaded.model, loaded.tokenizer, texts, steps=steps,
                                 batch_size=batch_size, seed=seed, device=loaded.device,
                                 **fit_kwargs)
-    return head, {"head": "fitted on the frozen encoder", **report}
+    report = {"head": "fitted on the frozen encoder", **report}
+    _save_head(head, report, folder)
+    return head, report
+
+
+def head_quality_note(report: dict, margin: float = 0.05) -> str:
+    """One sentence on whether a fitted head is good enough to read Figure 3 from: its
+    held-out accuracy against always predicting the most frequent token."""
+    if "heldout_accuracy" not in report:
+        return f"Figure 3 uses {report['head']}."
+    acc, base = report["heldout_accuracy"], report["majority_token_accuracy"]
+    if acc < base + margin:
+        return (f"The fitted head predicts {acc:.1%} of held-out masked tokens, within "
+                f"{margin:.0%} of always guessing the most frequent token ({base:.1%}): the "
+                "frozen encoder's last layer carries little the head can decode, so the "
+                "gradients below say little about masked-LM prediction. Read Figure 3 for "
+                "this model as uninformative about the paper's claim.")
+    return (f"The fitted head predicts {acc:.1%} of held-out masked tokens (most frequent "
+            f"token: {base:.1%}).")

@@ -188,12 +188,14 @@ texts = [p.text for art in articles for i, p in enumerate(art.paragraphs)
          if (art.title, i) not in in_segments][:mlm_texts]
 t0 = time.perf_counter()
 mlm_head, mlm_report = gradients.mlm_head_for(lm, texts, steps=mlm_steps, seed=seed)
-print(f"masked-LM head: {mlm_report['head']} ({time.perf_counter() - t0:.0f} s)")
+print(f"masked-LM head: {mlm_report['head']} ({time.perf_counter() - t0:.0f} s, "
+      "fitting or cache read)")
 if "heldout_accuracy" in mlm_report:
     print(f"held-out masked-token accuracy {mlm_report['heldout_accuracy']:.1%} "
           f"(before fitting {mlm_report['heldout_accuracy_before']:.1%}; always the most "
           f"frequent token {mlm_report['majority_token_accuracy']:.1%}), "
           f"{mlm_report['train_texts']} training / {mlm_report['heldout_texts']} held-out texts")
+print(gradients.head_quality_note(mlm_report))
 grad = gradients.attention_gradient_importance(lm.model, mlm_head, tok,
                                                segments[:n_grad_segments], seed=seed,
                                                separate_cls=True)

@@ -3,6 +3,8 @@ on a tiny randomly initialised BERT (no downloads)."""
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -162,3 +164,21 @@ def test_load_mlm_head_detects_checkpoint_head(tiny, tmp_path):
     h = torch.randn(3, model.config.hidden_size)
     with torch.no_grad():
         torch.testing.assert_close(head(h), mlm.cls(h))
+
+
+def test_fitted_head_is_cached_and_reloaded_identically(tiny_loaded, tmp_path):
+    lm = tiny_loaded
+    texts = ["the cat sat on the mat .", "a dog ran on the mat ."] * 10
+    h1, r1 = gradients.mlm_head_for(lm, texts, steps=3, batch_size=8, seed=0,
+                                    cache_dir=tmp_path / "c", heldout_fraction=0.2)
+    h2, r2 = gradients.mlm_head_for(lm, texts, steps=3, batch_size=8, seed=0,
+                                    cache_dir=tmp_path / "c", heldout_fraction=0.2)
+    assert r1 == json.loads(json.dumps(r2))
+    x = torch.randn(2, 3, lm.model.config.hidden_size)
+    torch.testing.assert_close(h1(x), h2(x))
+    h3, _ = gradients.mlm_head_for(lm, texts[:-1], steps=3, batch_size=8, seed=0,
+                                   cache_dir=tmp_path / "c", heldout_fraction=0.2)
+    assert len(list((tmp_path / "c" / "mlm_heads").iterdir())) == 2
+    note = gradients.head_quality_note({"head": "x", "heldout_accuracy": 0.08,
+                                        "majority_token_accuracy": 0.07})
+    assert "uninformative" in note
