@@ -258,12 +258,17 @@ def extract_attention(
                 if not out.attentions:
                     raise RuntimeError("the model returned no attentions; load it with "
                                        "attn_implementation='eager' (models.load_model does)")
-                # (layers, batch, heads, n, n) as float16 on the model's device, one CPU copy.
-                stacked = torch.stack(out.attentions).to(torch.float16).cpu().numpy()
+                # float16 per layer on the model's device (no stacked copy of all layers),
+                # then each example's cropped maps are copied once into a contiguous block
+                # that is written straight from its buffer.
+                layers16 = [a.to(torch.float16).cpu().numpy() for a in out.attentions]
+                del out
                 for b, i in enumerate(batch):
                     n = int(lengths[i])
-                    block = np.ascontiguousarray(stacked[:, b, :, :n, :n])
-                    os.pwrite(fd, block.tobytes(), int(offsets[i]) * itemsize)
+                    block = np.empty((L, H, n, n), dtype=STORE_DTYPE)
+                    for layer, a in enumerate(layers16):
+                        block[layer] = a[b, :, :n, :n]
+                    os.pwrite(fd, memoryview(block).cast("B"), int(offsets[i]) * itemsize)
                     pending.append(i)
                 bar.update(len(batch))
                 if time.perf_counter() - last_flush > flush_every_s:
