@@ -1,0 +1,144 @@
+"""The hand-labelled set of attention-map types (Kovaleva et al. 2019, Section 4.1) and the
+contact sheets it was labelled from.
+
+Kovaleva et al. labelled ~400 maps by eye and released neither the labels nor the
+classifier. This compendium's labelled set is built the same way, transparently:
+
+1. :func:`sample_label_set` draws the maps to label by a **seeded stratified sample**
+   (stratum = source x layer, heads and examples uniform within a stratum), never by a
+   classifier's output, so evaluating a classifier on these labels is not circular.
+2. :func:`contact_sheet` renders the sampled maps as grids of small heatmaps with the id
+   under each; a person looks at them and writes one label per id into
+   ``analysis_utils/labels/maptype_labels.csv`` (:data:`LABELS_PATH`; columns
+   :data:`LABEL_COLUMNS`).
+3. :func:`load_labels` reads and validates that file; :func:`gather_maps` fetches the
+   labelled maps again from attention stores, so notebooks can re-render the sheets and
+   train/evaluate classifiers on them.
+
+Sources: ``"wiki"`` (index into ``corpora.make_segments(n=1000, max_tokens=128, seed=0,
+policy="truncate")`` over WikiText-2 valid+test, the segments of notebook 01) and the GLUE
+dev sets of :mod:`analysis_utils.glue` (row index in the dev file).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import paths
+from .maptypes import MAP_TYPES
+
+__all__ = ["LABELS_PATH", "LABEL_COLUMNS", "WIKI_SEGMENTS", "sample_label_set", "load_labels",
+           "gather_maps", "contact_sheet", "class_balance"]
+
+LABELS_PATH = paths.PACKAGE_DIR / "labels" / "maptype_labels.csv"
+LABEL_COLUMNS = ("id", "source", "example", "layer", "head", "label", "note")
+#: Settings of the Wikipedia segments the ``wiki`` rows index into (notebook 01's segments).
+WIKI_SEGMENTS = {"n": 1000, "max_tokens": 128, "seed": 0, "policy": "truncate"}
+
+
+def sample_label_set(pool_sizes: Mapping[str, int], num_layers: int, num_heads: int,
+                     per_stratum: int = 5, seed: int = 0) -> pd.DataFrame:
+    """Seeded stratified sample of maps to label.
+
+    pool_sizes: ``{source: number of examples}`` (e.g. ``{"wiki": 1000, "RTE": 277}``).
+    For every source (in the given order) and layer, ``per_stratum`` distinct heads are
+    drawn, each with one example drawn uniformly from ``range(pool_size)``
+    (``numpy.random.default_rng(seed)``). Returns ``id, source, example, layer, head``
+    (layer and head 0-based; ids 0..N-1 in stratum order).
+    """
+    rng = np.random.default_rng(seed)
+    rows = []
+    for source, size in pool_sizes.items():
+        for layer in range(num_layers):
+            heads = rng.choice(num_heads, size=min(per_stratum, num_heads), replace=False)
+            for h in heads:
+                rows.append({"source": source, "example": int(rng.integers(size)),
+                             "layer": layer, "head": int(h)})
+    df = pd.DataFrame(rows)
+    df.insert(0, "id", np.arange(len(df)))
+    return df
+
+
+def load_labels(path: str | os.PathLike | None = None) -> pd.DataFrame:
+    """Read the labelled set (default :data:`LABELS_PATH`); layer/head are 0-based.
+
+    Raises ValueError naming the file and the offending rows for missing columns, unknown
+    labels or duplicate ids.
+    """
+    path = LABELS_PATH if path is None else path
+    df = pd.read_csv(path, keep_default_na=False)
+    missing = [c for c in LABEL_COLUMNS if c not in df.columns]
+    if missing:
+        raise ValueError(f"{path}: missing columns {missing}; expected {list(LABEL_COLUMNS)}")
+    bad = df.index[~df["label"].isin(MAP_TYPES)]
+    if len(bad):
+        raise ValueError(f"{path}: rows {[int(i) + 2 for i in bad[:10]]} (file lines) have "
+                         f"labels outside {MAP_TYPES}")
+    if df["id"].duplicated().any():
+        raise ValueError(f"{path}: duplicate ids {df.loc[df['id'].duplicated(), 'id'].tolist()}")
+    return df
+
+
+def gather_maps(labels: pd.DataFrame, stores: Mapping[str, Sequence],
+                examples: Mapping[str, Sequence[int]]) -> list[np.ndarray]:
+    """The ``(n, n)`` float32 map of every row of ``labels``.
+
+    stores: ``{source: store}`` where ``store[k]`` is ``(layers, heads, n, n)``;
+    examples: ``{source: example indices}`` saying which example ``store[k]`` holds (so a
+    store may hold only the examples the labels refer to).
+    """
+    pos = {s: {int(e): k for k, e in enumerate(ex)} for s, ex in examples.items()}
+    out = []
+    for r in labels.itertuples(index=False):
+        a = stores[r.source][pos[r.source][int(r.example)]]
+        out.append(np.asarray(a[int(r.layer), int(r.head)], dtype=np.float32))
+    return out
+
+
+def class_balance(labels: Sequence[str]) -> pd.DataFrame:
+    """Count and share of each map type (all five, in :data:`MAP_TYPES` order)."""
+    s = pd.Series(list(labels), dtype=object)
+    counts = s.value_counts().reindex(list(MAP_TYPES), fill_value=0)
+    return pd.DataFrame({"label": counts.index, "count": counts.to_numpy(),
+                         "share": counts.to_numpy() / max(len(s), 1)})
+
+
+def contact_sheet(maps: Sequence[np.ndarray], captions: Sequence[str], *, ncols: int = 6,
+                  boundaries: Sequence[int | None] | None = None, title: str | None = None,
+                  cell: float = 1.7, gamma: float = 0.5, cmap: str = "Blues"):
+    """Grid of small heatmaps, caption under each (e.g. the id to label).
+
+    maps: ``(n, n)`` maps (rows = attending token). Each is drawn with its own colour scale,
+    ``(a / max) ** gamma`` (gamma < 1 makes weak structure visible). boundaries: per map the
+    index of the first token of the second segment (a red tick on both axes), or None.
+    Returns a ``matplotlib.figure.Figure`` (no pyplot state).
+    """
+    from matplotlib.figure import Figure
+
+    if len(maps) != len(captions):
+        raise ValueError(f"{len(maps)} maps for {len(captions)} captions")
+    nrows = max(1, -(-len(maps) // ncols))
+    fig = Figure(figsize=(ncols * cell, nrows * (cell + 0.25) + (0.4 if title else 0)))
+    axes = fig.subplots(nrows, ncols, squeeze=False)
+    for k, ax in enumerate(axes.ravel()):
+        ax.set_xticks([])
+        ax.set_yticks([])
+        if k >= len(maps):
+            ax.axis("off")
+            continue
+        a = np.asarray(maps[k], dtype=np.float32)
+        scaled = (a / max(float(a.max()), 1e-9)) ** gamma
+        ax.imshow(scaled, cmap=cmap, vmin=0, vmax=1, interpolation="nearest")
+        b = None if boundaries is None else boundaries[k]
+        if b is not None:
+            for f in (ax.axvline, ax.axhline):
+                f(b - 0.5, color="red", lw=0.6, alpha=0.6)
+        ax.set_xlabel(captions[k], fontsize=8, labelpad=1)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    fig.tight_layout(pad=0.3, h_pad=0.4, w_pad=0.2)
+    return fig
