@@ -68,6 +68,23 @@ def _markdown(df: pd.DataFrame, caption: str | None) -> str:
     return (f"{caption}\n\n{text}\n" if caption else text + "\n")
 
 
+def _show_inline(fig, png: Path) -> None:
+    """In a notebook, show a figure built without pyplot (the inline backend shows pyplot
+    figures by itself) as the PNG just saved, so the rendered notebook carries it."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None or type(shell).__name__ != "ZMQInteractiveShell":
+        return
+    if getattr(fig.canvas, "manager", None) is not None:
+        return
+    from IPython.display import Image, display
+
+    display(Image(filename=str(png)))
+
+
 @dataclass
 class Run:
     """Collects a notebook's outputs and writes their provenance."""
@@ -104,6 +121,7 @@ class Run:
         png = self._path(figures, name, ".png")
         fig.savefig(png, dpi=dpi, bbox_inches="tight", metadata={"Software": None})
         self.written.append(png.name)
+        _show_inline(fig, png)
         return png
 
     def finish(self) -> Path:

@@ -142,7 +142,6 @@ for lbl in ("model", "control"):
 fig = plotting.layer_scatter(rp, ["current", "previous", "next"], baselines=rp.attrs["uniform"])
 fig.suptitle(f"Relative position: {lm.label}, {data_label}")
 run.figure(fig, "relative_position")
-fig
 
 # %% [markdown]
 # ## 3.2 Attention to `[CLS]`, `[SEP]`, periods and commas (Figure 2)
