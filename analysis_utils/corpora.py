@@ -406,3 +406,22 @@ def make_segments(articles: list[Article], tokenizer, n: int = 1000, max_tokens:
         "max_length": max(lengths) if lengths else 0,
     }
     return SegmentSet(segments=segments, report=report)
+
+
+def wikipedia_segments(tokenizer, splits: str = "valid,test", n: int = 1000,
+                       max_tokens: int = 128, seed: int = 0, policy: str = "truncate",
+                       data_dir=None) -> tuple[list[Article], SegmentSet]:
+    """The Section 3 input set: WikiText-2 articles of ``splits`` (comma-separated) and the
+    seeded sample of paragraph-pair segments drawn from them (:func:`make_segments`).
+
+    Notebooks 01 and 05 both call this with the same arguments, so they analyse the same
+    segments and share one attention cache. Missing files raise ``DataMissingError`` with the
+    command that fetches them."""
+    from .datasets import require
+
+    articles: list[Article] = []
+    for split in splits.split(","):
+        path = require(f"wikipedia/wikitext-2-raw/wiki.{split.strip()}.raw", data_dir=data_dir)
+        articles += read_wikitext(path)
+    return articles, make_segments(articles, tokenizer, n=n, max_tokens=max_tokens, seed=seed,
+                                   policy=policy)

@@ -26,16 +26,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from analysis_utils import attention, corpora, paths
+from analysis_utils import attention, corpora
 from analysis_utils.models import load_model
 
 
 def _segments(tokenizer, n: int):
-    data = paths.data_dir()
-    articles = []
-    for split in ("valid", "test"):
-        articles += corpora.read_wikitext(data / "wikipedia" / "wikitext-2-raw" / f"wiki.{split}.raw")
-    return attention.as_inputs(corpora.make_segments(articles, tokenizer, n=n, seed=0).segments)
+    _, segset = corpora.wikipedia_segments(tokenizer, "valid,test", n=n, seed=0)
+    return attention.as_inputs(segset.segments)
 
 
 def _bare(lm, inputs, max_tokens=8192, max_batch=64) -> float:

@@ -79,7 +79,6 @@ from analysis_utils import (
     attention,
     clustering,
     corpora,
-    datasets,
     glue,
     maptypes,
     paths,
@@ -111,11 +110,9 @@ params = dict(model=model, control_init=control_init, seed=seed, n_segments=n_se
 lm = load_model(model, device=device or None, seed=seed)
 control = load_model(model, init=control_init, device=device or None, seed=seed)
 tok = lm.tokenizer
-articles = []
-for split in wikitext_splits.split(","):
-    articles += corpora.read_wikitext(datasets.require(f"wikipedia/wikitext-2-raw/wiki.{split}.raw"))
-segset = corpora.make_segments(articles, tok, n=n_segments, max_tokens=max_tokens, seed=seed,
-                               policy=truncation)
+articles, segset = corpora.wikipedia_segments(tok, wikitext_splits, n=n_segments,
+                                              max_tokens=max_tokens, seed=seed,
+                                              policy=truncation)
 segments = segset.segments
 run = report.start_run("05", params, models={"model": lm.identity, "control": control.identity},
                        data={"wikitext-2": wikitext_splits, "segments": segset.report})

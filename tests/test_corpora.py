@@ -258,3 +258,24 @@ def test_gold_wikitext(gold_data_dir):
     test = read_wikitext(gold_data_dir / "wikipedia/wikitext-2-raw/wiki.test.raw")
     assert len(test) == 62 and sum(len(a.paragraphs) for a in test) == 2185
     assert not any("@-@" in p.text for a in valid for p in a.paragraphs)
+
+
+def test_wikipedia_segments_names_fetch_command_when_data_missing(tmp_path, tiny_loaded):
+    from analysis_utils.datasets import DataMissingError
+
+    with pytest.raises(DataMissingError, match="fetch-data --dataset wikitext-2"):
+        corpora.wikipedia_segments(tiny_loaded.tokenizer, data_dir=tmp_path)
+
+
+def test_wikipedia_segments_match_manual_construction(gold_data_dir):
+    from transformers import AutoTokenizer
+
+    from analysis_utils.models import minilm_path
+
+    tok = AutoTokenizer.from_pretrained(minilm_path())
+    articles, segset = corpora.wikipedia_segments(tok, "valid", n=20, seed=3)
+    manual = corpora.make_segments(
+        corpora.read_wikitext(gold_data_dir / "wikipedia/wikitext-2-raw/wiki.valid.raw"), tok,
+        n=20, seed=3)
+    assert len(articles) == 60
+    assert [s.input_ids for s in segset.segments] == [s.input_ids for s in manual.segments]
