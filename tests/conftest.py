@@ -39,7 +39,7 @@ def tiny_model_dir(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def tiny_loaded(tiny_model_dir):
-    from analysis_utils.models import load_model
+    from analysis_utils.engine.models import load_model
 
     return load_model(str(tiny_model_dir), device="cpu")
 

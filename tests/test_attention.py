@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from analysis_utils.attention import (
+from analysis_utils.engine.attention import (
     AttentionStore,
     ModelInput,
     cache_key,

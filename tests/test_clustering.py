@@ -10,7 +10,8 @@ import pytest
 import torch
 from scipy.spatial.distance import jensenshannon
 
-from analysis_utils import clustering as cl
+from analysis_utils.analyses import clustering as cl
+from analysis_utils.plotting import maptypes as maptype_plots
 
 
 def random_attn(rng, layers, heads, n, power=4.0):
@@ -151,7 +152,7 @@ def test_mds_plot_and_head_index():
     assert idx.iloc[5].tolist() == [1, 1]
     coords = np.random.default_rng(0).normal(size=(12, 2))
     labels = ["other"] * 10 + ["[SEP]", "broad"]
-    fig = cl.mds_plot(coords, idx["layer"], labels, heads=idx["head"], title="t")
+    fig = maptype_plots.mds_plot(coords, idx["layer"], labels, heads=idx["head"], title="t")
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     assert buf.tell() > 1000

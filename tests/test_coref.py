@@ -20,8 +20,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis_utils import coref
-from analysis_utils.coref import CorefFormatError
+from analysis_utils.analyses import coref
+from analysis_utils.data import ontogum
+from analysis_utils.data.ontogum import CorefFormatError
 
 FIX = Path(__file__).parent / "fixtures" / "coref"
 ONE_PIECE = lambda words: [1] * len(words)  # noqa: E731
@@ -29,7 +30,7 @@ ONE_PIECE = lambda words: [1] * len(words)  # noqa: E731
 
 @pytest.fixture(scope="module")
 def doc():
-    docs = coref.read_ontogum(FIX / "tiny.conllu")
+    docs = ontogum.read_ontogum(FIX / "tiny.conllu")
     assert len(docs) == 1
     return docs[0]
 
@@ -72,12 +73,12 @@ def test_reader_heads_types_and_attributes(doc):
 
 
 def test_parse_entity():
-    assert coref.parse_entity("(1(2)") == [("open", "1"), ("single", "2")]
-    assert coref.parse_entity("3)4)(5)") == [("close", "3"), ("close", "4"), ("single", "5")]
-    assert coref.parse_entity("(12") == [("open", "12")]
-    assert coref.parse_entity("(e7-person-1-)") == [("single", "e7")]
+    assert ontogum.parse_entity("(1(2)") == [("open", "1"), ("single", "2")]
+    assert ontogum.parse_entity("3)4)(5)") == [("close", "3"), ("close", "4"), ("single", "5")]
+    assert ontogum.parse_entity("(12") == [("open", "12")]
+    assert ontogum.parse_entity("(e7-person-1-)") == [("single", "e7")]
     with pytest.raises(ValueError):
-        coref.parse_entity("((1")
+        ontogum.parse_entity("((1")
 
 
 def _write(tmp_path, sentences, name="bad.conllu"):
@@ -99,13 +100,13 @@ def test_unmatched_close_bracket(tmp_path):
     p = _write(tmp_path, [("a-1", [_row(1, "x", 0, "root", "Entity=(1)")]),
                           ("a-2", [_row(1, "y", 0, "root"), _row(2, "z", 1, "dep", "Entity=7)")])])
     with pytest.raises(CorefFormatError, match=r"bad\.conllu:7: document bad_doc, sentence a-2"):
-        coref.read_ontogum(p)
+        ontogum.read_ontogum(p)
 
 
 def test_unclosed_bracket(tmp_path):
     p = _write(tmp_path, [("a-1", [_row(1, "x", 0, "root", "Entity=(3")])])
     with pytest.raises(CorefFormatError, match=r":3: document bad_doc, sentence a-1.*never closed"):
-        coref.read_ontogum(p)
+        ontogum.read_ontogum(p)
 
 
 @pytest.mark.parametrize("heads,msg", [((0, 0), "2 root words"), ((2, 1), "0 root words"),
@@ -114,13 +115,13 @@ def test_bad_tree(tmp_path, heads, msg):
     rows = [_row(i + 1, "w", h, "dep") for i, h in enumerate(heads)]
     p = _write(tmp_path, [("a-1", rows)])
     with pytest.raises(CorefFormatError, match=rf"sentence a-1: bad tree: .*{msg}"):
-        coref.read_ontogum(p)
+        ontogum.read_ontogum(p)
 
 
 def test_cycle(tmp_path):
     rows = [_row(1, "a", 0, "root"), _row(2, "b", 3, "dep"), _row(3, "c", 2, "dep")]
     with pytest.raises(CorefFormatError, match="cycle"):
-        coref.read_ontogum(_write(tmp_path, [("a-1", rows)]))
+        ontogum.read_ontogum(_write(tmp_path, [("a-1", rows)]))
 
 
 def test_multiword_tokens_skipped_and_docs_split(tmp_path):
@@ -133,7 +134,7 @@ def test_multiword_tokens_skipped_and_docs_split(tmp_path):
     ]) + "\n"
     p = tmp_path / "two.conllu"
     p.write_text(text)
-    d1, d2 = coref.read_ontogum(p)
+    d1, d2 = ontogum.read_ontogum(p)
     assert d1.words == ("do", "n't") and d1.mentions[0].start == 1
     assert d2.doc_id == "d2" and d2.mentions[0].person == "1" and d2.mentions[0].number == "Sing"
 
@@ -278,7 +279,7 @@ def test_word_pos_mismatch_raises(doc):
 @pytest.mark.gold_data
 def test_ontogum_dev_counts(gold_data_dir):
     t0 = time.perf_counter()
-    docs = coref.read_ontogum_split(gold_data_dir, "dev")
+    docs = ontogum.read_ontogum_split(gold_data_dir, "dev")
     assert time.perf_counter() - t0 < 10
     # shared/data/README.md section 2
     assert len(docs) == 30
@@ -288,7 +289,7 @@ def test_ontogum_dev_counts(gold_data_dir):
     assert sum(len(d.chains) for d in docs) == 857
     ms = [m for d in docs for m in d.mentions]
     assert all(m.start <= m.head_word <= m.end for m in ms)
-    assert {m.type for m in ms} == set(coref.MENTION_TYPES)
+    assert {m.type for m in ms} == set(ontogum.MENTION_TYPES)
     wins = [w for d in docs for w in coref.windows(d, lambda ws: [1] * len(ws))]
     s = coref.windowing_summary(docs, wins)
     assert s["mentions_kept"] + s["mentions_dropped_at_edges"] == 3818

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analysis_utils.glove import GloVe, load_glove
+from analysis_utils.data.glove import GloVe, load_glove
 
 
 @pytest.fixture(scope="module")

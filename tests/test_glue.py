@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from analysis_utils import glue, paths
+from analysis_utils import paths
+from analysis_utils.data import glue
 
 
 def _write(root, task, text):
@@ -84,7 +85,7 @@ def test_committed_labels_are_the_seeded_stratified_sample():
     """The labelled maps were chosen by the seeded sample (not by a classifier): the committed
     file's (source, example, layer, head) rows are exactly what sample_label_set draws from
     the Wikipedia segments and the GLUE dev sets' sizes."""
-    from analysis_utils import maptypes_sheets as sheets
+    from analysis_utils.data import labels as sheets
 
     labels = sheets.load_labels()
     pools = {"wiki": sheets.WIKI_SEGMENTS["n"], "CoLA": 1043, "SST-2": 872, "MRPC": 408,

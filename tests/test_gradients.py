@@ -10,7 +10,7 @@ import pytest
 import torch
 from transformers import AttentionInterface, AutoTokenizer, BertConfig, BertForMaskedLM, BertModel
 
-from analysis_utils import gradients
+from analysis_utils.analyses import gradients
 
 WORDS = ["the", "a", "cat", "dog", "sat", "ran", "on", "mat", "rug", "big", "small", "he",
          "she", "saw", "and", "it", "red", "blue", "bird", "tree"]

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis_utils import maptypes as mt
+from analysis_utils.analyses import maptypes as mt
 
 CLS, SEP = 7, 9  # deliberately not BERT's 101/102: ids come from the caller
 

@@ -2,7 +2,7 @@ import pytest
 import torch
 from transformers import AutoModel
 
-from analysis_utils.models import ModelError, check_attentions, load_model
+from analysis_utils.engine.models import ModelError, check_attentions, load_model
 
 
 def test_tiny_model_loads_through_folder_path(tiny_loaded):

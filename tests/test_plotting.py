@@ -11,7 +11,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
-from analysis_utils import plotting  # noqa: E402
+from analysis_utils.plotting import surface as surface_plots  # noqa: E402
 
 
 @pytest.fixture
@@ -35,18 +35,18 @@ def _render(fig):
 
 
 def test_layer_scatter(head_df):
-    fig = plotting.layer_scatter(head_df, ["cls", "sep", "punct"],
+    fig = surface_plots.layer_scatter(head_df, ["cls", "sep", "punct"],
                                  baselines=head_df.attrs["uniform"])
     assert isinstance(fig, Figure) and len(fig.axes) == 3
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["1", "2", "3"]
-    fig2 = plotting.layer_scatter(head_df, ["cls", "sep", "punct", "other", "entropy"], ncols=3)
+    fig2 = surface_plots.layer_scatter(head_df, ["cls", "sep", "punct", "other", "entropy"], ncols=3)
     assert len(fig2.axes) == 5
     _render(fig2)
-    assert len(plotting.layer_scatter(head_df, "sep").axes) == 1
+    assert len(surface_plots.layer_scatter(head_df, "sep").axes) == 1
 
 
 def test_head_heatmap(head_df):
-    fig = plotting.head_heatmap(head_df, "sep")
+    fig = surface_plots.head_heatmap(head_df, "sep")
     assert isinstance(fig, Figure) and len(fig.axes) == 2  # map + colour bar
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_yticklabels()] == ["1", "2", "3"]
@@ -55,21 +55,21 @@ def test_head_heatmap(head_df):
 
 
 def test_entropy_plot(head_df):
-    fig = plotting.entropy_plot(head_df)
+    fig = surface_plots.entropy_plot(head_df)
     assert isinstance(fig, Figure) and len(fig.axes) == 2
     assert any(abs(line.get_ydata()[0] - 4.5) < 1e-9 for line in fig.axes[0].get_lines()
                if len(line.get_ydata()) == 2)
-    assert len(plotting.entropy_plot(head_df, uniform=4.0, show_cls=False).axes) == 1
+    assert len(surface_plots.entropy_plot(head_df, uniform=4.0, show_cls=False).axes) == 1
 
 
 def test_gradient_plot():
     df = pd.DataFrame([{"layer": layer, "target": t, "mean_abs_grad": 1e-3 / layer,
                         "mean_attention": 0.01}
                        for layer in range(1, 5) for t in ("[SEP]", "./,", "other")])
-    fig = plotting.gradient_plot(df)
+    fig = surface_plots.gradient_plot(df)
     assert isinstance(fig, Figure) and len(fig.axes) == 1
     assert len(fig.axes[0].get_lines()) == 3
-    assert len(plotting.gradient_plot(df, show_attention=True, log=True).axes) == 2
+    assert len(surface_plots.gradient_plot(df, show_attention=True, log=True).axes) == 2
     _render(fig)
 
 
@@ -78,11 +78,11 @@ def test_attention_map():
     a = np.eye(n, k=-1)
     a[0, 0] = 1.0
     tokens = ["[CLS]", "the", "cat", "sat", ".", "[SEP]"]
-    fig = plotting.attention_map(a, tokens, title="1-1")
+    fig = surface_plots.attention_map(a, tokens, title="1-1")
     assert isinstance(fig, Figure) and len(fig.axes) == 1
     assert fig.axes[0].get_title() == "1-1"
-    fig2 = plotting.attention_map(a, tokens, style="lines")
+    fig2 = surface_plots.attention_map(a, tokens, style="lines")
     assert len(fig2.axes) == 1
     _render(fig2)
     with pytest.raises(ValueError):
-        plotting.attention_map(a, tokens[:-1])
+        surface_plots.attention_map(a, tokens[:-1])

@@ -13,7 +13,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from analysis_utils import coref, plotting_syntax, syntax  # noqa: E402
+from analysis_utils.analyses import coref, syntax
+from analysis_utils.data import ontogum
+from analysis_utils.plotting import syntax as syntax_plots  # noqa: E402
 
 FIX = Path(__file__).parent / "fixtures"
 
@@ -42,7 +44,7 @@ def test_relation_heatmaps_one_panel_per_relation():
     scores = syntax.score_heads([(SENT, _maps(0)), (SENT, _maps(1))], min_count=0)
     base = syntax.offset_baselines([SENT, SENT])
     rels = ["All", "det", "case"]
-    fig = plotting_syntax.relation_heatmaps(scores, base, relations=rels, ncols=2)
+    fig = syntax_plots.relation_heatmaps(scores, base, relations=rels, ncols=2)
     titled = [ax for ax in fig.axes if ax.get_title()]
     assert [ax.get_title().split(" ")[0] for ax in titled] == rels
     assert "offset" in titled[1].get_title()
@@ -51,51 +53,51 @@ def test_relation_heatmaps_one_panel_per_relation():
 def test_attention_lines_draws_gold_and_weights():
     words = ["[CLS]", *SENT.words, "[SEP]"]
     attn = np.eye(8)[[0, 2, 3, 3, 6, 6, 3, 7]]  # one-hot rows: each word -> one word
-    fig = plotting_syntax.attention_lines(words, attn, gold=[(1, 2)],
+    fig = syntax_plots.attention_lines(words, attn, gold=[(1, 2)],
                                           is_special=[True] + [False] * 6 + [True])
     lines = fig.axes[0].get_lines()
     assert len(lines) == 1 + 8  # one gold edge + one line per row (weight 1)
     with pytest.raises(ValueError, match="attn must be"):
-        plotting_syntax.attention_lines(words, attn[:7, :7])
+        syntax_plots.attention_lines(words, attn[:7, :7])
 
 
 def test_attention_lines_grid_and_head_grid():
     words = ["[CLS]", *SENT.words, "[SEP]"]
     panel = dict(words=words, attn=_maps().attn[0, 0], gold=[(1, 2)], rows=[1])
-    fig = plotting_syntax.attention_lines_grid([panel, panel], ncols=2, suptitle="x")
+    fig = syntax_plots.attention_lines_grid([panel, panel], ncols=2, suptitle="x")
     assert len(fig.axes) == 2
-    fig = plotting_syntax.head_grid(np.arange(6.0).reshape(2, 3), mark=(1, 2))
+    fig = syntax_plots.head_grid(np.arange(6.0).reshape(2, 3), mark=(1, 2))
     assert fig.axes[0].get_xticklabels()[0].get_text() == "1"  # heads 1-based
 
 
 def test_map_labels_and_edges():
     maps = _maps()
-    labels = plotting_syntax.map_labels(SENT.words, maps.is_special, maps.word_pos)
+    labels = syntax_plots.map_labels(SENT.words, maps.is_special, maps.word_pos)
     assert labels == ["[CLS]", *SENT.words, "[SEP]"]
-    assert plotting_syntax.relation_edges(SENT, "det", maps.word_pos, "dep2head") == [
+    assert syntax_plots.relation_edges(SENT, "det", maps.word_pos, "dep2head") == [
         (1, 2), (5, 6)]
-    assert plotting_syntax.relation_edges(SENT, "det", maps.word_pos, "head2dep") == [
+    assert syntax_plots.relation_edges(SENT, "det", maps.word_pos, "head2dep") == [
         (2, 1), (6, 5)]
 
 
 def test_pick_sentence():
     short = SimpleNamespace(words=("cat",), heads=(0,), deprels=("root",))
-    assert plotting_syntax.pick_sentence([short, SENT], "det", min_words=2) == 1
-    assert plotting_syntax.pick_sentence([short, SENT], "det", min_words=2, exclude=[1]) is None
+    assert syntax_plots.pick_sentence([short, SENT], "det", min_words=2) == 1
+    assert syntax_plots.pick_sentence([short, SENT], "det", min_words=2, exclude=[1]) is None
     # only one "case" word: falls back to one instance
-    assert plotting_syntax.pick_sentence([short, SENT], "case", min_words=2) == 1
-    assert plotting_syntax.pick_sentence([SENT], "ccomp", min_words=2) is None
+    assert syntax_plots.pick_sentence([short, SENT], "case", min_words=2) == 1
+    assert syntax_plots.pick_sentence([SENT], "ccomp", min_words=2) is None
 
 
 def test_pick_coref_window():
-    doc = coref.read_ontogum(FIX / "coref" / "tiny.conllu")[0]
+    doc = ontogum.read_ontogum(FIX / "coref" / "tiny.conllu")[0]
     wins = coref.windows(doc, lambda ws: [1] * len(ws), max_pieces=128)
-    k, s, e = plotting_syntax.pick_coref_window(wins, max_span=30, min_mentions=1)
+    k, s, e = syntax_plots.pick_coref_window(wins, max_span=30, min_mentions=1)
     assert k == 0 and 0 <= s < e <= len(wins[0].words)
     for m, heads in coref.evaluable_mentions(wins[0]):
         if s <= m.head_word < e:
             assert all(s <= h for h in heads)
-    assert plotting_syntax.pick_coref_window(wins, max_span=1, min_mentions=1) is None
+    assert syntax_plots.pick_coref_window(wins, max_span=1, min_mentions=1) is None
 
 
 def test_describe_margins_from_table():

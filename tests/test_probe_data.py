@@ -10,10 +10,11 @@ import pandas as pd
 import pytest
 import torch
 
-from analysis_utils import probe_data, probes, wordmaps
-from analysis_utils.attention import word_level
-from analysis_utils.glove import GloVe
-from analysis_utils.tree import is_tree
+from analysis_utils.analyses import probe_data, probes
+from analysis_utils.analyses.trees import is_tree
+from analysis_utils.data.glove import GloVe
+from analysis_utils.engine import wordmaps
+from analysis_utils.engine.attention import word_level
 
 
 def sentence(words, heads, upos, deprels):
@@ -145,7 +146,7 @@ def test_trained_probe_mst_trees_and_head_weights(encoded_and_store):
 
 def test_store_is_read_without_its_memory_map(tiny_loaded, tmp_path):
     """Positioned reads from a real AttentionStore give the same features as its memmap."""
-    from analysis_utils.attention import extract_attention
+    from analysis_utils.engine.attention import extract_attention
 
     encoded = [wordmaps.encode_words(tiny_loaded.tokenizer, s.words) for s in SENTS]
     store = extract_attention(tiny_loaded, [e.as_input() for e in encoded], cache_dir=tmp_path,

@@ -7,8 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from analysis_utils.glove import GloVe, load_glove
-from analysis_utils.probes import (
+from analysis_utils.analyses.probes import (
     AttentionGloveProbe,
     AttentionOnlyProbe,
     DistanceGloveProbe,
@@ -23,7 +22,8 @@ from analysis_utils.probes import (
     train_probe,
     uas_counts,
 )
-from analysis_utils.tree import is_tree
+from analysis_utils.analyses.trees import is_tree
+from analysis_utils.data.glove import GloVe, load_glove
 
 VOCAB = ["the", "cat", "sat", "on", "mat", "a", "dog", "ran", ".", ","]
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from analysis_utils import surface
+from analysis_utils.analyses import surface
 
 CLS, SEP, PERIOD, COMMA = 101, 102, 1012, 1010
 

@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis_utils import syntax
+from analysis_utils.analyses import syntax
 
 FIX = Path(__file__).parent / "fixtures" / "syntax" / "tiny.conllu"
 
@@ -234,7 +234,7 @@ def test_paper_table1_matches_reference():
 
 @pytest.mark.gold_data
 def test_ewt_dev_speed_and_right_branching(gold_data_dir):
-    from analysis_utils.corpora import read_conllu  # the project's reader, Sentence objects
+    from analysis_utils.data.treebank import read_conllu  # the project's reader, Sentence objects
 
     sents = read_conllu(gold_data_dir / "ud-english-ewt" / "en_ewt-ud-dev.conllu")
     assert len(sents) == 2001 and sum(len(s.heads) for s in sents) == 25147

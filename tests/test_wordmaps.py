@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 from transformers import AutoTokenizer
 
-from analysis_utils import attention, syntax, wordmaps
+from analysis_utils.analyses import syntax
+from analysis_utils.engine import attention, wordmaps
 
 
 @pytest.fixture(scope="module")

@@ -34,7 +34,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from . import paths
+from .. import paths
 
 ENGINE_VERSION = "1"
 STORE_DTYPE = np.float16

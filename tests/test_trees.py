@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from analysis_utils.tree import chu_liu_edmonds, is_tree, tree_score
+from analysis_utils.analyses.trees import chu_liu_edmonds, is_tree, tree_score
 
 
 def _all_trees(n: int, single_root: bool):

@@ -1,5 +1,4 @@
-"""The hand-labelled set of attention-map types (Kovaleva et al. 2019, Section 4.1) and the
-contact sheets it was labelled from.
+"""The hand-labelled set of attention-map types (Kovaleva et al. 2019, Section 4.1).
 
 Kovaleva et al. labelled ~400 maps by eye and released neither the labels nor the
 classifier. This compendium's labelled set is built the same way, transparently:
@@ -7,9 +6,9 @@ classifier. This compendium's labelled set is built the same way, transparently:
 1. :func:`sample_label_set` draws the maps to label by a **seeded stratified sample**
    (stratum = source x layer, heads and examples uniform within a stratum), never by a
    classifier's output, so evaluating a classifier on these labels is not circular.
-2. :func:`contact_sheet` renders the sampled maps as grids of small heatmaps with the id
+2. :func:`analysis_utils.plotting.maptypes.contact_sheet` renders the sampled maps as grids of small heatmaps with the id
    under each; a person looks at them and writes one label per id into
-   ``analysis_utils/labels/maptype_labels.csv`` (:data:`LABELS_PATH`; columns
+   ``analysis_utils/data/labels/maptype_labels.csv`` (:data:`LABELS_PATH`; columns
    :data:`LABEL_COLUMNS`).
 3. :func:`load_labels` reads and validates that file; :func:`gather_maps` fetches the
    labelled maps again from attention stores, so notebooks can re-render the sheets and
@@ -17,7 +16,7 @@ classifier. This compendium's labelled set is built the same way, transparently:
 
 Sources: ``"wiki"`` (index into ``corpora.make_segments(n=1000, max_tokens=128, seed=0,
 policy="truncate")`` over WikiText-2 valid+test, the segments of notebook 01) and the GLUE
-dev sets of :mod:`analysis_utils.glue` (row index in the dev file).
+dev sets of :mod:`analysis_utils.data.glue` (row index in the dev file).
 """
 
 from __future__ import annotations
@@ -28,13 +27,13 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import pandas as pd
 
-from . import paths
-from .maptypes import MAP_TYPES
+from .. import paths
+from ..analyses.maptypes import MAP_TYPES
 
 __all__ = ["LABELS_PATH", "LABEL_COLUMNS", "WIKI_SEGMENTS", "sample_label_set", "load_labels",
-           "gather_maps", "contact_sheet", "class_balance"]
+           "gather_maps", "class_balance"]
 
-LABELS_PATH = paths.PACKAGE_DIR / "labels" / "maptype_labels.csv"
+LABELS_PATH = paths.PACKAGE_DIR / "data" / "labels" / "maptype_labels.csv"
 LABEL_COLUMNS = ("id", "source", "example", "layer", "head", "label", "note")
 #: Settings of the Wikipedia segments the ``wiki`` rows index into (notebook 01's segments).
 WIKI_SEGMENTS = {"n": 1000, "max_tokens": 128, "seed": 0, "policy": "truncate"}
@@ -105,40 +104,3 @@ def class_balance(labels: Sequence[str]) -> pd.DataFrame:
     counts = s.value_counts().reindex(list(MAP_TYPES), fill_value=0)
     return pd.DataFrame({"label": counts.index, "count": counts.to_numpy(),
                          "share": counts.to_numpy() / max(len(s), 1)})
-
-
-def contact_sheet(maps: Sequence[np.ndarray], captions: Sequence[str], *, ncols: int = 6,
-                  boundaries: Sequence[int | None] | None = None, title: str | None = None,
-                  cell: float = 1.7, gamma: float = 0.5, cmap: str = "Blues"):
-    """Grid of small heatmaps, caption under each (e.g. the id to label).
-
-    maps: ``(n, n)`` maps (rows = attending token). Each is drawn with its own colour scale,
-    ``(a / max) ** gamma`` (gamma < 1 makes weak structure visible). boundaries: per map the
-    index of the first token of the second segment (a red tick on both axes), or None.
-    Returns a ``matplotlib.figure.Figure`` (no pyplot state).
-    """
-    from matplotlib.figure import Figure
-
-    if len(maps) != len(captions):
-        raise ValueError(f"{len(maps)} maps for {len(captions)} captions")
-    nrows = max(1, -(-len(maps) // ncols))
-    fig = Figure(figsize=(ncols * cell, nrows * (cell + 0.25) + (0.4 if title else 0)))
-    axes = fig.subplots(nrows, ncols, squeeze=False)
-    for k, ax in enumerate(axes.ravel()):
-        ax.set_xticks([])
-        ax.set_yticks([])
-        if k >= len(maps):
-            ax.axis("off")
-            continue
-        a = np.asarray(maps[k], dtype=np.float32)
-        scaled = (a / max(float(a.max()), 1e-9)) ** gamma
-        ax.imshow(scaled, cmap=cmap, vmin=0, vmax=1, interpolation="nearest")
-        b = None if boundaries is None else boundaries[k]
-        if b is not None:
-            for f in (ax.axvline, ax.axhline):
-                f(b - 0.5, color="red", lw=0.6, alpha=0.6)
-        ax.set_xlabel(captions[k], fontsize=8, labelpad=1)
-    if title:
-        fig.suptitle(title, fontsize=10)
-    fig.tight_layout(pad=0.3, h_pad=0.4, w_pad=0.2)
-    return fig

@@ -611,12 +611,12 @@ def mlm_head_for(loaded, texts: Sequence[str], steps: int = 600, batch_size: int
     """The masked-LM head for Figure 3: the checkpoint's own head when it has one, else a
     head fitted on the frozen encoder over ``texts`` (:func:`fit_mlm_head`).
 
-    loaded: a :class:`analysis_utils.models.LoadedModel`. Returns ``(head, report)``; the
+    loaded: a :class:`analysis_utils.engine.models.LoadedModel`. Returns ``(head, report)``; the
     report says which head was used and, for a fitted one, its held-out masked-token
     accuracy beside the most-frequent-token baseline. A fitted head is cached on disk
     (safetensors) under a key of the model identity, the texts and the settings, so a rerun
     with the same inputs loads it instead of fitting again."""
-    from . import paths
+    from .. import paths
 
     source = loaded.identity.get("source") or loaded.identity["name"]
     head = load_mlm_head(source, device=loaded.device) if loaded.identity["init"] == \

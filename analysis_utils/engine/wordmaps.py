@@ -4,8 +4,8 @@ The gold corpora come already split into (syntactic) words. Each word list is en
 the model's own tokenizer as ``tokenizer(words, is_split_into_words=True, truncation=False)``,
 so the model's own special tokens ([CLS]/[SEP] for BERT) are placed by the tokenizer, and
 ``word_ids()`` tells which word every piece belongs to. Maps are extracted at the piece level
-(:func:`analysis_utils.attention.extract_attention`) and converted to word level on the fly
-(the operation of :func:`analysis_utils.attention.word_level`, computed by
+(:func:`analysis_utils.engine.attention.extract_attention`) and converted to word level on the fly
+(the operation of :func:`analysis_utils.engine.attention.word_level`, computed by
 :func:`word_level_contiguous`: attention TO a split word is summed over its pieces, FROM it
 averaged, so rows still sum to 1). Special tokens stay in the word-level map
 as words of their own.
@@ -35,7 +35,16 @@ import numpy as np
 
 from . import attention
 from .attention import ModelInput, token_to_word_index
-from .syntax import WordMaps
+
+
+@dataclass(frozen=True)
+class WordMaps:
+    """Word-level maps of one sentence: ``attn (layers, heads, m, m)``, ``is_special (m,)``,
+    ``word_pos (n_words,)``."""
+
+    attn: np.ndarray
+    is_special: np.ndarray
+    word_pos: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -198,13 +207,13 @@ def encode_corpus(tokenizer, word_lists: Iterable[Sequence[str]],
 
 
 def word_level_contiguous(attn: np.ndarray, tok2word: np.ndarray) -> np.ndarray:
-    """Token maps -> word maps; see :func:`analysis_utils.attention.word_level`."""
+    """Token maps -> word maps; see :func:`analysis_utils.engine.attention.word_level`."""
     return attention.word_level(attn, tok2word)
 
 
 def word_maps(token_attn: np.ndarray, enc: EncodedWords) -> WordMaps:
     """Token-level maps ``(layers, heads, n_tokens, n_tokens)`` of one input -> its
-    :class:`~analysis_utils.syntax.WordMaps` (float32 ``(layers, heads, m, m)``)."""
+    :class:`WordMaps` (float32 ``(layers, heads, m, m)``)."""
     token_attn = np.asarray(token_attn)
     if token_attn.shape[-1] != len(enc):
         raise ValueError(f"maps have {token_attn.shape[-1]} tokens, the encoding "

@@ -3,7 +3,7 @@
 Every function returns a :class:`matplotlib.figure.Figure` built without pyplot (no global
 figure state, nothing shown or saved here; ``analysis_utils.report`` saves them). Layers
 and heads are labelled 1-based, as in the paper. Inputs are the DataFrames of
-:mod:`analysis_utils.surface` and :mod:`analysis_utils.gradients` (columns ``layer``,
+:mod:`analysis_utils.analyses.surface` and :mod:`analysis_utils.analyses.gradients` (columns ``layer``,
 ``head`` / ``target`` and the statistics).
 """
 

@@ -7,13 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from analysis_utils import corpora
-from analysis_utils.corpora import (
-    CorpusFormatError,
-    detokenize_wikitext,
-    read_conllu,
-    read_wikitext,
-)
+from analysis_utils.data import treebank, wikitext
+from analysis_utils.data.treebank import CorpusFormatError, read_conllu
+from analysis_utils.data.wikitext import detokenize_wikitext, read_wikitext
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -90,8 +86,8 @@ def test_conllu_parser_errors_are_reraised_with_location(tmp_path, monkeypatch):
             raise conllu.exceptions.ParseException("Failed parsing field 'feats'")
         return real(text)
 
-    real = corpora.conllu.parse
-    monkeypatch.setattr(corpora.conllu, "parse", fake_parse)
+    real = treebank.conllu.parse
+    monkeypatch.setattr(treebank.conllu, "parse", fake_parse)
     with pytest.raises(CorpusFormatError, match=rf"{path}:7: .*conllu parser rejected.*feats"):
         read_conllu(path)
 
@@ -163,15 +159,15 @@ def _articles(n_articles=4, n_paras=6):
         paras = []
         for p in range(n_paras):
             words = " ".join(["the cat sat on the mat"] * (1 + (a + p) % 4))
-            paras.append(corpora.Paragraph(text=f"{words} and dogs ran.", section=f"s{p // 3}"))
-        arts.append(corpora.Article(title=f"art{a}", paragraphs=paras))
+            paras.append(wikitext.Paragraph(text=f"{words} and dogs ran.", section=f"s{p // 3}"))
+        arts.append(wikitext.Article(title=f"art{a}", paragraphs=paras))
     return arts
 
 
 def test_make_segments_truncate(tiny_tokenizer):
     arts = _articles()
-    assert len(corpora.candidate_pairs(arts)) == 4 * 5
-    ss = corpora.make_segments(arts, tiny_tokenizer, n=12, max_tokens=24, seed=3)
+    assert len(wikitext.candidate_pairs(arts)) == 4 * 5
+    ss = wikitext.make_segments(arts, tiny_tokenizer, n=12, max_tokens=24, seed=3)
     r = ss.report
     assert r["candidates"] == 20 and r["sampled"] == 12 == len(ss)
     assert r["truncated"] == sum(s.truncated for s in ss) > 0
@@ -197,23 +193,23 @@ def test_make_segments_truncate(tiny_tokenizer):
 
 def test_make_segments_deterministic(tiny_tokenizer):
     arts = _articles()
-    a = corpora.make_segments(arts, tiny_tokenizer, n=8, max_tokens=32, seed=1)
-    b = corpora.make_segments(arts, tiny_tokenizer, n=8, max_tokens=32, seed=1)
-    c = corpora.make_segments(arts, tiny_tokenizer, n=8, max_tokens=32, seed=2)
+    a = wikitext.make_segments(arts, tiny_tokenizer, n=8, max_tokens=32, seed=1)
+    b = wikitext.make_segments(arts, tiny_tokenizer, n=8, max_tokens=32, seed=1)
+    c = wikitext.make_segments(arts, tiny_tokenizer, n=8, max_tokens=32, seed=2)
     assert a.segments == b.segments and a.report == b.report
     assert [(s.article, s.index) for s in a] != [(s.article, s.index) for s in c]
 
 
 def test_make_segments_skip_and_too_few(tiny_tokenizer):
     arts = _articles()
-    ss = corpora.make_segments(arts, tiny_tokenizer, n=100, max_tokens=40, policy="skip")
+    ss = wikitext.make_segments(arts, tiny_tokenizer, n=100, max_tokens=40, policy="skip")
     r = ss.report
     assert r["fewer_than_requested"] and r["sampled"] == r["eligible"] == 20 - r["skipped"]
     assert r["skipped"] == r["over_max_tokens"] > 0 and r["truncated"] == 0
     assert all(len(s) <= 40 and not s.truncated for s in ss)
     assert r["median_length"] <= 40 and r["mean_length"] > 0
     with pytest.raises(ValueError, match="policy"):
-        corpora.make_segments(arts, tiny_tokenizer, policy="drop")
+        wikitext.make_segments(arts, tiny_tokenizer, policy="drop")
 
 
 @pytest.mark.packaged_model
@@ -223,7 +219,7 @@ def test_make_segments_packaged_tokenizer():
 
     tok = AutoTokenizer.from_pretrained(Path(mod.__file__).parent / "model")
     arts = read_wikitext(FIXTURES / "mini_wikitext.raw")
-    ss = corpora.make_segments(arts, tok, n=10, max_tokens=16)
+    ss = wikitext.make_segments(arts, tok, n=10, max_tokens=16)
     assert ss.report["candidates"] == 3 and ss.report["sampled"] == 3
     s = ss.segments[0]
     assert s.tokens[:4] == ("[CLS]", "the", "alpha", "-")
@@ -254,28 +250,28 @@ def test_gold_wikitext(gold_data_dir):
     valid = read_wikitext(gold_data_dir / "wikipedia/wikitext-2-raw/wiki.valid.raw")
     assert len(valid) == 60
     assert sum(len(a.paragraphs) for a in valid) == 1841
-    assert len(corpora.candidate_pairs(valid)) == 1781
+    assert len(wikitext.candidate_pairs(valid)) == 1781
     test = read_wikitext(gold_data_dir / "wikipedia/wikitext-2-raw/wiki.test.raw")
     assert len(test) == 62 and sum(len(a.paragraphs) for a in test) == 2185
     assert not any("@-@" in p.text for a in valid for p in a.paragraphs)
 
 
 def test_wikipedia_segments_names_fetch_command_when_data_missing(tmp_path, tiny_loaded):
-    from analysis_utils.datasets import DataMissingError
+    from analysis_utils.data.manifest import DataMissingError
 
     with pytest.raises(DataMissingError, match="fetch-data --dataset wikitext-2"):
-        corpora.wikipedia_segments(tiny_loaded.tokenizer, data_dir=tmp_path)
+        wikitext.wikipedia_segments(tiny_loaded.tokenizer, data_dir=tmp_path)
 
 
 def test_wikipedia_segments_match_manual_construction(gold_data_dir):
     from transformers import AutoTokenizer
 
-    from analysis_utils.models import minilm_path
+    from analysis_utils.engine.models import minilm_path
 
     tok = AutoTokenizer.from_pretrained(minilm_path())
-    articles, segset = corpora.wikipedia_segments(tok, "valid", n=20, seed=3)
-    manual = corpora.make_segments(
-        corpora.read_wikitext(gold_data_dir / "wikipedia/wikitext-2-raw/wiki.valid.raw"), tok,
+    articles, segset = wikitext.wikipedia_segments(tok, "valid", n=20, seed=3)
+    manual = wikitext.make_segments(
+        wikitext.read_wikitext(gold_data_dir / "wikipedia/wikitext-2-raw/wiki.valid.raw"), tok,
         n=20, seed=3)
     assert len(articles) == 60
     assert [s.input_ids for s in segset.segments] == [s.input_ids for s in manual.segments]

@@ -48,7 +48,6 @@ __all__ = [
     "behaviour_labels",
     "DEFAULT_THRESHOLDS",
     "layer_separation",
-    "mds_plot",
     "head_index",
 ]
 
@@ -332,55 +331,3 @@ def layer_separation(dist: np.ndarray, layers: Sequence[int], n_perm: int = 1000
             "p_value": p, "n_perm": n_perm,
             "null_mean": float(null.mean()) if n_perm else float("nan"),
             "null_std": float(null.std()) if n_perm else float("nan")}
-
-
-# --- plot -----------------------------------------------------------------------------------
-
-_MARKERS = ["o", "^", "v", "s", "D", "P", "X", "*", "<", ">", "h", "p", "d", "8"]
-
-
-def mds_plot(coords: np.ndarray, layers: Sequence[int], labels: Sequence[str] | None = None,
-             *, heads: Sequence[int] | None = None, title: str | None = None,
-             other: str = "other", figsize=(7.5, 6.0), cmap: str = "viridis"):
-    """Scatter of the MDS embedding: colour = layer (1-based in the colour bar), marker =
-    behaviour label (``other`` drawn small and faint). With ``heads`` every point is annotated
-    ``layer-head`` (1-based, as in the papers). Returns a ``matplotlib.figure.Figure`` (no
-    pyplot state, so it works under Agg and displays in notebooks)."""
-    from matplotlib import colormaps
-    from matplotlib.cm import ScalarMappable
-    from matplotlib.colors import BoundaryNorm
-    from matplotlib.figure import Figure
-
-    coords = np.asarray(coords)
-    layers = np.asarray(layers).astype(int)
-    labels = np.asarray([other] * len(coords) if labels is None else list(labels), dtype=object)
-    lmin, lmax = int(layers.min()), int(layers.max())
-    bounds = np.arange(lmin, lmax + 2) - 0.5
-    norm = BoundaryNorm(bounds, colormaps[cmap].N)
-    fig = Figure(figsize=figsize)
-    ax = fig.add_subplot(1, 1, 1)
-    uniq = [u for u in dict.fromkeys(labels.tolist()) if u != other]
-    order = ([other] if other in labels else []) + sorted(uniq, key=str)
-    for k, lab in enumerate(order):
-        sel = labels == lab
-        is_other = lab == other
-        ax.scatter(coords[sel, 0], coords[sel, 1], c=layers[sel], cmap=cmap, norm=norm,
-                   marker="." if is_other else _MARKERS[k % len(_MARKERS)],
-                   s=40 if is_other else 70, alpha=0.5 if is_other else 0.95,
-                   edgecolors="none" if is_other else "k", linewidths=0.5, label=str(lab))
-    if heads is not None:
-        for (x, y), la, he in zip(coords, layers, np.asarray(heads), strict=True):
-            ax.annotate(f"{la + 1}-{he + 1}", (x, y), fontsize=6, alpha=0.7,
-                        xytext=(2, 2), textcoords="offset points")
-    sm = ScalarMappable(norm=norm, cmap=cmap)
-    cb = fig.colorbar(sm, ax=ax, ticks=np.arange(lmin, lmax + 1))
-    cb.ax.set_yticklabels([str(v + 1) for v in range(lmin, lmax + 1)])
-    cb.set_label("layer")
-    leg = ax.legend(loc="best", fontsize=8, title="behaviour", markerscale=0.9)
-    for h in leg.legend_handles:
-        h.set_color("0.5")
-    ax.set_xticks([])
-    ax.set_yticks([])
-    ax.set_title(title or "Attention heads, MDS of Jensen-Shannon distances")
-    fig.tight_layout()
-    return fig

@@ -11,7 +11,8 @@ import threading
 
 import pytest
 
-from analysis_utils import datasets, paths
+from analysis_utils import paths
+from analysis_utils.data import manifest
 
 EXPECTED_DATASETS = {"ud-english-ewt", "ontogum", "glue", "wikitext-2", "framenet-1.7"}
 
@@ -104,7 +105,7 @@ def test_fetch_success_transform_and_derive(server, tmp_path):
     man = toy_manifest(base)
     data = tmp_path / "data"
     messages = []
-    report = datasets.fetch_data(data, ["toy"], manifest=man, progress=messages.append)
+    report = manifest.fetch_data(data, ["toy"], manifest=man, progress=messages.append)
     assert report.ok and len(report.present) == 5
     assert (data / "toy/a.txt").read_bytes() == A
     assert (data / "toy/sub/b.txt").read_bytes() == B
@@ -112,7 +113,7 @@ def test_fetch_success_transform_and_derive(server, tmp_path):
     assert (data / "toy/dev.txt").read_bytes() == DEV  # derived, reddit and GENTLE dropped
     assert not leftovers(data)
     assert any(m.startswith("derive") for m in messages)
-    assert datasets.check_data(data, ["toy"], manifest=man).ok
+    assert manifest.check_data(data, ["toy"], manifest=man).ok
 
 
 def test_checksum_mismatch_leaves_no_file(server, tmp_path):
@@ -120,8 +121,8 @@ def test_checksum_mismatch_leaves_no_file(server, tmp_path):
     populate(www)
     man = toy_manifest(base, a_sha="0" * 64)
     data = tmp_path / "data"
-    with pytest.raises(datasets.FetchError) as exc:
-        datasets.fetch_data(data, ["toy"], manifest=man)
+    with pytest.raises(manifest.FetchError) as exc:
+        manifest.fetch_data(data, ["toy"], manifest=man)
     assert "toy/a.txt" in exc.value.failures
     assert "ChecksumError" in exc.value.failures["toy/a.txt"]
     assert "discarded" in str(exc.value)
@@ -135,8 +136,8 @@ def test_http_error_leaves_no_file(server, tmp_path):
     populate(www)
     (www / "src" / "sub" / "b.txt").unlink()  # 404
     data = tmp_path / "data"
-    with pytest.raises(datasets.FetchError) as exc:
-        datasets.fetch_data(data, ["toy"], manifest=toy_manifest(base))
+    with pytest.raises(manifest.FetchError) as exc:
+        manifest.fetch_data(data, ["toy"], manifest=toy_manifest(base))
     assert list(exc.value.failures) == ["toy/sub/b.txt"]
     assert not (data / "toy/sub/b.txt").exists()
     assert not leftovers(data)
@@ -150,13 +151,13 @@ def test_resume_skips_intact_files_and_replaces_corrupt_ones(server, tmp_path):
     (data / "toy").mkdir(parents=True)
     (data / "toy/a.txt").write_bytes(A)  # intact: must not be downloaded again
     (data / "toy/c.txt").write_bytes(b"line one\nline 2!\n")  # right size, wrong bytes
-    report = datasets.fetch_data(data, ["toy"], manifest=man)
+    report = manifest.fetch_data(data, ["toy"], manifest=man)
     assert report.ok
     assert "/src/a.txt" not in log
     assert "/src/c_crlf.txt" in log
     assert (data / "toy/c.txt").read_bytes() == C
     log.clear()
-    datasets.fetch_data(data, ["toy"], manifest=man)  # everything in place: no requests
+    manifest.fetch_data(data, ["toy"], manifest=man)  # everything in place: no requests
     assert log == []
 
 
@@ -164,18 +165,18 @@ def test_bundle_only_file_needs_a_mirror(server, tmp_path):
     base, www, _ = server
     man = toy_manifest(base)
     data = tmp_path / "data"
-    with pytest.raises(datasets.FetchError) as exc:
-        datasets.fetch_data(data, ["bundleonly"], manifest=man)
+    with pytest.raises(manifest.FetchError) as exc:
+        manifest.fetch_data(data, ["bundleonly"], manifest=man)
     msg = exc.value.failures["bundleonly/only.txt"]
     assert "no public download" in msg and "--mirror" in msg
     assert "fetch-data --dataset bundleonly" in msg
     # a mirror laid out like the bundle serves it (http or a local folder)
     (www / "bundle" / "bundleonly").mkdir(parents=True)
     (www / "bundle" / "bundleonly" / "only.txt").write_bytes(ONLY)
-    datasets.fetch_data(data, ["bundleonly"], base_url_override=base + "/bundle", manifest=man)
+    manifest.fetch_data(data, ["bundleonly"], base_url_override=base + "/bundle", manifest=man)
     assert (data / "bundleonly/only.txt").read_bytes() == ONLY
     data2 = tmp_path / "data2"
-    datasets.fetch_data(data2, ["bundleonly"], base_url_override=str(www / "bundle"), manifest=man)
+    manifest.fetch_data(data2, ["bundleonly"], base_url_override=str(www / "bundle"), manifest=man)
     assert (data2 / "bundleonly/only.txt").read_bytes() == ONLY
 
 
@@ -188,7 +189,7 @@ def test_check_data_reports_missing_and_corrupt(tmp_path, server):
     (tmp_path / "toy").mkdir()
     (tmp_path / "toy/a.txt").write_bytes(A)
     (tmp_path / "toy/splits.md").write_bytes(b"short")
-    r = datasets.check_data(tmp_path, ["toy"], manifest=man)
+    r = manifest.check_data(tmp_path, ["toy"], manifest=man)
     assert not r.ok
     assert r.present == ["toy/a.txt"]
     assert set(r.missing) == {"toy/sub/b.txt", "toy/c.txt", "toy/dev.txt"}
@@ -200,8 +201,8 @@ def test_check_data_reports_missing_and_corrupt(tmp_path, server):
 
 def test_require_missing_names_file_dir_env_and_command(tmp_path, monkeypatch):
     monkeypatch.setenv(paths.DATA_ENV, str(tmp_path))
-    with pytest.raises(datasets.DataMissingError) as exc:
-        datasets.require("ud-english-ewt/en_ewt-ud-dev.conllu")
+    with pytest.raises(manifest.DataMissingError) as exc:
+        manifest.require("ud-english-ewt/en_ewt-ud-dev.conllu")
     msg = str(exc.value)
     assert "ud-english-ewt/en_ewt-ud-dev.conllu" in msg
     assert str(tmp_path) in msg
@@ -217,33 +218,33 @@ def test_require_corrupt_and_hash_cache(tmp_path, server, monkeypatch):
     target.parent.mkdir()
     target.write_bytes(A)
     calls = []
-    real = datasets.sha256_file
-    monkeypatch.setattr(datasets, "sha256_file", lambda p: calls.append(p) or real(p))
-    assert datasets.require("toy/a.txt", tmp_path, manifest=man) == target
-    assert datasets.require("toy/a.txt", tmp_path, manifest=man) == target
+    real = manifest.sha256_file
+    monkeypatch.setattr(manifest, "sha256_file", lambda p: calls.append(p) or real(p))
+    assert manifest.require("toy/a.txt", tmp_path, manifest=man) == target
+    assert manifest.require("toy/a.txt", tmp_path, manifest=man) == target
     assert len(calls) == 1  # hashed once per process
     target.write_bytes(b"ALPHA FILE\n")  # same size, new content and mtime
     os.utime(target, ns=(0, 10**9))
-    with pytest.raises(datasets.DataCorruptError, match=r"corrupt: sha256.*fetch-data --dataset toy"):
-        datasets.require("toy/a.txt", tmp_path, manifest=man)
+    with pytest.raises(manifest.DataCorruptError, match=r"corrupt: sha256.*fetch-data --dataset toy"):
+        manifest.require("toy/a.txt", tmp_path, manifest=man)
     assert len(calls) == 2
     target.write_bytes(b"x")
-    with pytest.raises(datasets.DataCorruptError, match="size 1 bytes"):
-        datasets.require("toy/a.txt", tmp_path, manifest=man)
+    with pytest.raises(manifest.DataCorruptError, match="size 1 bytes"):
+        manifest.require("toy/a.txt", tmp_path, manifest=man)
 
 
 def test_cli_check_and_fetch_with_mirror(tmp_path, capsys):
     mirror = tmp_path / "mirror"
-    src_files = datasets.manifest_entries("wikitext-2")
+    src_files = manifest.manifest_entries("wikitext-2")
     # a fake bundle whose bytes do not match: fetch must refuse them
     for e in src_files:
         (mirror / e.path).parent.mkdir(parents=True, exist_ok=True)
         (mirror / e.path).write_bytes(b"not wikitext\n")
     data = tmp_path / "data"
-    assert datasets.cli("check-data", ["--data-dir", str(data), "--dataset", "wikitext-2"]) == 1
+    assert manifest.cli("check-data", ["--data-dir", str(data), "--dataset", "wikitext-2"]) == 1
     out = capsys.readouterr().out
     assert "missing 2" in out and "fetch-data --dataset wikitext-2" in out
-    assert datasets.cli("fetch-data", ["--data-dir", str(data), "--dataset", "wikitext-2",
+    assert manifest.cli("fetch-data", ["--data-dir", str(data), "--dataset", "wikitext-2",
                                        "--mirror", str(mirror)]) == 1
     assert "ChecksumError" in capsys.readouterr().err
     assert not any(data.rglob("*.raw")) and not any(data.rglob("*.part"))
@@ -253,9 +254,9 @@ def test_cli_check_and_fetch_with_mirror(tmp_path, capsys):
 
 
 def test_packaged_manifest_is_consistent():
-    man = datasets.load_manifest()
+    man = manifest.load_manifest()
     assert set(man["datasets"]) == EXPECTED_DATASETS
-    entries = datasets.manifest_entries()
+    entries = manifest.manifest_entries()
     paths_ = [e.path for e in entries]
     assert len(paths_) == len(set(paths_))
     for e in entries:
@@ -266,9 +267,9 @@ def test_packaged_manifest_is_consistent():
             assert e.url.startswith("https://raw.githubusercontent.com/"), e.path
             assert re.search(r"/[0-9a-f]{40}/", e.url), f"{e.path}: URL not pinned to a commit"
         if e.transform:
-            assert e.transform in datasets.TRANSFORMS
+            assert e.transform in manifest.TRANSFORMS
         if e.derive:
-            assert e.derive["name"] in datasets.DERIVATIONS
+            assert e.derive["name"] in manifest.DERIVATIONS
             assert all(p in paths_ for p in e.derive["inputs"])
         if not e.url and not e.derive:
             assert e.how, f"{e.path}: no source and no explanation"
@@ -280,7 +281,7 @@ def test_packaged_manifest_is_consistent():
     assert set(need) <= set(paths_)
     assert sum(p.startswith("ontogum/conllu/") for p in paths_) == 237
     assert sum(p.startswith("framenet-1.7/frame/") for p in paths_) == 1221
-    assert datasets.dataset_of("glue/MRPC/train.tsv") == "glue"
+    assert manifest.dataset_of("glue/MRPC/train.tsv") == "glue"
 
 
 # --------------------------------------------------------------------------- gold data
@@ -288,14 +289,14 @@ def test_packaged_manifest_is_consistent():
 
 @pytest.mark.gold_data
 def test_gold_data_matches_manifest(gold_data_dir):
-    report = datasets.check_data(gold_data_dir)
+    report = manifest.check_data(gold_data_dir)
     assert report.ok, report.summary()
 
 
 @pytest.mark.gold_data
 def test_derivations_reproduce_gold_bytes(gold_data_dir):
-    for e in datasets.manifest_entries():
+    for e in manifest.manifest_entries():
         if e.derive:
             inputs = [gold_data_dir / p for p in e.derive["inputs"]]
-            data = datasets.DERIVATIONS[e.derive["name"]](inputs, e.derive)
+            data = manifest.DERIVATIONS[e.derive["name"]](inputs, e.derive)
             assert sha(data) == e.sha256, e.path

@@ -23,7 +23,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import paths
+from .. import paths
 
 __all__ = ["TASKS", "GlueExample", "EncodedInput", "EncodedSet", "GlueFormatError",
            "available_tasks", "glue_path", "read_glue", "encode"]

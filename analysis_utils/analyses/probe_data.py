@@ -1,10 +1,10 @@
 """Glue between the attention cache and the Section 5 probes (Clark et al. 2019).
 
-Streams :class:`~analysis_utils.probes.ProbeSentence` records, one sentence at a time, from an
-:class:`~analysis_utils.attention.AttentionStore` (piece-level maps, memory-mapped): each
-sentence's maps are turned into word-level maps (:func:`analysis_utils.wordmaps.word_maps`:
+Streams :class:`~analysis_utils.analyses.probes.ProbeSentence` records, one sentence at a time, from an
+:class:`~analysis_utils.engine.attention.AttentionStore` (piece-level maps, memory-mapped): each
+sentence's maps are turned into word-level maps (:func:`analysis_utils.engine.wordmaps.word_maps`:
 attention TO a split word summed over its pieces, FROM it averaged) and then into probe
-features (:func:`analysis_utils.probes.attention_features`). Nothing is kept once the next
+features (:func:`analysis_utils.analyses.probes.attention_features`). Nothing is kept once the next
 sentence is read, so training never holds more than one sentence's features. From an
 ``AttentionStore`` the maps are read with positioned reads (``os.pread``) into a fresh array
 rather than through the store's memory map: pages touched through a map count towards the
@@ -28,9 +28,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from . import probes, wordmaps
-from .tree import chu_liu_edmonds, is_tree
-from .wordmaps import EncodedWords
+from ..engine import wordmaps
+from ..engine.wordmaps import EncodedWords
+from . import probes
+from .trees import chu_liu_edmonds, is_tree
 
 DECODES = ("argmax", "mst")
 
@@ -50,7 +51,7 @@ def _piece_map_reader(store):
     directory = getattr(store, "directory", None)
     if directory is None or not hasattr(store, "offsets"):
         return store.__getitem__, lambda: None
-    from .attention import STORE_DTYPE
+    from ..engine.attention import STORE_DTYPE
 
     fd = os.open(os.path.join(directory, "maps.f16"), os.O_RDONLY)
     itemsize = np.dtype(STORE_DTYPE).itemsize

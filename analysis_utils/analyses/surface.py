@@ -528,7 +528,7 @@ def section3_comparison(stats: dict[str, dict[str, pd.DataFrame]], split_share: 
 
     stats: ``{"model": surface_statistics(...), "control": surface_statistics(...)}``;
     split_share: :func:`split_word_share` of the segments; grad: the frame of
-    :func:`analysis_utils.gradients.attention_gradient_importance` for the model (None: not
+    :func:`analysis_utils.analyses.gradients.attention_gradient_importance` for the model (None: not
     computed). Columns: claim, paper (BERT-base), model, control, uniform (what a head
     attending uniformly over the real tokens scores), layers (which layers of this model
     the row covers when the paper names layers).

@@ -38,7 +38,6 @@ indices; :func:`table1` writes the paper's 1-based ``"L-H"`` label.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -105,16 +104,6 @@ PAPER_TABLE1 = {
     "mark": ("8-2", 50.7, 14.5, 2, "dep2head"),
     "prt": ("6-7", 99.1, 91.4, -1, "dep2head"),
 }
-
-
-@dataclass(frozen=True)
-class WordMaps:
-    """Word-level maps of one sentence: ``attn (layers, heads, m, m)``, ``is_special (m,)``,
-    ``word_pos (n_words,)``."""
-
-    attn: np.ndarray
-    is_special: np.ndarray
-    word_pos: np.ndarray
 
 
 def _unpack(item) -> tuple[object, np.ndarray, np.ndarray, np.ndarray]:

@@ -56,8 +56,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from .glove import GloVe
-from .tree import chu_liu_edmonds
+from ..data.glove import GloVe
+from .trees import chu_liu_edmonds
 
 PUNCT = "PUNCT"
 FEATURE_DTYPE = np.float16

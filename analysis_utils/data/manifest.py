@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from . import paths
+from .. import paths
 
 MANIFEST_PATH = Path(__file__).resolve().parent / "data_manifest.json"
 FETCH_COMMAND = "python -m analysis_utils fetch-data --dataset {name}"

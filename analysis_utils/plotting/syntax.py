@@ -71,7 +71,7 @@ def relation_heatmaps(scores: pd.DataFrame, baselines: pd.DataFrame | None = Non
     output), the best fixed-offset baseline.
 
     scores: ``syntax.score_heads`` output (layer/head 0-based, accuracy a fraction)."""
-    from .syntax import best_baseline, best_heads, head_label
+    from ..analyses.syntax import best_baseline, best_heads, head_label
 
     bh = best_heads(scores).set_index("relation")
     bb = best_baseline(baselines).set_index("relation") if baselines is not None else None
@@ -213,7 +213,7 @@ def pick_sentence(sentences: Sequence, relation: str, min_words: int = 8,
     indices in ``exclude``; when there is none, the same with one instance fewer, down to
     one; None when no sentence has the relation at all. Whether the head gets them right
     plays no part, so the examples are not cherry-picked."""
-    from .syntax import scoring_entries
+    from ..analyses.syntax import scoring_entries
 
     counts = {}
     for k, s in enumerate(sentences):
@@ -232,7 +232,7 @@ def relation_edges(sentence, relation: str, word_pos: Sequence[int], direction: 
     """Gold edges of ``relation`` in one sentence as ``(from, to)`` map positions, oriented
     as the head reads them: dependent -> head for ``dep2head``, head -> dependent for
     ``head2dep``."""
-    from .syntax import scoring_entries
+    from ..analyses.syntax import scoring_entries
 
     word_pos = np.asarray(word_pos)
     out = []
@@ -248,7 +248,7 @@ def pick_coref_window(windows: Sequence, max_span: int = 30,
     """``(window index, first word, last word + 1)`` (window-local) of the first stretch of
     at most ``max_span`` words holding at least ``min_mentions`` evaluable mentions together
     with all their antecedents; None when no window has one."""
-    from .coref import evaluable_mentions
+    from ..analyses.coref import evaluable_mentions
 
     for k, w in enumerate(windows):
         spans = []
