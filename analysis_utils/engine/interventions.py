@@ -1,0 +1,354 @@
+"""Record, replace and gate attention heads in transformers 5.x (one mechanism for all).
+
+transformers 5 dropped ``head_mask`` from BERT's forward, so every intervention on attention
+goes through one attention function registered with ``transformers.AttentionInterface``
+(and, under the same name, ``AttentionMaskInterface`` bound to ``eager_mask``: without it
+padding silently stops being masked). It reproduces eager attention bit for bit (scores =
+q k^T * scaling + mask, softmax, dropout, @ v) and, for the model inside an :func:`intervene`
+context, changes the softmax output of chosen heads before dropout:
+
+- ``uniform``: every row becomes 1/L over the L real (non-padding) tokens of its example,
+  padding columns exactly 0 (Kovaleva et al. 2019, Section 4.6, "disabling" a head);
+- ``zero``: the head's probabilities, hence its output, are 0 (Michel et al. 2019 masking);
+- ``gate``: a (layers, heads) tensor multiplies each head's probabilities, i.e. its output;
+  with ``requires_grad`` the gradient d loss / d gate is Michel et al.'s head importance
+  (Section 4.1 of "Are Sixteen Heads Really Better than One?");
+- ``record``: the probabilities actually used (after any replacement) of chosen layers, in
+  layer order, for the latest forward pass (Clark et al. 2019 Section 3 maps, Section 3.2
+  gradients with ``retain_grad`` / ``make_leaf``).
+
+Which layer a call belongs to: the position of the calling module in the model's layer list
+(the first ``nn.ModuleList`` of ``config.num_hidden_layers`` entries: ``encoder.layer`` in
+BERT, RoBERTa, ELECTRA, ``transformer.layer`` in DistilBERT), mapped when the context is
+entered; modules outside such a list fall back to their ``layer_idx`` attribute (set by
+transformers 5 on ``BertSelfAttention``). Models that reuse one attention module for several
+layers (ALBERT with fewer groups than layers) are refused at entry.
+
+Nesting is refused: entering a second context on a model (or on another model sharing its
+config object) while one is active raises ``RuntimeError``; put every change in one call
+(``uniform``, ``zero``, ``gate`` and ``record`` combine). Leaving the context, normally or
+through an exception, restores the previous attention implementation exactly.
+
+Example::
+
+    with intervene(loaded, uniform=[(0, 1)], record=True) as iv:
+        out = loaded.model(**batch)
+        iv.attentions[0][:, 1]        # (batch, n, n): 1/L on real tokens, 0 on padding
+        active_intervention(loaded)   # {"mode": "uniform", "uniform": [[0, 1]], ...}
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+from collections.abc import Iterable, Iterator
+
+import torch
+from torch import nn
+
+INTERVENTION_IMPL = "bertology_intervention"
+DESCRIPTION_VERSION = 1
+
+# module -> (active Intervention, layer index or None): filled on entering a context, emptied
+# on leaving it. Modules not listed (another model sharing the config) run plain eager.
+_ACTIVE: dict[nn.Module, tuple[Intervention, int | None]] = {}
+
+
+# ---------------------------------------------------------------------------------------
+# the attention function
+
+
+def intervention_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.Tensor,
+                                   value: torch.Tensor, attention_mask: torch.Tensor | None,
+                                   scaling: float | None = None, dropout: float = 0.0,
+                                   **kwargs):
+    """Eager attention (as ``modeling_bert.eager_attention_forward``) plus the intervention
+    active on ``module``'s model, if any.
+
+    query/key/value: (batch, heads, n, head_dim); attention_mask: additive (batch, 1, n, n)
+    or None; returns ``(output (batch, n, heads, head_dim), weights (batch, heads, n, n))``.
+    """
+    if scaling is None:
+        scaling = query.size(-1) ** -0.5
+    scores = torch.matmul(query, key.transpose(2, 3)) * scaling
+    if attention_mask is not None:
+        attention_mask = attention_mask[..., : key.shape[-2]]
+        scores = scores + attention_mask
+    probs = nn.functional.softmax(scores, dim=-1)
+    entry = _ACTIVE.get(module)
+    if entry is not None:
+        intervention, layer = entry
+        probs = intervention._apply(module, layer, probs, attention_mask)
+    weights = nn.functional.dropout(probs, p=dropout, training=module.training)
+    output = torch.matmul(weights, value).transpose(1, 2).contiguous()
+    return output, weights
+
+
+def register_intervention_attention(name: str = INTERVENTION_IMPL) -> str:
+    """Register :func:`intervention_attention_forward` and the eager mask under ``name``."""
+    from transformers import AttentionInterface
+    from transformers.masking_utils import AttentionMaskInterface, eager_mask
+
+    AttentionInterface.register(name, intervention_attention_forward)
+    AttentionMaskInterface.register(name, eager_mask)
+    return name
+
+
+def _real_tokens(attention_mask: torch.Tensor | None, probs: torch.Tensor) -> torch.Tensor:
+    """Boolean (batch or 1, 1 or heads, n, n): True where a query may attend to a key."""
+    if attention_mask is None:  # no padding in the batch: the mask function skipped it
+        return torch.ones((1, 1) + tuple(probs.shape[-2:]), dtype=torch.bool,
+                          device=probs.device)
+    if attention_mask.dtype == torch.bool:
+        return attention_mask
+    # additive mask: 0 where allowed, the dtype's minimum where masked
+    return attention_mask > torch.finfo(attention_mask.dtype).min / 2
+
+
+def _uniform_rows(attention_mask: torch.Tensor | None, probs: torch.Tensor) -> torch.Tensor:
+    """(batch, 1, n, n): 1/L over the L real tokens of each example, exactly 0 elsewhere."""
+    allowed = _real_tokens(attention_mask, probs).to(probs.dtype)
+    return allowed / allowed.sum(-1, keepdim=True).clamp_min(1)
+
+
+# ---------------------------------------------------------------------------------------
+# the context
+
+
+def _unwrap(model) -> nn.Module:
+    """Accept a torch model or an object holding one in ``.model`` (e.g. LoadedModel)."""
+    if not isinstance(model, nn.Module) and hasattr(model, "model"):
+        model = model.model
+    if not isinstance(model, nn.Module) or not hasattr(model, "config"):
+        raise TypeError(f"expected a transformers model (or an object holding one in .model), "
+                        f"got {type(model).__name__}")
+    return model
+
+
+def _heads(pairs, num_layers: int, num_heads: int, what: str) -> tuple[tuple[int, int], ...]:
+    out = set()
+    for pair in pairs or ():
+        layer, head = (int(x) for x in pair)
+        if not (0 <= layer < num_layers and 0 <= head < num_heads):
+            raise ValueError(f"{what}: head ({layer}, {head}) is outside this model's "
+                             f"{num_layers} layers x {num_heads} heads")
+        out.add((layer, head))
+    return tuple(sorted(out))
+
+
+def _layer_map(model: nn.Module, num_layers: int) -> dict[nn.Module, int | None]:
+    """Every submodule -> its layer: position in the layer list, else ``layer_idx``, else None."""
+    layers = next((m for m in model.modules()
+                   if isinstance(m, nn.ModuleList) and len(m) == num_layers), None)
+    found = {}
+    if layers is not None:
+        for i, block in enumerate(layers):
+            for sub in block.modules():
+                found[sub] = i
+    mapping = {}
+    for sub in model.modules():
+        idx = getattr(sub, "layer_idx", None)
+        mapping[sub] = found.get(sub, idx if isinstance(idx, int) else None)
+    if not any(v is not None for v in mapping.values()):
+        raise ValueError(
+            f"{type(model).__name__}: cannot tell which layer an attention call belongs to (no "
+            f"nn.ModuleList of {num_layers} layers and no layer_idx on any module; ALBERT-like "
+            "models reuse one attention module for several layers); interventions support "
+            "BERT-family encoders with one attention module per layer")
+    return mapping
+
+
+def _attn_configs(model: nn.Module) -> list:
+    """Every distinct config object in the model (submodels may carry their own)."""
+    configs = {}
+    for sub in model.modules():
+        cfg = getattr(sub, "config", None)
+        if cfg is not None and hasattr(cfg, "_attn_implementation"):
+            configs.setdefault(id(cfg), cfg)
+    return list(configs.values())
+
+
+def _snapshot(configs: list) -> list:
+    return [(cfg, cfg.__dict__.get("_attn_implementation_internal", cfg._attn_implementation))
+            for cfg in configs]
+
+
+def _restore(model: nn.Module, snapshot: list) -> None:
+    for cfg, impl in snapshot:
+        if "_attn_implementation_internal" in cfg.__dict__:
+            cfg._attn_implementation_internal = impl  # exact: no checks, no fallbacks
+        else:  # pragma: no cover - configs without the internal attribute
+            cfg._attn_implementation = impl
+
+
+def _set_impl(model: nn.Module, name: str) -> None:
+    if hasattr(model, "set_attn_implementation"):
+        model.set_attn_implementation(name)
+    else:  # plain nn.Module holding a config
+        model.config._attn_implementation = name
+
+
+class Intervention:
+    """What :func:`intervene` yields: the active changes and the recorded probabilities.
+
+    ``attentions``: list of (batch, heads, n, n) tensors, one per recorded layer in layer
+    order, for the latest forward pass (a new list each pass: keep a reference to keep it);
+    ``passes``: how many forward passes ran inside the context.
+    """
+
+    def __init__(self, num_layers: int, num_heads: int, uniform, zero, gate, record,
+                 retain_grad: bool, make_leaf: bool):
+        self.num_layers, self.num_heads = num_layers, num_heads
+        self.uniform = _heads(uniform, num_layers, num_heads, "uniform")
+        self.zero = _heads(zero, num_layers, num_heads, "zero")
+        both = set(self.uniform) & set(self.zero)
+        if both:
+            raise ValueError(f"heads {sorted(both)} are both in uniform and zero: pick one")
+        if gate is not None:
+            if not isinstance(gate, torch.Tensor):
+                gate = torch.as_tensor(gate, dtype=torch.float32)
+            if tuple(gate.shape) != (num_layers, num_heads):
+                raise ValueError(f"gate must have shape (layers, heads) = ({num_layers}, "
+                                 f"{num_heads}), got {tuple(gate.shape)}")
+        self.gate = gate
+        if record is True:
+            record = range(num_layers)
+        self.record = frozenset(int(x) for x in (record or ()))
+        bad = [x for x in self.record if not 0 <= x < num_layers]
+        if bad:
+            raise ValueError(f"record: layers {sorted(bad)} outside 0..{num_layers - 1}")
+        self.retain_grad, self.make_leaf = retain_grad, make_leaf
+        self.attentions: list[torch.Tensor] = []
+        self.passes = 0
+        self._last_layer: int | None = None
+        self._by_layer = {kind: _per_layer(heads)
+                          for kind, heads in (("uniform", self.uniform), ("zero", self.zero))}
+        self._head_masks: dict = {}
+
+    def describe(self) -> dict | None:
+        """JSON-able description for cache keys, or None when nothing changes the attention
+        (record only). Gate values are summarised by a sha256 over their float64 bytes, read
+        now (a gate edited in place gets a new hash)."""
+        modes = [m for m, on in (("uniform", self.uniform), ("zero", self.zero),
+                                 ("gate", self.gate is not None)) if on]
+        if not modes:
+            return None
+        gate = None
+        if self.gate is not None:
+            values = self.gate.detach().to("cpu", torch.float64).contiguous().numpy()
+            gate = {"shape": list(values.shape),
+                    "sha256": hashlib.sha256(values.tobytes()).hexdigest()}
+        return {"version": DESCRIPTION_VERSION, "mode": "+".join(modes),
+                "uniform": [list(p) for p in self.uniform], "zero": [list(p) for p in self.zero],
+                "gate": gate}
+
+    def key(self) -> str | None:
+        """Short hash of :meth:`describe` (None when it is None), for file names."""
+        desc = self.describe()
+        if desc is None:
+            return None
+        return hashlib.sha256(json.dumps(desc, sort_keys=True).encode()).hexdigest()[:16]
+
+    def _head_mask(self, kind: str, layer: int, device: torch.device) -> torch.Tensor:
+        cache_key = (kind, layer, device)
+        if cache_key not in self._head_masks:
+            mask = torch.zeros(self.num_heads, dtype=torch.bool)
+            mask[list(self._by_layer[kind][layer])] = True
+            self._head_masks[cache_key] = mask.to(device)[None, :, None, None]
+        return self._head_masks[cache_key]
+
+    def _apply(self, module: nn.Module, layer: int | None, probs: torch.Tensor,
+               attention_mask: torch.Tensor | None) -> torch.Tensor:
+        if layer is None:
+            layer = getattr(module, "layer_idx", None)
+            if not isinstance(layer, int):
+                raise RuntimeError(f"{type(module).__name__} called the attention function but "
+                                   "is neither in the model's layer list nor has a layer_idx")
+        if probs.shape[1] != self.num_heads:
+            raise RuntimeError(f"layer {layer} has {probs.shape[1]} heads, the config says "
+                               f"{self.num_heads} (pruned heads are not supported)")
+        if self._last_layer is None or layer <= self._last_layer:  # a new forward pass
+            self.attentions = []
+            self.passes += 1
+        self._last_layer = layer
+        if layer in self._by_layer["uniform"]:
+            probs = torch.where(self._head_mask("uniform", layer, probs.device),
+                                _uniform_rows(attention_mask, probs), probs)
+        if layer in self._by_layer["zero"]:
+            probs = probs.masked_fill(self._head_mask("zero", layer, probs.device), 0.0)
+        if self.gate is not None:
+            probs = probs * self.gate[layer].to(probs)[None, :, None, None]
+        if layer in self.record:
+            if self.make_leaf and torch.is_grad_enabled() and not probs.requires_grad:
+                probs = probs.detach().requires_grad_(True)
+            if self.retain_grad and probs.requires_grad:
+                probs.retain_grad()
+            self.attentions.append(probs)
+        return probs
+
+
+def _per_layer(heads) -> dict[int, tuple[int, ...]]:
+    out: dict[int, list[int]] = {}
+    for layer, head in heads:
+        out.setdefault(layer, []).append(head)
+    return {layer: tuple(hs) for layer, hs in out.items()}
+
+
+@contextlib.contextmanager
+def intervene(model, *, uniform: Iterable[tuple[int, int]] = (),
+              zero: Iterable[tuple[int, int]] = (), gate: torch.Tensor | None = None,
+              record: bool | Iterable[int] = False, retain_grad: bool = False,
+              make_leaf: bool = False, name: str = INTERVENTION_IMPL) -> Iterator[Intervention]:
+    """Run ``model`` with heads replaced, gated and/or recorded; yields an :class:`Intervention`.
+
+    model: a transformers model (with or without a task head) or an object holding one in
+    ``.model``; uniform / zero: (layer, head) pairs; gate: (layers, heads) tensor multiplying
+    each head's probabilities (applied after uniform/zero); record: True for every layer or
+    the layers to keep in ``.attentions`` (each (batch, heads, n, n), after the changes).
+    retain_grad: ``retain_grad()`` on the recorded probabilities; make_leaf: when grad is
+    enabled but nothing upstream requires it, make them leaves so d loss / d probs exists.
+
+    Example (Michel et al. 2019 head importance)::
+
+        gate = torch.ones(layers, heads, requires_grad=True)
+        with intervene(model, gate=gate):
+            model(**batch).logits.log_softmax(-1)[..., 0].sum().backward()
+        importance = gate.grad.abs()
+    """
+    model = _unwrap(model)
+    config = model.config
+    iv = Intervention(int(config.num_hidden_layers), int(config.num_attention_heads),
+                      uniform, zero, gate, record, retain_grad, make_leaf)
+    modules = list(model.modules())
+    if any(m in _ACTIVE for m in modules) or config._attn_implementation == name:
+        raise RuntimeError("an intervention is already active on this model (or on one sharing "
+                           "its config): nesting is not supported; leave it first, or give "
+                           "uniform/zero/gate/record together in one intervene() call")
+    mapping = _layer_map(model, iv.num_layers)
+    register_intervention_attention(name)
+    snapshot = _snapshot(_attn_configs(model))
+    try:
+        _set_impl(model, name)
+        if config._attn_implementation != name:
+            raise ValueError(f"{type(model).__name__} does not route attention through "
+                             "transformers.AttentionInterface, so heads cannot be changed")
+        for m in modules:
+            _ACTIVE[m] = (iv, mapping.get(m))
+        yield iv
+    finally:
+        for m in modules:
+            entry = _ACTIVE.get(m)
+            if entry is not None and entry[0] is iv:
+                del _ACTIVE[m]
+        _restore(model, snapshot)
+
+
+def active_intervention(model) -> dict | None:
+    """:meth:`Intervention.describe` of the context active on ``model`` (None outside one,
+    or when it only records); include it in attention-cache keys."""
+    for m in _unwrap(model).modules():
+        entry = _ACTIVE.get(m)
+        if entry is not None:
+            return entry[0].describe()
+    return None
