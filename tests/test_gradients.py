@@ -11,6 +11,7 @@ import torch
 from transformers import AttentionInterface, AutoTokenizer, BertConfig, BertForMaskedLM, BertModel
 
 from analysis_utils.analyses import gradients
+from analysis_utils.engine.interventions import intervene, intervention_attention_forward
 
 WORDS = ["the", "a", "cat", "dog", "sat", "ran", "on", "mat", "rug", "big", "small", "he",
          "she", "saw", "and", "it", "red", "blue", "bird", "tree"]
@@ -42,8 +43,9 @@ def test_captured_probs_equal_eager_output_attentions(tiny):
     with torch.no_grad():
         ref = model(**enc, output_attentions=True)
         assert model.config._attn_implementation == "eager"
-        with gradients.capture_attention(model) as probs:
+        with intervene(model, record=True) as iv:
             out = model(**enc)
+        probs = iv.attentions
         assert model.config._attn_implementation == "eager"  # restored
     assert len(probs) == 2 and len(ref.attentions) == 2
     for p, r in zip(probs, ref.attentions, strict=True):
@@ -58,18 +60,17 @@ def test_padding_is_masked_under_custom_interface(tiny):
     single = torch.tensor([ids])
     padded = torch.tensor([ids + [0] * 5])
     mask = torch.tensor([[1] * n + [0] * 5])
-    with torch.no_grad(), gradients.capture_attention(model) as probs:
+    with torch.no_grad(), intervene(model, record=True) as iv:
         h1 = model(input_ids=single).last_hidden_state
-        n_single = len(probs)
         h2 = model(input_ids=padded, attention_mask=mask).last_hidden_state
     torch.testing.assert_close(h1[0], h2[0, :n], atol=1e-5, rtol=1e-5)
-    for p in probs[n_single:]:
+    for p in iv.attentions:
         assert float(p[0, :, :, n:].abs().max()) == 0.0  # no weight on padding columns
         torch.testing.assert_close(p[0, :, :n, :n].sum(-1), torch.ones(2, n))
 
     # the guard the module exists for: an attention function registered WITHOUT its mask
     # function silently stops masking padding
-    AttentionInterface.register("test_unmasked", gradients.capture_attention_forward)
+    AttentionInterface.register("test_unmasked", intervention_attention_forward)
     try:
         model.set_attn_implementation("test_unmasked")
         with torch.no_grad():
@@ -98,8 +99,9 @@ def test_gradients_finite_zero_for_padding_and_batch_invariant(tiny):
             _enc(tok, "the big red bird sat on the tree .", "it ran")]
     # raw gradients on a padded batch: finite, zero on padding rows
     ids, am, _ = gradients._pad_batch([(e, None) for e in encs], 0)
-    with torch.enable_grad(), gradients.capture_attention(model, make_leaf=True) as probs:
+    with torch.enable_grad(), intervene(model, record=True, make_leaf=True) as iv:
         hidden = model(input_ids=ids, attention_mask=am).last_hidden_state
+        probs = iv.attentions
         loss = torch.nn.functional.cross_entropy(head(hidden[:, 1:3]).reshape(-1, len(VOCAB)),
                                                  ids[:, 1:3].reshape(-1))
         grads = torch.autograd.grad(loss, probs)

@@ -17,11 +17,10 @@ from transformers import (
     DistilBertModel,
 )
 
-from analysis_utils import gradients
 from analysis_utils.engine import interventions as iv_mod
 from analysis_utils.engine.fingerprint import weights_fingerprint
 from analysis_utils.engine.interventions import active_intervention, intervene
-from analysis_utils.models import load_model
+from analysis_utils.engine.models import load_model
 
 SENTENCES = ["the cat sat on the mat .", "a dog ran"]  # 9 and 5 tokens with [CLS]/[SEP]
 
@@ -201,17 +200,20 @@ def test_record_equals_output_attentions_per_layer_and_pass(tiny_loaded, batch):
     assert len(iv.attentions) == 1 and torch.equal(iv.attentions[0], ref.attentions[1])
 
 
-def test_record_gradients_match_gradients_capture(tiny_loaded, batch):
-    """retain_grad / make_leaf keep gradients.capture_attention's semantics on a frozen model."""
+def test_make_leaf_gives_the_gradients_of_an_unfrozen_model(tiny_loaded, batch):
+    """On a frozen model make_leaf turns the recorded probabilities into leaves; d loss / d
+    probs must equal what retain_grad gives when the parameters require grad."""
     enc, _ = batch
-    model = copy.deepcopy(tiny_loaded.model).requires_grad_(False)
     weights = torch.randn(16, generator=torch.Generator().manual_seed(2))
-    with intervene(model, record=True, retain_grad=True, make_leaf=True) as iv:
-        _loss(model, enc, weights).backward()
-    with gradients.capture_attention(model, retain_grad=True, make_leaf=True) as probs:
-        _loss(model, enc, weights).backward()
-    assert iv.attentions[0].is_leaf and len(probs) == len(iv.attentions) == 2
-    for got, want in zip(iv.attentions, probs, strict=True):
+    frozen = copy.deepcopy(tiny_loaded.model).requires_grad_(False)
+    with intervene(frozen, record=True, retain_grad=True, make_leaf=True) as leafy:
+        _loss(frozen, enc, weights).backward()
+    trainable = copy.deepcopy(tiny_loaded.model).requires_grad_(True)
+    with intervene(trainable, record=True, retain_grad=True) as kept:
+        _loss(trainable, enc, weights).backward()
+    assert leafy.attentions[0].is_leaf and not kept.attentions[0].is_leaf
+    assert len(leafy.attentions) == len(kept.attentions) == 2
+    for got, want in zip(leafy.attentions, kept.attentions, strict=True):
         assert got.grad is not None and torch.equal(got.grad, want.grad)
 
 

@@ -4,16 +4,9 @@ The paper computes "the magnitude of the gradient of the loss from BERT's masked
 modeling task with respect to each attention weight", averaged per layer over attention to
 [SEP], to periods/commas and to other tokens.
 
-Capturing attention probabilities in transformers 5.x
------------------------------------------------------
-``head_mask`` is gone from BERT's forward. Instead, :func:`register_capture_attention`
-registers an attention function under its own name with ``transformers.AttentionInterface``:
-it reproduces eager attention exactly (scores = q k^T * scaling + mask, softmax, dropout,
-@ v) and records the softmax output of every layer while a :func:`capture_attention`
-context is active. The same name is registered with ``transformers.AttentionMaskInterface``
-bound to the eager mask function (``transformers.masking_utils.eager_mask``): without that,
-``masking_utils`` treats an unknown implementation as "needs no mask" and padding silently
-stops being masked (tests/test_gradients.py checks both).
+Attention probabilities are recorded with the engine's
+:func:`analysis_utils.engine.interventions.intervene` (``record=True, make_leaf=True``),
+the one mechanism built on ``transformers.AttentionInterface``.
 
 Gradients are taken with ``torch.autograd.grad`` on the recorded probabilities, so no
 parameter ``.grad`` is touched; when nothing upstream requires grad (a frozen encoder),
@@ -32,7 +25,6 @@ them.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 from collections.abc import Iterable, Sequence
@@ -43,50 +35,9 @@ import pandas as pd
 import torch
 from torch import nn
 
-CAPTURE_IMPL = "bertology_capture"
+from ..engine.interventions import intervene
+
 TARGETS = ("[SEP]", "./,", "other")
-
-_RECORDERS: list[dict] = []  # stack of active capture contexts
-
-
-# ---------------------------------------------------------------------------------------
-# attention capture
-
-
-def capture_attention_forward(module: nn.Module, query: torch.Tensor, key: torch.Tensor,
-                              value: torch.Tensor, attention_mask: torch.Tensor | None,
-                              scaling: float | None = None, dropout: float = 0.0, **kwargs):
-    """Eager attention (as ``modeling_bert.eager_attention_forward``) that records probs.
-
-    query/key/value: (batch, heads, seq, head_dim); returns ``(output (batch, seq, heads,
-    head_dim), probs (batch, heads, seq, seq))`` exactly like eager attention.
-    """
-    if scaling is None:
-        scaling = query.size(-1) ** -0.5
-    scores = torch.matmul(query, key.transpose(2, 3)) * scaling
-    if attention_mask is not None:
-        scores = scores + attention_mask[..., : key.shape[-2]]
-    probs = nn.functional.softmax(scores, dim=-1)
-    if _RECORDERS:
-        rec = _RECORDERS[-1]
-        if rec["make_leaf"] and torch.is_grad_enabled() and not probs.requires_grad:
-            probs = probs.detach().requires_grad_(True)
-        if rec["retain_grad"] and probs.requires_grad:
-            probs.retain_grad()
-        rec["probs"].append(probs)
-    weights = nn.functional.dropout(probs, p=dropout, training=module.training)
-    output = torch.matmul(weights, value).transpose(1, 2).contiguous()
-    return output, weights
-
-
-def register_capture_attention(name: str = CAPTURE_IMPL) -> str:
-    """Register :func:`capture_attention_forward` and the eager mask under ``name``."""
-    from transformers import AttentionInterface, AttentionMaskInterface
-    from transformers.masking_utils import eager_mask
-
-    AttentionInterface.register(name, capture_attention_forward)
-    AttentionMaskInterface.register(name, eager_mask)
-    return name
 
 
 def _unwrap(model):
@@ -94,40 +45,6 @@ def _unwrap(model):
     if not isinstance(model, nn.Module) and hasattr(model, "model"):
         return model.model
     return model
-
-
-def _set_impl(model: nn.Module, name: str) -> None:
-    if hasattr(model, "set_attn_implementation"):
-        model.set_attn_implementation(name)
-    else:  # pragma: no cover - plain config fallback
-        model.config._attn_implementation = name
-
-
-@contextlib.contextmanager
-def capture_attention(model: nn.Module, retain_grad: bool = False, make_leaf: bool = False,
-                      name: str = CAPTURE_IMPL):
-    """Run ``model`` with the capturing attention; yields the list that receives the
-    probabilities of each attention call, in layer order (cleared by the caller between
-    forward passes). The model's previous attention implementation is restored on exit.
-
-    ``retain_grad``: call ``probs.retain_grad()`` so ``loss.backward()`` fills ``.grad``;
-    ``make_leaf``: when grad is enabled but nothing upstream requires grad, make the first
-    probabilities leaves so gradients w.r.t. them can still be taken.
-    """
-    model = _unwrap(model)
-    register_capture_attention(name)
-    previous = model.config._attn_implementation
-    _set_impl(model, name)
-    rec = {"probs": [], "retain_grad": retain_grad, "make_leaf": make_leaf}
-    _RECORDERS.append(rec)
-    try:
-        yield rec["probs"]
-    finally:
-        for i, r in enumerate(_RECORDERS):
-            if r is rec:
-                del _RECORDERS[i]
-                break
-        _set_impl(model, previous or "eager")
 
 
 # ---------------------------------------------------------------------------------------
@@ -498,8 +415,9 @@ def attention_gradient_importance(encoder: nn.Module, mlm_head: nn.Module, token
         kwargs = {"input_ids": input_ids.to(device), "attention_mask": attention_mask.to(device)}
         if token_type_ids is not None:
             kwargs["token_type_ids"] = token_type_ids.to(device)
-        with torch.enable_grad(), capture_attention(encoder, make_leaf=True) as probs:
+        with torch.enable_grad(), intervene(encoder, record=True, make_leaf=True) as iv:
             hidden = encoder(**kwargs).last_hidden_state
+            probs = iv.attentions
             loss = hidden.new_zeros((), dtype=torch.float32)
             for i, (p, lab) in enumerate(zip(positions, labels, strict=True)):
                 if len(p) == 0:
