@@ -4,7 +4,8 @@ Each notebook opens one :class:`Run` (``run = report.start_run("01", params, mod
 every table with ``run.table(df, "name")`` (``results/01_name.csv`` plus a Markdown rendering)
 and every figure with ``run.figure(fig, "name")`` (``figures/01_name.png``), and ends with
 ``run.finish()``, which writes ``results/01_provenance.json``: parameters, model identities,
-package versions, git commit, device, wall time and the list of files written.
+package versions, git commit, device, CPU count, wall time, peak memory and the list of files
+written.
 
 Outputs go to ``<repo>/results`` and ``<repo>/figures`` unless ``$BERTOLOGY_OUTPUT_DIR`` is set
 (the smoke profile and the tests point it elsewhere so they never overwrite committed results).
@@ -16,6 +17,7 @@ import json
 import os
 import platform
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -61,6 +63,18 @@ def versions() -> dict[str, str | None]:
         except metadata.PackageNotFoundError:
             out[name] = None
     return out
+
+
+def peak_rss_mb() -> float | None:
+    """Peak resident memory of this process so far (the notebook's kernel), in MB; None where
+    the platform does not report it."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # Linux reports kilobytes, macOS bytes.
+    return round(peak / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)
 
 
 def _markdown(df: pd.DataFrame, caption: str | None) -> str:
@@ -139,7 +153,10 @@ class Run:
             "versions": versions(),
             "device": (torch.cuda.get_device_name(0) if torch.cuda.is_available()
                        else f"cpu ({os.cpu_count()} cores)"),
+            "cpu_count": os.cpu_count(),
+            "torch_threads": torch.get_num_threads(),
             "wall_time_s": round(time.time() - self.started, 1),
+            "peak_rss_mb": peak_rss_mb(),
             "outputs": sorted(set(self.written)),
         }
         path = self._path(results, "provenance", ".json")
