@@ -1,4 +1,4 @@
-"""Command line: ``python -m analysis_utils {run,fetch-data,check-data} ...``."""
+"""Command line: ``python -m analysis_utils {run,compare,fetch-data,check-data} ...``."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ USAGE = """usage: python -m analysis_utils COMMAND [options]
 
 commands:
   run          execute the notebooks with a profile (smoke | default | paper)
+  compare      check a rerun's results/*.csv against the committed ones, within tolerance
   fetch-data   download missing gold data files into the data directory, checksummed
   check-data   report which gold data files are present, missing or corrupt
 
@@ -24,6 +25,10 @@ def main(argv: list[str] | None = None) -> int:
         from .pipeline import main as run_main
 
         return run_main(rest)
+    if command == "compare":
+        from .compare import cli as compare_cli
+
+        return compare_cli(rest)
     if command in ("fetch-data", "check-data"):
         from .datasets import cli
 

@@ -4,8 +4,9 @@ Each notebook opens one :class:`Run` (``run = report.start_run("01", params, mod
 every table with ``run.table(df, "name")`` (``results/01_name.csv`` plus a Markdown rendering)
 and every figure with ``run.figure(fig, "name")`` (``figures/01_name.png``), and ends with
 ``run.finish()``, which writes ``results/01_provenance.json``: parameters, model identities,
-package versions, git commit, device, CPU count, wall time, peak memory and the list of files
-written.
+package versions, git commit, device, CPU count, wall time, peak memory, the list of files
+written and, per table, the tolerance and row key that ``python -m analysis_utils compare``
+uses to check a rerun against the committed table (see :mod:`analysis_utils.compare`).
 
 Outputs go to ``<repo>/results`` and ``<repo>/figures`` unless ``$BERTOLOGY_OUTPUT_DIR`` is set
 (the smoke profile and the tests point it elsewhere so they never overwrite committed results).
@@ -109,21 +110,51 @@ class Run:
     data: dict = field(default_factory=dict)
     started: float = field(default_factory=time.time)
     written: list[str] = field(default_factory=list)
+    tables: dict[str, dict] = field(default_factory=dict)
+
+    def _stem(self, name: str) -> str:
+        return name if name.startswith(f"{self.prefix}_") else f"{self.prefix}_{name}"
 
     def _path(self, folder: Path, name: str, suffix: str) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
-        stem = name if name.startswith(f"{self.prefix}_") else f"{self.prefix}_{name}"
-        return folder / f"{stem}{suffix}"
+        return folder / f"{self._stem(name)}{suffix}"
 
     def table(self, df: pd.DataFrame, name: str, caption: str | None = None,
-              float_digits: int = 6, markdown: bool | None = None) -> Path:
+              float_digits: int = 6, markdown: bool | None = None,
+              tolerance: float | dict | None = None, key: list[str] | None = None) -> Path:
         """Save ``df`` as ``results/NN_name.csv`` (floats rounded to ``float_digits`` so two runs
         compare equal as text) and, for tables a person reads (``markdown=None``: at most
-        ``MARKDOWN_MAX_ROWS`` rows), ``results/NN_name.md``."""
+        ``MARKDOWN_MAX_ROWS`` rows), ``results/NN_name.md``.
+
+        tolerance: how far a rerun's values may drift from this table's and still reproduce
+        it, recorded in the provenance for ``python -m analysis_utils compare``: a number
+        (absolute, every float column) or ``{column or pattern: rule}`` with rules from
+        :mod:`analysis_utils.compare` (``within(abs=, rel=)``, ``from_sd("sd col", k=2)``,
+        ``EXACT``, ``IGNORE``); ``None``: exact text and integers, floats within
+        ``compare.DEFAULT_FLOAT_ABS``.
+        key: the columns that identify a row (default: inferred by ``compare``).
+
+        >>> run.table(uas, "table3", tolerance={"*": 0.5, "trees %": IGNORE},
+        ...           key=["probe"])                                   # doctest: +SKIP
+        """
+        from . import compare
+
+        label = f"{self._stem(name)}.csv"
+        spec = compare.normalise_tolerance(tolerance, [str(c) for c in df.columns], label)
+        if key is not None:
+            key = [str(k) for k in ([key] if isinstance(key, str) else key)]
+            missing = [k for k in key if k not in df.columns]
+            if missing:
+                raise ValueError(f"{label}: key column(s) {missing} not in the table "
+                                 f"(columns: {list(df.columns)})")
+            if df.duplicated(subset=key).any():
+                raise ValueError(f"{label}: key {key} does not identify rows uniquely; add "
+                                 "columns to the key")
         results, _ = output_dirs()
         csv = self._path(results, name, ".csv")
         df.round(float_digits).to_csv(csv, index=False)
         self.written.append(csv.name)
+        self.tables[csv.name] = {"tolerance": spec, "key": key}
         if markdown or (markdown is None and len(df) <= MARKDOWN_MAX_ROWS):
             self._path(results, name, ".md").write_text(_markdown(df, caption))
             self.written.append(csv.with_suffix(".md").name)
@@ -158,6 +189,7 @@ class Run:
             "wall_time_s": round(time.time() - self.started, 1),
             "peak_rss_mb": peak_rss_mb(),
             "outputs": sorted(set(self.written)),
+            "tables": dict(sorted(self.tables.items())),
         }
         path = self._path(results, "provenance", ".json")
         path.write_text(json.dumps(prov, indent=2, default=str) + "\n")
