@@ -1,4 +1,4 @@
-"""Command line: ``python -m analysis_utils {run,fetch-data,check-data} ...``."""
+"""Command line: ``python -m analysis_utils {run,compare,report,fetch-data,check-data} ...``."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ USAGE = """usage: python -m analysis_utils COMMAND [options]
 
 commands:
   run          execute the notebooks with a profile (smoke | default | paper)
+  compare      check a rerun's results/*.csv against the committed ones, within tolerance
+  report       the runtime table from results/*_provenance.json (--readme writes README.md)
   fetch-data   download missing gold data files into the data directory, checksummed
   check-data   report which gold data files are present, missing or corrupt
 
@@ -24,6 +26,14 @@ def main(argv: list[str] | None = None) -> int:
         from .pipeline import main as run_main
 
         return run_main(rest)
+    if command == "compare":
+        from .compare import cli as compare_cli
+
+        return compare_cli(rest)
+    if command == "report":
+        from .report import cli as report_cli
+
+        return report_cli(rest)
     if command in ("fetch-data", "check-data"):
         from .data.manifest import cli
 

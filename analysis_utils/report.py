@@ -4,7 +4,13 @@ Each notebook opens one :class:`Run` (``run = report.start_run("01", params, mod
 every table with ``run.table(df, "name")`` (``results/01_name.csv`` plus a Markdown rendering)
 and every figure with ``run.figure(fig, "name")`` (``figures/01_name.png``), and ends with
 ``run.finish()``, which writes ``results/01_provenance.json``: parameters, model identities,
-package versions, git commit, device, wall time and the list of files written.
+package versions, git commit, device, CPU count, wall time, peak memory, the list of files
+written and, per table, the tolerance and row key that ``python -m analysis_utils compare``
+uses to check a rerun against the committed table (see :mod:`analysis_utils.compare`).
+
+``python -m analysis_utils report --readme`` rewrites the runtime table between the
+``<!-- runtimes:start -->`` / ``<!-- runtimes:end -->`` markers of README.md from the
+``results/NN_provenance.json`` files; ``report --check-readme`` exits 1 when it is stale.
 
 Outputs go to ``<repo>/results`` and ``<repo>/figures`` unless ``$BERTOLOGY_OUTPUT_DIR`` is set
 (the smoke profile and the tests point it elsewhere so they never overwrite committed results).
@@ -16,6 +22,7 @@ import json
 import os
 import platform
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -63,6 +70,18 @@ def versions() -> dict[str, str | None]:
     return out
 
 
+def peak_rss_mb() -> float | None:
+    """Peak resident memory of this process so far (the notebook's kernel), in MB; None where
+    the platform does not report it."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return None
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    # Linux reports kilobytes, macOS bytes.
+    return round(peak / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)
+
+
 def _markdown(df: pd.DataFrame, caption: str | None) -> str:
     text = df.to_markdown(index=False, floatfmt=".4g")
     return (f"{caption}\n\n{text}\n" if caption else text + "\n")
@@ -95,21 +114,51 @@ class Run:
     data: dict = field(default_factory=dict)
     started: float = field(default_factory=time.time)
     written: list[str] = field(default_factory=list)
+    tables: dict[str, dict] = field(default_factory=dict)
+
+    def _stem(self, name: str) -> str:
+        return name if name.startswith(f"{self.prefix}_") else f"{self.prefix}_{name}"
 
     def _path(self, folder: Path, name: str, suffix: str) -> Path:
         folder.mkdir(parents=True, exist_ok=True)
-        stem = name if name.startswith(f"{self.prefix}_") else f"{self.prefix}_{name}"
-        return folder / f"{stem}{suffix}"
+        return folder / f"{self._stem(name)}{suffix}"
 
     def table(self, df: pd.DataFrame, name: str, caption: str | None = None,
-              float_digits: int = 6, markdown: bool | None = None) -> Path:
+              float_digits: int = 6, markdown: bool | None = None,
+              tolerance: float | dict | None = None, key: list[str] | None = None) -> Path:
         """Save ``df`` as ``results/NN_name.csv`` (floats rounded to ``float_digits`` so two runs
         compare equal as text) and, for tables a person reads (``markdown=None``: at most
-        ``MARKDOWN_MAX_ROWS`` rows), ``results/NN_name.md``."""
+        ``MARKDOWN_MAX_ROWS`` rows), ``results/NN_name.md``.
+
+        tolerance: how far a rerun's values may drift from this table's and still reproduce
+        it, recorded in the provenance for ``python -m analysis_utils compare``: a number
+        (absolute, every float column) or ``{column or pattern: rule}`` with rules from
+        :mod:`analysis_utils.compare` (``within(abs=, rel=)``, ``from_sd("sd col", k=2)``,
+        ``EXACT``, ``IGNORE``); ``None``: exact text and integers, floats within
+        ``compare.DEFAULT_FLOAT_ABS``.
+        key: the columns that identify a row (default: inferred by ``compare``).
+
+        >>> run.table(uas, "table3", tolerance={"*": 0.5, "trees %": IGNORE},
+        ...           key=["probe"])                                   # doctest: +SKIP
+        """
+        from . import compare
+
+        label = f"{self._stem(name)}.csv"
+        spec = compare.normalise_tolerance(tolerance, [str(c) for c in df.columns], label)
+        if key is not None:
+            key = [str(k) for k in ([key] if isinstance(key, str) else key)]
+            missing = [k for k in key if k not in df.columns]
+            if missing:
+                raise ValueError(f"{label}: key column(s) {missing} not in the table "
+                                 f"(columns: {list(df.columns)})")
+            if df.duplicated(subset=key).any():
+                raise ValueError(f"{label}: key {key} does not identify rows uniquely; add "
+                                 "columns to the key")
         results, _ = output_dirs()
         csv = self._path(results, name, ".csv")
         df.round(float_digits).to_csv(csv, index=False)
         self.written.append(csv.name)
+        self.tables[csv.name] = {"tolerance": spec, "key": key}
         if markdown or (markdown is None and len(df) <= MARKDOWN_MAX_ROWS):
             self._path(results, name, ".md").write_text(_markdown(df, caption))
             self.written.append(csv.with_suffix(".md").name)
@@ -139,8 +188,12 @@ class Run:
             "versions": versions(),
             "device": (torch.cuda.get_device_name(0) if torch.cuda.is_available()
                        else f"cpu ({os.cpu_count()} cores)"),
+            "cpu_count": os.cpu_count(),
+            "torch_threads": torch.get_num_threads(),
             "wall_time_s": round(time.time() - self.started, 1),
+            "peak_rss_mb": peak_rss_mb(),
             "outputs": sorted(set(self.written)),
+            "tables": dict(sorted(self.tables.items())),
         }
         path = self._path(results, "provenance", ".json")
         path.write_text(json.dumps(prov, indent=2, default=str) + "\n")
@@ -152,3 +205,124 @@ def start_run(prefix: str, params: dict, models: dict | None = None,
     """Open the output record of notebook ``prefix`` (e.g. ``"01"``)."""
     return Run(prefix=prefix, params=dict(params), models=dict(models or {}),
                data=dict(data or {}))
+
+
+# --- the README's runtime table, generated from the provenance -----------------------------
+
+README_START = "<!-- runtimes:start -->"
+README_END = "<!-- runtimes:end -->"
+
+
+def _duration(seconds) -> str:
+    if not isinstance(seconds, (int, float)):
+        return "n/a"
+    s = round(seconds)
+    if s < 60:
+        return f"{seconds:.0f} s"
+    if s < 3600:
+        return f"{s // 60} min {s % 60:02d} s"
+    return f"{s // 3600} h {s % 3600 // 60:02d} min"
+
+
+def _notebook_name(prefix: str) -> str:
+    found = sorted(paths.NOTEBOOKS_DIR.glob(f"{prefix}_*.py"))
+    return found[0].stem if found else prefix
+
+
+def runtime_table(results: str | Path | None = None) -> str:
+    """Markdown table of the runs behind ``results/NN_provenance.json`` (default: the committed
+    ``results/``): per notebook the profile, wall time, peak RSS, device (with the CPU count)
+    and commit. A record that predates a field shows ``n/a``."""
+    folder = Path(results) if results is not None else paths.RESULTS_DIR
+    lines = ["| notebook | profile | wall time | peak RSS | device | commit |",
+             "|---|---|---|---|---|---|"]
+    for prov_path in sorted(folder.glob("[0-9][0-9]_provenance.json")):
+        prov = json.loads(prov_path.read_text())
+        prefix = str(prov.get("notebook") or prov_path.name[:2])
+        rss = prov.get("peak_rss_mb")
+        commit = prov.get("git_commit") or "n/a"
+        dirty = commit.endswith("-dirty")
+        if commit != "n/a":
+            commit = f"`{commit.removesuffix('-dirty')[:7]}`" + (" (uncommitted changes)"
+                                                                 if dirty else "")
+        device, cpus = str(prov.get("device", "n/a")), prov.get("cpu_count")
+        if cpus and not device.startswith("cpu ("):  # "cpu (N cores)" already says it
+            device += f", {cpus} CPUs"
+        lines.append("| " + " | ".join([
+            _notebook_name(prefix), str(prov.get("profile", "n/a")),
+            _duration(prov.get("wall_time_s")),
+            f"{rss:,.0f} MB" if isinstance(rss, (int, float)) else "n/a", device, commit]) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def readme_block(results: str | Path | None = None) -> str:
+    """The text between (and including) the runtime markers of README.md."""
+    return (f"{README_START}\n"
+            "<!-- generated by `python -m analysis_utils report --readme` from "
+            "results/NN_provenance.json: do not edit by hand -->\n"
+            "The run behind each notebook's committed results, as its provenance records it\n"
+            "(wall time from `report.start_run` to `run.finish()`, with whatever attention cache\n"
+            "that run found; peak RSS of the notebook's kernel):\n\n"
+            f"{runtime_table(results)}{README_END}")
+
+
+def sync_readme(readme: str | Path | None = None, results: str | Path | None = None,
+                check: bool = False) -> bool:
+    """Rewrite (or, with ``check``, only compare) README.md's runtime block; True when it
+    already matched the provenance."""
+    path = Path(readme) if readme is not None else paths.REPO_ROOT / "README.md"
+    text = path.read_text()
+    start, end = text.find(README_START), text.find(README_END)
+    if start < 0 or end < start or text.count(README_START) != 1:
+        raise ValueError(f"{path} needs exactly one {README_START} ... {README_END} pair of "
+                         "lines where the runtime table goes")
+    current = text[start:end + len(README_END)]
+    wanted = readme_block(results)
+    if current == wanted:
+        return True
+    if not check:
+        path.write_text(text[:start] + wanted + text[end + len(README_END):])
+    return False
+
+
+def cli(argv: list[str] | None = None) -> int:
+    """``python -m analysis_utils report``; returns the exit status."""
+    import argparse
+    import difflib
+
+    ap = argparse.ArgumentParser(
+        prog="python -m analysis_utils report",
+        description="Print the runtime table built from results/NN_provenance.json, or write "
+                    "it into README.md between the runtimes markers.")
+    mode = ap.add_mutually_exclusive_group()
+    mode.add_argument("--readme", action="store_true", help="rewrite README.md's runtime block")
+    mode.add_argument("--check-readme", action="store_true",
+                      help="exit 1 when README.md's runtime block differs from the provenance")
+    ap.add_argument("--results", default=None, metavar="DIR",
+                    help="folder of the NN_provenance.json files (default: results/)")
+    ap.add_argument("--file", default=None, metavar="README", help="default: README.md")
+    args = ap.parse_args(argv)
+    if not (args.readme or args.check_readme):
+        print(runtime_table(args.results), end="")
+        return 0
+    readme = Path(args.file) if args.file else paths.REPO_ROOT / "README.md"
+    try:
+        before = readme.read_text()
+        same = sync_readme(readme, args.results, check=args.check_readme)
+    except (OSError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if same:
+        print(f"{readme.name}: runtime table matches the provenance")
+        return 0
+    if args.readme:
+        print(f"{readme.name}: runtime table rewritten from the provenance")
+        return 0
+    start = before.find(README_START)
+    current = before[start:before.find(README_END) + len(README_END)] + "\n"
+    sys.stdout.writelines(difflib.unified_diff(
+        current.splitlines(keepends=True), (readme_block(args.results) + "\n").splitlines(
+            keepends=True), f"{readme.name} (now)", "from the provenance"))
+    print(f"\n{readme.name}: runtime table is stale; run `python -m analysis_utils report "
+          "--readme` and commit README.md")
+    return 1

@@ -536,7 +536,7 @@ def mlm_head_for(loaded, texts: Sequence[str], steps: int = 600, batch_size: int
     with the same inputs loads it instead of fitting again."""
     from .. import paths
 
-    source = loaded.identity.get("source") or loaded.identity["name"]
+    source = loaded.location or loaded.identity["name"]  # identity["source"] is not a path
     head = load_mlm_head(source, device=loaded.device) if loaded.identity["init"] == \
         "pretrained" else None
     if head is not None:

