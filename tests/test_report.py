@@ -13,8 +13,8 @@ import pytest
 
 from analysis_utils import paths, report
 from analysis_utils.__main__ import main
-from analysis_utils.attention import as_inputs, cache_key
-from analysis_utils.models import load_model, portable_source
+from analysis_utils.engine.attention import as_inputs, cache_key
+from analysis_utils.engine.models import load_model, portable_source
 
 
 def _strings(obj):
