@@ -196,7 +196,12 @@ def statistics_table(attns: Iterable, token_ids: Iterable[Sequence[int]],
 # --- rule classifier ------------------------------------------------------------------------
 
 def _macro_f1_codes(y: np.ndarray, p: np.ndarray, k: int) -> float:
-    """Macro-F1 over the classes present in ``y`` (integer codes ``0..k-1``)."""
+    """Macro-F1 over the classes present in ``y`` (integer codes ``0..k-1``).
+
+    Bit-for-bit ``f1_score(y, p, labels=np.unique(y), average="macro", zero_division=0)``
+    (tests/test_maptypes.py), kept because the grid search calls it 2,304 times per fit and
+    scikit-learn's input checks make that about 100x slower (2.6 s instead of 0.02 s).
+    """
     cm = np.bincount(y * k + p, minlength=k * k).reshape(k, k)
     tp = np.diag(cm).astype(float)
     support = cm.sum(1)
