@@ -77,3 +77,36 @@ def test_follows_clear_tree_and_avoids_forbidden_edges():
 def test_empty_and_single_word():
     assert chu_liu_edmonds(np.zeros((1, 1))).shape == (0,)
     np.testing.assert_array_equal(chu_liu_edmonds(np.zeros((2, 2))), [0])
+
+
+def _networkx_heads(scores, single_root):
+    """Reference decoder: networkx's maximum spanning arborescence (edges head -> dependent;
+    ROOT has no incoming edge, so it is the root). Single root: the best over every choice of
+    the one ROOT edge."""
+    import networkx as nx
+
+    n = len(scores) - 1
+    best, best_score = None, -np.inf
+    for only in range(1, n + 1) if single_root else [None]:
+        graph = nx.DiGraph()
+        graph.add_weighted_edges_from(
+            (h, d, scores[d, h]) for d in range(1, n + 1) for h in range(n + 1)
+            if h != d and (only is None or h != 0 or d == only))
+        heads = np.zeros(n, dtype=np.int64)
+        for h, d in nx.maximum_spanning_arborescence(graph).edges:
+            heads[d - 1] = h
+        if tree_score(scores, heads) > best_score:
+            best, best_score = heads, tree_score(scores, heads)
+    return best
+
+
+@pytest.mark.parametrize("single_root", [True, False])
+def test_same_trees_as_networkx_on_larger_graphs(single_root):
+    """Beyond brute force (n <= 5): networkx on n up to 20 (continuous scores, so the optimum
+    is unique and the trees themselves must agree)."""
+    rng = np.random.default_rng(2)
+    for _ in range(30):
+        n = int(rng.integers(6, 21))
+        scores = rng.normal(size=(n + 1, n + 1))
+        np.testing.assert_array_equal(chu_liu_edmonds(scores, single_root=single_root),
+                                      _networkx_heads(scores, single_root))

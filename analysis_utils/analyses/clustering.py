@@ -150,6 +150,8 @@ def _js_matrix(examples, smoothing, kind, reduction, max_examples, chunk_elems, 
             P = P + smoothing
         P = P / P.sum(-1, keepdim=True)
         P = P.reshape(K, n * n)
+        # Not scipy.spatial.distance.jensenshannon, which gives the same numbers (squared;
+        # tests/test_clustering.py) one head pair at a time, ~8x slower for 72 heads.
         A = torch.special.xlogy(P, P).sum(1).to(torch.float64)  # (K,)
         X = torch.zeros((K, K), dtype=torch.float64)
         step = max(1, chunk_elems // (n * n))

@@ -25,6 +25,7 @@ them.
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Iterable, Sequence
@@ -35,6 +36,7 @@ import pandas as pd
 import torch
 from torch import nn
 
+from .. import training
 from ..engine.interventions import intervene
 
 TARGETS = ("[SEP]", "./,", "other")
@@ -243,26 +245,27 @@ def fit_mlm_head(encoder: nn.Module, tokenizer, texts: Sequence[str], steps: int
     encoder.train(was_training)
 
     head = build_mlm_head(encoder, train_decoder=train_decoder, seed=seed)
-    params = [p for p in head.parameters() if p.requires_grad]
-    opt = torch.optim.AdamW(params, lr=lr, weight_decay=weight_decay)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda t: min(1.0, (t + 1) / max(1, steps // 20)) * max(0.0, 1 - t / steps))
     acc0 = _accuracy(head, ho_states, ho_labels, device)
-    gen = torch.Generator().manual_seed(seed)
-    losses = []
     dtype = _head_dtype(head)
-    head.train()
-    for _ in range(steps):
-        idx = torch.randint(0, len(tr_labels), (min(batch_size, len(tr_labels)),),
-                            generator=gen)
-        logits = head(tr_states[idx].to(device, dtype=dtype))
-        loss = nn.functional.cross_entropy(logits.float(), tr_labels[idx].to(device))
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        sched.step()
-        losses.append(loss.item())
-    head.eval()
+
+    def batches(generator):  # masked positions drawn with replacement, as many as needed
+        while True:
+            yield torch.randint(0, len(tr_labels), (min(batch_size, len(tr_labels)),),
+                                generator=generator)
+
+    def batch_loss(h, idx):
+        logits = h(tr_states[idx].to(device, dtype=dtype))
+        return nn.functional.cross_entropy(logits.float(), tr_labels[idx].to(device)), len(idx)
+
+    def warmup_then_linear_decay(opt):
+        return torch.optim.lr_scheduler.LambdaLR(
+            opt, lambda t: min(1.0, (t + 1) / max(1, steps // 20)) * max(0.0, 1 - t / steps))
+
+    log = training.fit(head, batches, batch_loss,
+                       optimizer=functools.partial(torch.optim.AdamW, lr=lr,
+                                                   weight_decay=weight_decay),
+                       max_steps=steps, seed=seed, scheduler=warmup_then_linear_decay)
+    losses = log.step_losses
     majority = int(torch.mode(tr_labels).values)
     k = max(1, min(50, steps // 10))
     report = {

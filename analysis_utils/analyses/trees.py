@@ -92,7 +92,8 @@ def chu_liu_edmonds(scores: np.ndarray, single_root: bool = True) -> np.ndarray:
 
     ``scores``: (n + 1, n + 1), ``scores[dep, head]`` (row 0 and diagonal ignored).
     Returns ``heads`` (n,) int64, 1-based, 0 = ROOT. See the module docstring for the
-    single-root constraint and the handling of non-finite scores.
+    single-root constraint and the handling of non-finite scores. Not networkx's
+    ``maximum_spanning_arborescence``: the same trees (tests/test_trees.py), ~100x slower.
     """
     scores = np.asarray(scores, dtype=np.float64)
     if scores.ndim != 2 or scores.shape[0] != scores.shape[1]:

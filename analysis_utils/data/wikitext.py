@@ -18,7 +18,6 @@ import numpy as np
 
 from .treebank import CorpusFormatError
 
-
 # --------------------------------------------------------------------------- WikiText-2
 
 
