@@ -22,6 +22,7 @@ import pytest
 
 from analysis_utils.analyses import coref
 from analysis_utils.data import ontogum
+from analysis_utils.data.manifest import DataCorruptError, DataMissingError
 from analysis_utils.data.ontogum import CorefFormatError
 from analysis_utils.data.treebank import CorpusFormatError
 
@@ -169,6 +170,60 @@ def test_check_ontogum_collects_every_problem(tmp_path):
     assert "sentence a-2: closing bracket '5)'" in got[1][1]
     assert "sentence a-3: mention of entity 2 opened here is never closed" in got[2][1]
     assert (check.documents, check.sentences, check.mentions) == (1, 3, 1)
+
+
+# --- the gold data go through the checksummed manifest ----------------------------------------
+
+def test_split_reader_refuses_files_that_differ_from_the_manifest(tmp_path):
+    with pytest.raises(DataMissingError, match=r"ontogum/splits/ontogum\.dev\.txt.*fetch-data "
+                                               r"--dataset ontogum.*--mirror"):
+        ontogum.read_ontogum_split(tmp_path, "dev")
+    split_list = tmp_path / "ontogum" / "splits" / "ontogum.dev.txt"
+    split_list.parent.mkdir(parents=True)
+    split_list.write_text("tiny\n")
+    with pytest.raises(DataCorruptError, match="ontogum.dev.txt.*corrupt"):
+        ontogum.read_ontogum_split(tmp_path, "dev")
+    with pytest.raises(ValueError, match="unknown OntoGUM split"):
+        ontogum.read_ontogum_split(tmp_path, "validation")
+
+
+@pytest.mark.gold_data
+def test_split_reader_refuses_a_corrupt_or_missing_document(gold_data_dir, tmp_path):
+    # a corrupted document used to be read (exit 0); a missing one gave a bare FileNotFoundError
+    root = tmp_path / "ontogum"
+    (root / "conllu").mkdir(parents=True)
+    (root / "splits").mkdir()
+    gold = gold_data_dir / "ontogum"
+    (root / "splits" / "ontogum.dev.txt").symlink_to(gold / "splits" / "ontogum.dev.txt")
+    names = (gold / "splits" / "ontogum.dev.txt").read_text().split()
+    for name in names:
+        (root / "conllu" / f"{name}.conllu").symlink_to(gold / "conllu" / f"{name}.conllu")
+    victim = root / "conllu" / f"{names[3]}.conllu"
+    data = victim.read_bytes()
+    victim.unlink()
+    victim.write_bytes(data.replace(b"\tthe\t", b"\tThe\t", 1))  # still valid CoNLL-U
+    with pytest.raises(DataCorruptError, match=rf"{names[3]}\.conllu.*corrupt: sha256.*"
+                                               r"fetch-data --dataset ontogum.*--mirror DIR"):
+        ontogum.read_ontogum_split(tmp_path, "dev")
+    victim.unlink()
+    with pytest.raises(DataMissingError, match=rf"{names[3]}\.conllu.*not found.*"
+                                               r"fetch-data --dataset ontogum"):
+        ontogum.read_ontogum_split(tmp_path, "dev")
+
+
+def test_multiword_tokens_skipped_and_docs_split(tmp_path):
+    text = "\n".join([
+        "# newdoc id = d1", "# sent_id = d1-1",
+        "1-2\tdon't\t_\t_\t_\t_\t_\t_\t_\t_",
+        _row(1, "do", 0, "root", upos="AUX"), _row(2, "n't", 1, "advmod", "Entity=(1)"), "",
+        "# newdoc id = d2", "# sent_id = d2-1",
+        _row(1, "I", 2, "nsubj", "Entity=(9)", upos="PRON"), _row(2, "ran", 0, "root"), "",
+    ]) + "\n"
+    p = tmp_path / "two.conllu"
+    p.write_text(text)
+    d1, d2 = ontogum.read_ontogum(p)
+    assert d1.words == ("do", "n't") and d1.mentions[0].start == 1
+    assert d2.doc_id == "d2" and d2.mentions[0].person == "1" and d2.mentions[0].number == "Sing"
 
 
 # --- windows --------------------------------------------------------------------------------

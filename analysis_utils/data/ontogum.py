@@ -1,8 +1,8 @@
 """OntoGUM coreference (CoNLL-U with CorefUD ``Entity=`` brackets in MISC, gold UD trees):
 documents, sentences and mentions with their head word, type, number, person and gender.
 
-``read_ontogum(path)`` reads a file; ``read_ontogum_split(data_dir, split)`` a split of the gold
-data. The CoNLL-U layer (blocks, line
+``read_ontogum(path)`` reads any file; ``read_ontogum_split(data_dir, split)`` reads the gold
+data through the checksummed manifest (``manifest.require``). The CoNLL-U layer (blocks, line
 numbers, the 10-column/ID/HEAD/tree checks, the ``conllu`` parse) is the treebank reader's
 (``treebank.scan_conllu``); this module adds documents and ``Entity=`` brackets. Errors are
 :class:`CorefFormatError` (a ``treebank.CorpusFormatError``) as ``file:line: document D,
@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from . import treebank
+from .manifest import require
 from .treebank import CorpusFormatError, Problem
 
 MENTION_TYPES = ("pronoun", "proper", "nominal")
@@ -306,7 +307,10 @@ def read_ontogum(path: str | Path) -> list[CorefDocument]:
     are skipped (coreference sits on syntactic words). The CoNLL-U is split, checked and
     parsed by the treebank reader's code (``treebank.scan_conllu``). Raises
     :class:`CorefFormatError` (a ``CorpusFormatError``) as ``file:line: document D, sentence S:
-    what is wrong`` on the first malformed line, tree or bracket, and on an empty file."""
+    what is wrong`` on the first malformed line, tree or bracket, and on an empty file.
+
+    This reads any path as given; ``read_ontogum_split`` reads the gold data through the
+    checksummed manifest."""
     path = Path(path)
     if path.is_dir():
         return [d for f in sorted(path.glob("*.conllu")) for d in read_ontogum(f)]
@@ -341,8 +345,18 @@ def check_ontogum(path: str | Path) -> CorefCheck:
                       documents=len(builders), mentions=sum(len(b.raw) for b in builders))
 
 
-def read_ontogum_split(data_dir: str | Path, split: str) -> list[CorefDocument]:
-    """The documents of ``ontogum/splits/ontogum.<split>.txt``, in that order."""
-    root = Path(data_dir) / "ontogum"
-    names = (root / "splits" / f"ontogum.{split}.txt").read_text().split()
-    return [d for name in names for d in read_ontogum(root / "conllu" / f"{name}.conllu")]
+SPLITS = ("train", "dev", "test")
+
+
+def read_ontogum_split(data_dir: str | Path | None, split: str) -> list[CorefDocument]:
+    """The documents of ``ontogum/splits/ontogum.<split>.txt``, in that order.
+
+    The split list and every document go through :func:`manifest.require`: a missing or corrupt
+    file (size or sha256 differs from the manifest) raises ``DataMissingError`` /
+    ``DataCorruptError`` naming the command that restores it, before anything is parsed."""
+    if split not in SPLITS:
+        raise ValueError(f"unknown OntoGUM split {split!r}; expected one of {SPLITS}")
+    split_list = require(f"ontogum/splits/ontogum.{split}.txt", data_dir=data_dir)
+    names = split_list.read_text(encoding="utf-8").split()
+    files = [require(f"ontogum/conllu/{name}.conllu", data_dir=data_dir) for name in names]
+    return [d for f in files for d in read_ontogum(f)]
