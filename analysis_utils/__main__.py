@@ -1,4 +1,4 @@
-"""Command line: ``python -m analysis_utils {run,compare,report,fetch-data,check-data} ...``."""
+"""Command line: ``python -m analysis_utils COMMAND ...``; ``--help`` lists the commands."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ commands:
   report       the runtime table from results/*_provenance.json (--readme writes README.md)
   fetch-data   download missing gold data files into the data directory, checksummed
   check-data   report which gold data files are present, missing or corrupt
+  validate     check CoNLL-U files of your own (--coref: and their coreference brackets)
 
 `python -m analysis_utils COMMAND --help` describes each command's options."""
 
@@ -38,6 +39,10 @@ def main(argv: list[str] | None = None) -> int:
         from .data.manifest import cli
 
         return cli(command, rest)
+    if command == "validate":
+        from .data.validate import main as validate_main
+
+        return validate_main(rest)
     print(f"unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
     return 2
 

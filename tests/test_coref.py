@@ -22,7 +22,9 @@ import pytest
 
 from analysis_utils.analyses import coref
 from analysis_utils.data import ontogum
+from analysis_utils.data.manifest import DataCorruptError, DataMissingError
 from analysis_utils.data.ontogum import CorefFormatError
+from analysis_utils.data.treebank import CorpusFormatError
 
 FIX = Path(__file__).parent / "fixtures" / "coref"
 ONE_PIECE = lambda words: [1] * len(words)  # noqa: E731
@@ -109,19 +111,104 @@ def test_unclosed_bracket(tmp_path):
         ontogum.read_ontogum(p)
 
 
-@pytest.mark.parametrize("heads,msg", [((0, 0), "2 root words"), ((2, 1), "0 root words"),
-                                       ((0, 5), "out of range")])
-def test_bad_tree(tmp_path, heads, msg):
+# the tree checks are the treebank reader's (one CoNLL-U path): same line, same words
+@pytest.mark.parametrize("heads,line,msg", [((0, 0), 4, "more than one root"),
+                                            ((2, 1), 3, "sentence has no root"),
+                                            ((0, 5), 4, "HEAD 5 out of range")])
+def test_bad_tree(tmp_path, heads, line, msg):
     rows = [_row(i + 1, "w", h, "dep") for i, h in enumerate(heads)]
     p = _write(tmp_path, [("a-1", rows)])
-    with pytest.raises(CorefFormatError, match=rf"sentence a-1: bad tree: .*{msg}"):
+    with pytest.raises(CorefFormatError, match=rf"bad\.conllu:{line}: document bad_doc, "
+                                               rf"sentence a-1: {msg}"):
         ontogum.read_ontogum(p)
 
 
 def test_cycle(tmp_path):
     rows = [_row(1, "a", 0, "root"), _row(2, "b", 3, "dep"), _row(3, "c", 2, "dep")]
-    with pytest.raises(CorefFormatError, match="cycle"):
+    with pytest.raises(CorefFormatError, match=r":4: document bad_doc, sentence a-1: cycle in "
+                                               r"the dependency tree through words 2 -> 3 -> 2"):
         ontogum.read_ontogum(_write(tmp_path, [("a-1", rows)]))
+
+
+def test_too_few_columns_is_a_format_error_not_a_key_error(tmp_path):
+    # the reader used to hand this line to conllu, which raised KeyError: "'misc'"
+    rows = [_row(1, "x", 0, "root"), "2\ty\ty\tNOUN\t_\t_\t1\tdep"]
+    p = _write(tmp_path, [("a-1", rows)])
+    with pytest.raises(CorefFormatError, match=r"bad\.conllu:4: document bad_doc, sentence a-1: "
+                                               r"8 tab-separated columns, expected 10") as exc:
+        ontogum.read_ontogum(p)
+    assert isinstance(exc.value, CorpusFormatError)
+
+
+def test_undecodable_bytes_name_file_and_line(tmp_path):
+    p = _write(tmp_path, [("a-1", [_row(1, "x", 0, "root")]), ("a-2", [_row(1, "Z", 0, "root")])])
+    p.write_bytes(p.read_bytes().replace(b"\tZ\t", b"\t\xff\t"))
+    with pytest.raises(CorefFormatError, match=r"bad\.conllu:6: document bad_doc, sentence a-2: "
+                                               r"not UTF-8 text: byte 0xff at column 3"):
+        ontogum.read_ontogum(p)
+
+
+@pytest.mark.parametrize("content", [b"", b"\n \n"])
+def test_empty_file_is_refused(tmp_path, content):
+    p = tmp_path / "empty.conllu"
+    p.write_bytes(content)
+    with pytest.raises(CorefFormatError, match=r"empty\.conllu:1: no sentences"):
+        ontogum.read_ontogum(p)
+
+
+def test_check_ontogum_collects_every_problem(tmp_path):
+    p = _write(tmp_path, [
+        ("a-1", [_row(1, "x", 0, "root", "Entity=(1"), _row(2, "y", 0, "dep")]),  # two roots
+        ("a-2", [_row(1, "z", 0, "root", "Entity=1)"), _row(2, "w", 1, "dep", "Entity=5)")]),
+        ("a-3", [_row(1, "v", 0, "root", "Entity=(2")]),
+    ])
+    check = ontogum.check_ontogum(p)
+    got = [(q.line, q.message) for q in check.problems]
+    assert [line for line, _ in got] == [4, 8, 11]
+    assert "sentence a-1: more than one root" in got[0][1]
+    # the bracket opened in the malformed sentence still matches its close in a-2
+    assert "sentence a-2: closing bracket '5)'" in got[1][1]
+    assert "sentence a-3: mention of entity 2 opened here is never closed" in got[2][1]
+    assert (check.documents, check.sentences, check.mentions) == (1, 3, 1)
+
+
+# --- the gold data go through the checksummed manifest ----------------------------------------
+
+def test_split_reader_refuses_files_that_differ_from_the_manifest(tmp_path):
+    with pytest.raises(DataMissingError, match=r"ontogum/splits/ontogum\.dev\.txt.*fetch-data "
+                                               r"--dataset ontogum.*--mirror"):
+        ontogum.read_ontogum_split(tmp_path, "dev")
+    split_list = tmp_path / "ontogum" / "splits" / "ontogum.dev.txt"
+    split_list.parent.mkdir(parents=True)
+    split_list.write_text("tiny\n")
+    with pytest.raises(DataCorruptError, match="ontogum.dev.txt.*corrupt"):
+        ontogum.read_ontogum_split(tmp_path, "dev")
+    with pytest.raises(ValueError, match="unknown OntoGUM split"):
+        ontogum.read_ontogum_split(tmp_path, "validation")
+
+
+@pytest.mark.gold_data
+def test_split_reader_refuses_a_corrupt_or_missing_document(gold_data_dir, tmp_path):
+    # a corrupted document used to be read (exit 0); a missing one gave a bare FileNotFoundError
+    root = tmp_path / "ontogum"
+    (root / "conllu").mkdir(parents=True)
+    (root / "splits").mkdir()
+    gold = gold_data_dir / "ontogum"
+    (root / "splits" / "ontogum.dev.txt").symlink_to(gold / "splits" / "ontogum.dev.txt")
+    names = (gold / "splits" / "ontogum.dev.txt").read_text().split()
+    for name in names:
+        (root / "conllu" / f"{name}.conllu").symlink_to(gold / "conllu" / f"{name}.conllu")
+    victim = root / "conllu" / f"{names[3]}.conllu"
+    data = victim.read_bytes()
+    victim.unlink()
+    victim.write_bytes(data.replace(b"\tthe\t", b"\tThe\t", 1))  # still valid CoNLL-U
+    with pytest.raises(DataCorruptError, match=rf"{names[3]}\.conllu.*corrupt: sha256.*"
+                                               r"fetch-data --dataset ontogum.*--mirror DIR"):
+        ontogum.read_ontogum_split(tmp_path, "dev")
+    victim.unlink()
+    with pytest.raises(DataMissingError, match=rf"{names[3]}\.conllu.*not found.*"
+                                               r"fetch-data --dataset ontogum"):
+        ontogum.read_ontogum_split(tmp_path, "dev")
 
 
 def test_multiword_tokens_skipped_and_docs_split(tmp_path):

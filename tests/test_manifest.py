@@ -233,6 +233,45 @@ def test_require_corrupt_and_hash_cache(tmp_path, server, monkeypatch):
         manifest.require("toy/a.txt", tmp_path, manifest=man)
 
 
+def test_hints_say_fetch_needs_network_and_name_the_mirror(tmp_path, monkeypatch):
+    # "Re-fetch it with fetch-data --dataset X" alone cannot work on a machine without network
+    monkeypatch.setenv(paths.DATA_ENV, str(tmp_path))
+    with pytest.raises(manifest.DataMissingError) as missing:
+        manifest.require("glue/RTE/dev.tsv")
+    (tmp_path / "glue" / "RTE").mkdir(parents=True)
+    (tmp_path / "glue" / "RTE" / "dev.tsv").write_text("not the RTE dev set\n")
+    with pytest.raises(manifest.DataCorruptError) as corrupt:
+        manifest.require("glue/RTE/dev.tsv")
+    summary = manifest.check_data(tmp_path, ["glue"]).summary()
+    for text in (str(missing.value), str(corrupt.value), summary):
+        assert "python -m analysis_utils fetch-data --dataset glue" in text
+        assert "network" in text
+        assert "python -m analysis_utils fetch-data --dataset glue --mirror DIR" in text
+
+
+def test_offline_fix_with_a_local_mirror(tmp_path, server):
+    """The hint's offline route works: a corrupt file is replaced from a local folder laid out
+    like the bundle, verified and atomically; a mirror with wrong bytes changes nothing."""
+    base, _, _ = server
+    man = toy_manifest(base)
+    data, mirror, bad_mirror = tmp_path / "data", tmp_path / "bundle", tmp_path / "bad"
+    for root, payload in ((mirror, A), (bad_mirror, b"ALPHA FILE\n")):
+        (root / "toy").mkdir(parents=True)
+        (root / "toy/a.txt").write_bytes(payload)
+    (data / "toy").mkdir(parents=True)
+    (data / "toy/a.txt").write_bytes(b"alpha FILE\n")
+    with pytest.raises(manifest.DataCorruptError, match="--mirror DIR"):
+        manifest.require("toy/a.txt", data, manifest=man)
+    one = {"format": 1, "datasets": {"toy": {"base_url": "", "files": [  # just toy/a.txt
+        {"path": "toy/a.txt", "sha256": sha(A), "size": len(A), "src": "a.txt"}]}}}
+    with pytest.raises(manifest.FetchError, match="ChecksumError"):
+        manifest.fetch_data(data, ["toy"], base_url_override=str(bad_mirror), manifest=one)
+    assert (data / "toy/a.txt").read_bytes() == b"alpha FILE\n" and not leftovers(data)
+    report = manifest.fetch_data(data, ["toy"], base_url_override=str(mirror), manifest=one)
+    assert report.ok and (data / "toy/a.txt").read_bytes() == A and not leftovers(data)
+    assert manifest.require("toy/a.txt", data, manifest=man) == data / "toy/a.txt"
+
+
 def test_cli_check_and_fetch_with_mirror(tmp_path, capsys):
     mirror = tmp_path / "mirror"
     src_files = manifest.manifest_entries("wikitext-2")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -92,10 +93,51 @@ def test_conllu_parser_errors_are_reraised_with_location(tmp_path, monkeypatch):
         read_conllu(path)
 
 
-def test_read_conllu_empty_file(tmp_path):
+@pytest.mark.parametrize("content", [b"", b"\n\n", b"  \n"])
+def test_read_conllu_refuses_an_empty_file(tmp_path, content):
+    # an empty file used to read as [] and gave empty results with exit 0
     path = tmp_path / "empty.conllu"
-    path.write_text("\n\n", encoding="utf-8")
-    assert read_conllu(path) == []
+    path.write_bytes(content)
+    with pytest.raises(CorpusFormatError, match=rf"^{re.escape(str(path))}:1: no sentences"):
+        read_conllu(path)
+
+
+def test_read_conllu_names_the_line_of_undecodable_bytes(tmp_path):
+    path = tmp_path / "latin1.conllu"
+    path.write_bytes(_conllu(OK_ROWS).encode() + _conllu([(1, "caf\xe9", 0)]).encode("latin-1"))
+    with pytest.raises(CorpusFormatError, match=rf"{re.escape(str(path))}:9: not UTF-8 text: "
+                                                r"byte 0xe9"):
+        read_conllu(path)
+
+
+def test_read_conllu_refuses_binary_data(tmp_path):
+    path = tmp_path / "garbage.conllu"
+    path.write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(CorpusFormatError, match=rf"{re.escape(str(path))}:1: binary data"):
+        read_conllu(path)
+
+
+def _block(text):
+    return treebank.Block(1, tuple(enumerate(text.strip("\n").splitlines(), start=1)))
+
+
+def test_check_block_collects_every_problem_of_a_sentence():
+    rows = [(1, "a", 0), (4, "b", 1), ("x", "c", 1)]
+    lines = _conllu(rows).strip("\n").splitlines()
+    lines.insert(3, "2\ttoo\tfew")  # still word 2 for the numbering: one problem, not two
+    block = treebank.Block(1, tuple(enumerate(lines, start=1)))
+    words, problems = treebank.check_block(block)
+    assert words is None
+    assert [(p.line, p.message.split(" (")[0]) for p in problems] == [
+        (4, "3 tab-separated columns, expected 10"), (5, "word ID 4, expected 3"),
+        (6, "ID 'x' is not a word ID, a range N-M or an empty node N.M")]
+    # heads readable: every range problem, then both roots and every cycle
+    rows = [(1, "a", 0), (2, "b", 0), (3, "c", 4), (4, "d", 3), (5, "e", 9)]
+    assert [p.line for p in treebank.check_block(_block(_conllu(rows)))[1]] == [7]  # tree unsafe
+    rows[4] = (5, "e", 5)
+    msgs = [(p.line, p.message[:20]) for p in treebank.check_block(_block(_conllu(rows)))[1]]
+    assert msgs == [(4, "more than one root ("), (5, "cycle in the depende"),
+                    (7, "cycle in the depende")]
 
 
 # --------------------------------------------------------------------------- WikiText

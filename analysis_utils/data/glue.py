@@ -2,9 +2,11 @@
 
 - :func:`read_glue` ``(task, split="dev") -> list[GlueExample]``: one record per data row,
   ``GlueExample(text_a, text_b | None, label)``, read from ``<data>/glue/<TASK>/<split>.tsv``
-  (``$BERTOLOGY_DATA_DIR``, see ``paths.data_dir``). Columns per task follow the GLUE
-  distribution (:data:`TASKS`); CoLA has no header line, MRPC's header starts with a BOM.
-  Rows are split on tabs only (no CSV quoting: texts contain bare ``"``).
+  (``$BERTOLOGY_DATA_DIR``, see ``paths.data_dir``) after ``manifest.require`` has checked it
+  against the checksummed manifest; :func:`read_glue_file` reads a file of your own. Columns
+  per task follow the GLUE distribution (:data:`TASKS`); CoLA has no header line, MRPC's
+  header starts with a BOM. Rows are split on tabs only (no CSV quoting: texts contain bare
+  ``"``).
 - :func:`encode` ``(examples, tokenizer, max_tokens=128) -> EncodedSet``: the model's own
   format, ``[CLS] a [SEP]`` or ``[CLS] a [SEP] b [SEP]`` with token-type ids, truncated to
   ``max_tokens`` pieces (``longest_first``); ``EncodedSet.report`` counts the truncated inputs.
@@ -24,13 +26,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import paths
+from .manifest import manifest_entries, require
+from .treebank import CorpusFormatError
 
 __all__ = ["TASKS", "GlueExample", "EncodedInput", "EncodedSet", "GlueFormatError",
-           "available_tasks", "glue_path", "read_glue", "encode"]
+           "available_tasks", "glue_path", "read_glue", "read_glue_file", "encode"]
 
 
-class GlueFormatError(ValueError):
-    """A GLUE file breaks its format; the message names the file and line."""
+class GlueFormatError(CorpusFormatError):
+    """A GLUE file breaks its format; the message is ``file:line: what is wrong``."""
 
 
 @dataclass(frozen=True)
@@ -99,28 +103,55 @@ def glue_path(task: str, split: str = "dev", data_dir: str | os.PathLike | None 
     return paths.data_dir(data_dir) / "glue" / task / f"{split}.tsv"
 
 
+def _relpath(task: str, split: str) -> str:
+    return f"glue/{task}/{split}.tsv"
+
+
 def available_tasks(split: str = "dev", data_dir: str | os.PathLike | None = None) -> list[str]:
-    """The tasks of :data:`TASKS` whose ``split`` file exists locally, in :data:`TASKS` order."""
-    return [t for t in TASKS if glue_path(t, split, data_dir).exists()]
+    """The tasks of :data:`TASKS` to use for ``split``, in :data:`TASKS` order: those whose file
+    the data manifest lists (all six dev sets), which :func:`read_glue` then requires, so a
+    missing or corrupt one fails loudly instead of dropping out of the results, plus any
+    other one present locally (e.g. QNLI train added by hand)."""
+    listed = {e.path for e in manifest_entries("glue")}
+    return [t for t in TASKS
+            if _relpath(t, split) in listed or glue_path(t, split, data_dir).exists()]
 
 
 def read_glue(task: str, split: str = "dev", data_dir: str | os.PathLike | None = None,
               max_examples: int | None = None) -> list[GlueExample]:
-    """Read one GLUE task file into :class:`GlueExample` records (file order).
+    """Read one task file of the gold data into :class:`GlueExample` records (file order).
 
-    max_examples: keep only the first ``max_examples`` rows (None: all).
-    Raises FileNotFoundError naming the fetch command when the file is missing, and
-    :class:`GlueFormatError` naming file and line for a row with the wrong column count or
-    an unparsable label.
+    The file goes through :func:`manifest.require`: a missing file raises ``DataMissingError``
+    and one whose size or sha256 differs from the manifest ``DataCorruptError``, both naming
+    the command that restores it. max_examples: keep only the first ``max_examples`` rows
+    (None: all). Format errors as in :func:`read_glue_file`.
+    """
+    glue_path(task, split, data_dir)  # unknown task -> ValueError before any file access
+    return read_glue_file(require(_relpath(task, split), data_dir=data_dir), task,
+                          max_examples=max_examples)
+
+
+def read_glue_file(path: str | os.PathLike, task: str,
+                   max_examples: int | None = None) -> list[GlueExample]:
+    """Read a GLUE TSV at any ``path`` laid out like ``task``'s file (no manifest check: for
+    files of your own; :func:`read_glue` reads the gold data).
+
+    Raises :class:`GlueFormatError` as ``file:line: what is wrong`` for a row with the wrong
+    column count, an unparsable label, bytes that are not UTF-8, or a file without data rows.
     """
     spec = TASKS.get(task)
-    path = glue_path(task, split, data_dir)
-    if not path.exists():
-        raise FileNotFoundError(f"{path} not found; set $BERTOLOGY_DATA_DIR or run "
-                                "`python -m analysis_utils fetch-data glue`")
+    if spec is None:
+        raise ValueError(f"unknown GLUE task {task!r}; this reader knows {sorted(TASKS)}")
+    path = Path(path)
     out: list[GlueExample] = []
-    with open(path, encoding="utf-8-sig", newline="") as fh:
-        for no, line in enumerate(fh, start=1):
+    with open(path, "rb") as fh:
+        for no, raw in enumerate(fh, start=1):
+            try:
+                line = raw.decode("utf-8-sig" if no == 1 else "utf-8")
+            except UnicodeDecodeError as err:
+                raise GlueFormatError(f"{path}:{no}: not UTF-8 text: byte "
+                                      f"0x{raw[err.start]:02x} at column {err.start + 1} cannot "
+                                      f"be decoded") from None
             if no == 1 and spec.header:
                 continue
             line = line.rstrip("\r\n")
@@ -140,6 +171,10 @@ def read_glue(task: str, split: str = "dev", data_dir: str | os.PathLike | None 
                                    label=label))
             if max_examples is not None and len(out) >= max_examples:
                 break
+    if not out:
+        raise GlueFormatError(f"{path}:1: no data rows (expected "
+                              f"{'a header line, then ' if spec.header else ''}rows of "
+                              f"{spec.n_cols} tab-separated columns)")
     return out
 
 

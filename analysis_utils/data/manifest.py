@@ -232,8 +232,10 @@ class DataReport:
             lines.append(f"  corrupt: {p} ({why})")
         if not self.ok:
             bad = sorted({self.path_dataset[p] for p in [*self.missing, *self.corrupt]})
-            lines.append("fix with: " + " ".join(
-                ["python -m analysis_utils fetch-data"] + [f"--dataset {n}" for n in bad]))
+            command = " ".join(["python -m analysis_utils fetch-data"]
+                               + [f"--dataset {n}" for n in bad])
+            lines.append(f"fix with: {command}  (downloads: needs network access)")
+            lines.append(f"  or, without network, from {OFFLINE_SOURCE}: {command} --mirror DIR")
         return "\n".join(lines)
 
 
@@ -263,6 +265,17 @@ def fetch_hint(dataset: str | None) -> str:
     return FETCH_COMMAND.format(name=dataset)
 
 
+# fetch-data downloads from the public sources; a machine without network needs --mirror.
+OFFLINE_SOURCE = "a local copy of the data bundle, sha256-checked"
+
+
+def fix_hint(dataset: str | None) -> str:
+    """The command that restores a dataset's files, online and offline (``--mirror DIR``)."""
+    command = fetch_hint(dataset)
+    return (f"{command} (it downloads, so it needs network access; without network, copy from "
+            f"{OFFLINE_SOURCE}: {command} --mirror DIR)")
+
+
 def require(relpath: str | os.PathLike, data_dir=None, verify: bool = True, manifest=None) -> Path:
     """The absolute path of data file ``relpath`` (relative to the data dir), checked against the manifest.
 
@@ -281,15 +294,15 @@ def require(relpath: str | os.PathLike, data_dir=None, verify: bool = True, mani
         if path.exists():
             return path
         raise DataMissingError(f"{rel} not found in the {where}. It is not in the data manifest; "
-                               f"fetch the gold data with: {fetch_hint(None)}")
+                               f"fetch the gold data with: {fix_hint(None)}")
     problem = _file_problem(path, entry, verify, use_cache=True)
     if problem is None:
         return path
     if problem == "missing":
         raise DataMissingError(f"{rel} (dataset {dataset!r}) not found in the {where}. "
-                               f"Fetch it with: {fetch_hint(dataset)}")
+                               f"Fetch it with: {fix_hint(dataset)}")
     raise DataCorruptError(f"{rel} (dataset {dataset!r}) in the {where} is corrupt: {problem}. "
-                           f"Re-fetch it (the bad copy is replaced) with: {fetch_hint(dataset)}")
+                           f"Re-fetch it (the bad copy is replaced) with: {fix_hint(dataset)}")
 
 
 # --------------------------------------------------------------------------- transforms / derivations
@@ -489,8 +502,10 @@ def cli(command: str, argv: list[str] | None = None) -> int:
                         help=f"data directory (default ${paths.DATA_ENV}, else <repo>/data)")
     if command == "fetch-data":
         parser.add_argument("--mirror", default=None,
-                            help="a copy of the data bundle (folder or URL) to fetch from instead of the "
-                                 "public sources; needed for bundle-only files such as framenet-1.7/lu.tar.xz")
+                            help="a copy of the data bundle (folder or URL) to fetch from instead of "
+                                 "the public sources: for machines without network, and for "
+                                 "bundle-only files such as framenet-1.7/lu.tar.xz. Files are "
+                                 "checked against the manifest sha256 and written atomically")
     else:
         parser.add_argument("--no-hash", action="store_true", help="check sizes only (fast)")
     args = parser.parse_args(argv or [])

@@ -1,20 +1,27 @@
 """OntoGUM coreference (CoNLL-U with CorefUD ``Entity=`` brackets in MISC, gold UD trees):
 documents, sentences and mentions with their head word, type, number, person and gender.
 
-``read_ontogum(path)`` and ``read_ontogum_split(data_dir, split)`` raise
-:class:`CorefFormatError` naming file, document, sentence and line. Conventions (head word,
-type, agreement features) are described in ``analyses/coref.py``.
+``read_ontogum(path)`` reads any file; ``read_ontogum_split(data_dir, split)`` reads the gold
+data through the checksummed manifest (``manifest.require``). The CoNLL-U layer (blocks, line
+numbers, the 10-column/ID/HEAD/tree checks, the ``conllu`` parse) is the treebank reader's
+(``treebank.scan_conllu``); this module adds documents and ``Entity=`` brackets. Errors are
+:class:`CorefFormatError` (a ``treebank.CorpusFormatError``) as ``file:line: document D,
+sentence S: what is wrong``; ``check_ontogum(path)`` collects every problem instead of raising.
+Conventions (head word, type, agreement features) are described in ``analyses/coref.py``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import conllu
 import numpy as np
+
+from . import treebank
+from .manifest import require
+from .treebank import CorpusFormatError, Problem
 
 MENTION_TYPES = ("pronoun", "proper", "nominal")
 
@@ -37,8 +44,8 @@ for _words, _val in (
 _APOSTROPHES = str.maketrans({"\u2019": "'"})
 
 
-class CorefFormatError(ValueError):
-    """Malformed coreference input; the message names the file, document, sentence, line."""
+class CorefFormatError(CorpusFormatError):
+    """Malformed coreference input, as ``file:line: document D, sentence S: what is wrong``."""
 
 
 @dataclass(frozen=True)
@@ -130,22 +137,6 @@ def parse_entity(value: str) -> list[tuple[str, str]]:
     return out
 
 
-def _check_tree(heads: Sequence[int]) -> str | None:
-    n = len(heads)
-    if any(h < 0 or h > n for h in heads):
-        return "head index out of range"
-    if sum(h == 0 for h in heads) != 1:
-        return f"{sum(h == 0 for h in heads)} root words (need exactly 1)"
-    for i in range(n):
-        seen, j = set(), i
-        while heads[j] != 0:
-            if j in seen:
-                return "cycle in the dependency tree"
-            seen.add(j)
-            j = heads[j] - 1
-    return None
-
-
 def _attributes(upos: str, form: str, feats: dict | None):
     feats = feats or {}
     number, person, gender = feats.get("Number"), feats.get("Person"), feats.get("Gender")
@@ -166,43 +157,32 @@ def mention_type(upos: str) -> str:
 
 
 class _DocBuilder:
-    def __init__(self, doc_id: str, path: str, line: int):
-        self.doc_id, self.path, self.line = doc_id, path, line
+    """Collects one document's sentences and bracket spans. Every problem goes to ``report``
+    (which raises in the readers and collects in ``check_ontogum``)."""
+
+    def __init__(self, doc_id: str, path: str, line: int, report: Callable[[Problem], None]):
+        self.doc_id, self.path, self.line, self.report = doc_id, path, line, report
         self.sentences: list[CorefSentence] = []
         self.raw: list[tuple[str, int, int, int]] = []  # chain, start, end, order
         self.open: dict[str, list[tuple[int, str, int]]] = {}  # id -> [(start, sent, line)]
         self.n = 0
+        self.complete = True  # False once a malformed sentence was skipped (check_ontogum)
+        self.document: CorefDocument | None = None
 
-    def err(self, msg: str, sent_id: str | None, line: int) -> CorefFormatError:
-        where = f"{self.path}:{line}: document {self.doc_id}"
+    def problem(self, msg: str, sent_id: str | None, line: int) -> None:
+        where = f"document {self.doc_id}"
         if sent_id is not None:
             where += f", sentence {sent_id}"
-        return CorefFormatError(f"{where}: {msg}")
+        self.report(Problem(line, f"{where}: {msg}"))
 
-    def add_sentence(self, tl: conllu.TokenList, sent_id: str, word_lines: list[int],
-                     first_line: int) -> None:
-        words = [t for t, _ in zip(tl, word_lines, strict=True) if isinstance(t["id"], int)]
-        lines = [ln for t, ln in zip(tl, word_lines, strict=True) if isinstance(t["id"], int)]
-        if not words:
-            raise self.err("sentence without word lines", sent_id, first_line)
-        heads = []
-        for t, ln in zip(words, lines, strict=True):
-            if not isinstance(t["head"], int):
-                raise self.err(f"word {t['id']} has no numeric head", sent_id, ln)
-            heads.append(t["head"])
-        if [t["id"] for t in words] != list(range(1, len(words) + 1)):
-            raise self.err("word ids are not 1..n", sent_id, lines[0])
-        problem = _check_tree(heads)
-        if problem:
-            raise self.err(f"bad tree: {problem}", sent_id, lines[0])
-        for k, (t, ln) in enumerate(zip(words, lines, strict=True)):
-            value = (t["misc"] or {}).get("Entity")
-            if not value:
-                continue
+    def add_entities(self, entities: list[tuple[int, int, str]], sent_id: str) -> None:
+        """Match the ``Entity=`` brackets of one sentence: (word index in it, line, value)."""
+        for k, ln, value in entities:
             try:
                 brackets = parse_entity(value)
             except ValueError as e:
-                raise self.err(str(e), sent_id, ln) from None
+                self.problem(str(e), sent_id, ln)
+                continue
             i = self.n + k
             for kind, cid in brackets:
                 if kind == "single":
@@ -212,25 +192,54 @@ class _DocBuilder:
                 else:
                     stack = self.open.get(cid)
                     if not stack:
-                        raise self.err(f"closing bracket '{cid})' without an open mention "
-                                       f"of entity {cid}", sent_id, ln)
+                        self.problem(f"closing bracket '{cid})' without an open mention of entity "
+                                     f"{cid}", sent_id, ln)
+                        continue
                     s, _, _ = stack.pop()
                     self.raw.append((cid, s, i, len(self.raw)))
-        self.sentences.append(CorefSentence(
-            sent_id=sent_id, words=tuple(t["form"] for t in words),
-            upos=tuple(t["upos"] for t in words), heads=tuple(heads),
-            deprels=tuple(t["deprel"] for t in words),
-            feats=tuple(t["feats"] or None for t in words), start=self.n, line=lines[0]))
-        self.n += len(words)
 
-    def finish(self) -> CorefDocument:
+    def add_sentence(self, s: treebank.ConlluBlock, sent_id: str) -> None:
+        """A sentence that passed the shared CoNLL-U checks (so its tree is well formed)."""
+        entities = []
+        for k, (t, ln) in enumerate(zip(s.words, s.word_lines, strict=True)):
+            value = (t["misc"] or {}).get("Entity")
+            if value:
+                entities.append((k, ln, value))
+        self.add_entities(entities, sent_id)
+        self.sentences.append(CorefSentence(
+            sent_id=sent_id, words=tuple(t["form"] for t in s.words),
+            upos=tuple(t["upos"] for t in s.words), heads=s.heads,
+            deprels=tuple(t["deprel"] for t in s.words),
+            feats=tuple(t["feats"] or None for t in s.words), start=self.n, line=s.word_lines[0]))
+        self.n += len(s.words)
+
+    def skip_sentence(self, block: treebank.Block, sent_id: str) -> None:
+        """A sentence that failed the CoNLL-U checks (already reported): its brackets are still
+        matched, read from the raw MISC column, so one bad tree does not turn every mention
+        around it into a bracket error; the document gets no mentions."""
+        entities, k = [], 0
+        for no, line in block.lines:
+            cols = line.split("\t")
+            if line.startswith("#") or not _WORD_ID.match(cols[0]):
+                continue
+            if len(cols) == 10:
+                entities += [(k, no, item[len("Entity="):]) for item in cols[9].split("|")
+                             if item.startswith("Entity=") and item != "Entity="]
+            k += 1
+        self.add_entities(entities, sent_id)
+        self.n += k
+        self.complete = False
+
+    def finish(self) -> None:
         for cid, stack in self.open.items():
-            if stack:
-                s, sent_id, ln = stack[0]
-                raise self.err(f"mention of entity {cid} opened here is never closed",
-                               sent_id, ln)
+            for _s, sent_id, ln in stack:
+                self.problem(f"mention of entity {cid} opened here is never closed", sent_id, ln)
+        self.open = {}
+        if not self.complete:
+            return
         if not self.sentences:
-            raise self.err("document without sentences", None, self.line)
+            self.problem("document without sentences", None, self.line)
+            return
         sent_of = np.concatenate([np.full(len(s), k) for k, s in enumerate(self.sentences)])
         flat_words = [w for s in self.sentences for w in s.words]
         flat_upos = [u for s in self.sentences for u in s.upos]
@@ -248,21 +257,46 @@ class _DocBuilder:
                 type=mention_type(flat_upos[head]), number=number, person=person,
                 gender=gender, end_sent_idx=int(sent_of[e]))))
         mentions.sort(key=lambda x: x[:3])
-        return CorefDocument(self.doc_id, self.sentences, [m for *_, m in mentions],
-                             source=self.path)
+        self.document = CorefDocument(self.doc_id, self.sentences, [m for *_, m in mentions],
+                                      source=self.path)
 
 
-def _blocks(lines: list[str]):
-    """Yield (first line no., lines with their numbers) for each blank-line-separated block."""
-    block: list[tuple[int, str]] = []
-    for no, line in enumerate(lines, start=1):
-        if line.strip():
-            block.append((no, line))
-        elif block:
-            yield block
-            block = []
-    if block:
-        yield block
+_WORD_ID = re.compile(r"^[1-9][0-9]*$")
+
+
+def _scan(path: Path, report: Callable[[Problem], None]) -> tuple[list[_DocBuilder], int, int]:
+    """Read one CoNLL-U file through the shared CoNLL-U path (``treebank.scan_conllu``) into
+    document builders; returns them with the number of sentences and words."""
+    builders: list[_DocBuilder] = []
+    builder: _DocBuilder | None = None
+    n_words = n_sent = 0
+    for n_sent, scanned in enumerate(treebank.scan_conllu(path), start=1):
+        block, sentence = scanned.block, scanned.sentence
+        if block is None:  # a file without sentences
+            report(scanned.problems[0])
+            return builders, 0, 0
+        meta = sentence.tokens.metadata if sentence is not None else None
+        if meta is not None:
+            doc_id = meta.get("newdoc id") or meta.get("newdoc")
+        else:
+            doc_id = block.comment("newdoc id") or block.comment("newdoc")
+        if builder is None or doc_id:
+            if builder is not None:
+                builder.finish()
+            builder = _DocBuilder(doc_id or path.stem, str(path), block.first, report)
+            builders.append(builder)
+        default_id = f"{builder.doc_id}#{n_sent}"
+        if sentence is None:
+            sent_id = block.comment("sent_id") or default_id
+            for p in scanned.problems:
+                builder.problem(p.message, sent_id, p.line)
+            builder.skip_sentence(block, sent_id)
+        else:
+            builder.add_sentence(sentence, meta.get("sent_id", default_id))
+            n_words += len(sentence.words)
+    if builder is not None:
+        builder.finish()
+    return builders, n_sent, n_words
 
 
 def read_ontogum(path: str | Path) -> list[CorefDocument]:
@@ -270,39 +304,59 @@ def read_ontogum(path: str | Path) -> list[CorefDocument]:
 
     Documents start at ``# newdoc id = ...`` (else the file stem). Coreference comes from
     ``Entity=`` in MISC (CorefUD brackets, ids only). Multiword-token and empty-node lines
-    are skipped (coreference sits on syntactic words). Raises :class:`CorefFormatError`
-    naming file, document, sentence and line on unmatched brackets, malformed trees or
-    unparsable lines."""
+    are skipped (coreference sits on syntactic words). The CoNLL-U is split, checked and
+    parsed by the treebank reader's code (``treebank.scan_conllu``). Raises
+    :class:`CorefFormatError` (a ``CorpusFormatError``) as ``file:line: document D, sentence S:
+    what is wrong`` on the first malformed line, tree or bracket, and on an empty file.
+
+    This reads any path as given; ``read_ontogum_split`` reads the gold data through the
+    checksummed manifest."""
     path = Path(path)
     if path.is_dir():
         return [d for f in sorted(path.glob("*.conllu")) for d in read_ontogum(f)]
-    docs: list[CorefDocument] = []
-    builder: _DocBuilder | None = None
-    text = path.read_text(encoding="utf-8").splitlines()
-    for n_sent, block in enumerate(_blocks(text)):
-        first = block[0][0]
-        try:
-            tl = conllu.parse("\n".join(ln for _, ln in block) + "\n\n")[0]
-        except Exception as e:  # conllu raises its own ParseException and ValueErrors
-            raise CorefFormatError(f"{path}:{first}: cannot parse sentence block: {e}") from e
-        doc_id = tl.metadata.get("newdoc id") or tl.metadata.get("newdoc")
-        if builder is None or doc_id:
-            if builder is not None:
-                docs.append(builder.finish())
-            builder = _DocBuilder(doc_id or path.stem, str(path), first)
-        word_lines = [no for no, ln in block if not ln.startswith("#")]
-        if len(word_lines) != len(tl):
-            raise CorefFormatError(f"{path}:{first}: document {builder.doc_id}: token lines "
-                                   "and parsed tokens disagree")
-        sent_id = tl.metadata.get("sent_id", f"{builder.doc_id}#{n_sent + 1}")
-        builder.add_sentence(tl, sent_id, word_lines, first)
-    if builder is not None:
-        docs.append(builder.finish())
-    return docs
+
+    def fail(problem: Problem) -> None:
+        raise CorefFormatError(problem.format(path))
+
+    builders, _, _ = _scan(path, fail)
+    return [b.document for b in builders]
 
 
-def read_ontogum_split(data_dir: str | Path, split: str) -> list[CorefDocument]:
-    """The documents of ``ontogum/splits/ontogum.<split>.txt``, in that order."""
-    root = Path(data_dir) / "ontogum"
-    names = (root / "splits" / f"ontogum.{split}.txt").read_text().split()
-    return [d for name in names for d in read_ontogum(root / "conllu" / f"{name}.conllu")]
+@dataclass
+class CorefCheck:
+    """What :func:`check_ontogum` found in one file: every problem, and its counts."""
+
+    path: str
+    problems: list[Problem]
+    sentences: int
+    words: int
+    documents: int
+    mentions: int
+
+
+def check_ontogum(path: str | Path) -> CorefCheck:
+    """Check a CoNLL-U file with coreference brackets the way :func:`read_ontogum` reads it, but
+    collect every problem instead of raising at the first (``python -m analysis_utils validate
+    --coref``). Counts cover the whole file (mentions: matched bracket pairs)."""
+    path = Path(path)
+    problems: list[Problem] = []
+    builders, n_sent, n_words = _scan(path, problems.append)
+    return CorefCheck(path=str(path), problems=problems, sentences=n_sent, words=n_words,
+                      documents=len(builders), mentions=sum(len(b.raw) for b in builders))
+
+
+SPLITS = ("train", "dev", "test")
+
+
+def read_ontogum_split(data_dir: str | Path | None, split: str) -> list[CorefDocument]:
+    """The documents of ``ontogum/splits/ontogum.<split>.txt``, in that order.
+
+    The split list and every document go through :func:`manifest.require`: a missing or corrupt
+    file (size or sha256 differs from the manifest) raises ``DataMissingError`` /
+    ``DataCorruptError`` naming the command that restores it, before anything is parsed."""
+    if split not in SPLITS:
+        raise ValueError(f"unknown OntoGUM split {split!r}; expected one of {SPLITS}")
+    split_list = require(f"ontogum/splits/ontogum.{split}.txt", data_dir=data_dir)
+    names = split_list.read_text(encoding="utf-8").split()
+    files = [require(f"ontogum/conllu/{name}.conllu", data_dir=data_dir) for name in names]
+    return [d for f in files for d in read_ontogum(f)]
