@@ -55,3 +55,24 @@ def test_report_writes_tables_figures_and_provenance(tmp_path, monkeypatch):
     assert prov["parameters"] == {"n": 3}
     assert prov["outputs"] == ["42_line.png", "42_numbers.csv", "42_numbers.md"]
     assert {"torch", "transformers", "python"} <= set(prov["versions"])
+
+
+def test_the_kernel_refuses_another_checkouts_package(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    import analysis_utils
+
+    root = Path(analysis_utils.__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": str(root),
+           analysis_utils.PACKAGE_ROOT_ENV: str(tmp_path / "other-clone")}
+    res = subprocess.run([sys.executable, "-c", "import analysis_utils"], env=env,
+                         capture_output=True, text=True, cwd=tmp_path)
+    assert res.returncode != 0
+    assert "ImportError" in res.stderr
+    assert str(root) in res.stderr and str(tmp_path / "other-clone") in res.stderr
+    env[analysis_utils.PACKAGE_ROOT_ENV] = str(root)
+    subprocess.run([sys.executable, "-c", "import analysis_utils"], env=env, check=True,
+                   cwd=tmp_path)
