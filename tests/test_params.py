@@ -2,7 +2,7 @@
 
 import pytest
 
-from analysis_utils import params, paths
+from analysis_utils import params, paths, pipeline, profiles
 
 REAL_SOURCES = sorted(paths.NOTEBOOKS_DIR.glob("[0-9][0-9]_*.py"))
 
@@ -23,6 +23,15 @@ def test_every_numeric_parameter_has_a_rule_its_default_satisfies(source):
     for name, value in defaults.items():
         assert params.check_value(name, value, value) == value
     params.check_ordered(defaults)
+
+
+@pytest.mark.parametrize("profile", sorted(profiles.PROFILES))
+def test_every_profile_passes_the_checks_on_the_real_notebooks(profile):
+    jobs = pipeline.plan(profile)
+    assert [j.source.name[:2] for j in jobs] == ["01", "02", "03", "04", "05"]
+    if profile == "smoke":
+        assert jobs[1].parameters["max_sentences"] == profiles.PROFILES["smoke"]["02"][
+            "max_sentences"]
 
 
 def test_control_init_choices_follow_the_model_loader():
