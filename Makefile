@@ -38,10 +38,11 @@ test: install ## lint, unit and integration tests, nbval on the golden smoke not
 	$(PY) -m ruff check .
 	$(PY) -m pytest -q
 
-smoke: install ## run every notebook on tiny subsets (seconds each); refreshes tests/golden/
+smoke: install ## run every notebook on tiny subsets (seconds each); writes only under .cache/smoke_outputs/
 	$(PY) -m analysis_utils run --profile smoke
 
-golden: smoke ## alias of smoke: regenerate the golden notebooks nbval checks
+golden: install ## smoke run; replaces tests/golden/ (nbval's notebooks) only if every notebook succeeds
+	$(PY) -m analysis_utils run --profile smoke --golden
 
 data: install ## download missing gold data into $BERTOLOGY_DATA_DIR, verifying checksums
 	$(PY) -m analysis_utils fetch-data

@@ -9,3 +9,24 @@ provenance).
 """
 
 __version__ = "0.1.0"
+
+# Set by the notebook driver (``pipeline``) for the kernels it starts: the folder holding the
+# driver's ``analysis_utils``. A kernel that imports another copy (an editable install of a
+# second checkout) would write and delete outputs in that other checkout, so it fails here.
+PACKAGE_ROOT_ENV = "BERTOLOGY_PACKAGE_ROOT"
+
+
+def _check_package_root() -> None:
+    import os
+
+    expected = os.environ.get(PACKAGE_ROOT_ENV)
+    here = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    if expected and os.path.normcase(os.path.realpath(expected)) != os.path.normcase(here):
+        raise ImportError(
+            f"this kernel imported analysis_utils from {here}, but the driver that started it "
+            f"runs the package in {expected} (${PACKAGE_ROOT_ENV}); another checkout's editable "
+            f"install or a PYTHONPATH entry shadows it. Put {expected} first on PYTHONPATH, "
+            f"or run the driver from the checkout that is installed.")
+
+
+_check_package_root()

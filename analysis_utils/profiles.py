@@ -2,10 +2,12 @@
 
 A notebook's ``parameters`` cell holds the full-run defaults. A profile overrides some of them;
 ``"*"`` applies to every notebook that has the parameter, a notebook prefix (``"01"``) to that
-notebook only.
+notebook only. Every override is checked, before anything runs, against the notebook's
+parameters cell (name and type) and the ranges declared in :mod:`analysis_utils.params`.
 
-- ``smoke``: the packaged model on tiny subsets, seconds per notebook; produces the golden
-  notebooks under ``tests/golden/`` that nbval re-runs.
+- ``smoke``: the packaged model on tiny subsets, seconds per notebook; writes under the cache
+  (``<cache>/smoke_outputs/``); ``run --profile smoke --golden`` (``make golden``) also refreshes
+  the golden notebooks under ``tests/golden/`` that nbval re-runs.
 - ``default``: the packaged model (all-MiniLM-L6-v2) on the full local data: the committed
   ``results/``, ``figures/`` and rendered notebooks.
 - ``paper``: ``bert-base-uncased`` as in both papers, for a connected GPU box.
