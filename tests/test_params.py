@@ -35,7 +35,7 @@ def test_every_profile_passes_the_checks_on_the_real_notebooks(profile):
 
 
 def test_control_init_choices_follow_the_model_loader():
-    from analysis_utils import models
+    from analysis_utils.engine import models
 
     for init in models.INITS:
         params.check_value("control_init", init, "random")
