@@ -1,4 +1,4 @@
-"""Command line: ``python -m analysis_utils {run,fetch-data,check-data} ...``."""
+"""Command line: ``python -m analysis_utils {run,fetch-data,check-data,check-cache} ...``."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ commands:
   run          execute the notebooks with a profile (smoke | default | paper)
   fetch-data   download missing gold data files into the data directory, checksummed
   check-data   report which gold data files are present, missing or corrupt
+  check-cache  verify every cached attention store (checksums); --fix repairs corrupt ones
 
 `python -m analysis_utils COMMAND --help` describes each command's options."""
 
@@ -28,6 +29,10 @@ def main(argv: list[str] | None = None) -> int:
         from .datasets import cli
 
         return cli(command, rest)
+    if command == "check-cache":
+        from .cache_check import cli as check_cache_cli
+
+        return check_cache_cli(rest)
     print(f"unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
     return 2
 
