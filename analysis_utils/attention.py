@@ -329,7 +329,9 @@ def check_store(directory: str | os.PathLike) -> StoreCheck:
             _check_files(d, meta)
     except CorruptStoreError as err:
         if err.stale:
-            return StoreCheck(d, "stale", err.problem)
+            size = sum(f.stat().st_size for f in d.iterdir() if f.is_file())
+            return StoreCheck(d, "stale", f"{err.problem}; delete the folder to free "
+                              f"{size / 1e6:,.1f} MB", [], size)
         if not complete:
             return StoreCheck(d, "incomplete", f"interrupted before its manifest was usable "
                               f"({err.problem}); the next extraction starts it again")
@@ -449,6 +451,22 @@ class AttentionStore:
     def __iter__(self) -> Iterator[np.ndarray]:
         for i in range(len(self)):
             yield self[i]
+
+    def read(self, i: int) -> np.ndarray:
+        """Entry i as a fresh ``(layers, heads, n_i, n_i)`` array read with a positioned read
+        (its pages never join this process's memory map) and checked against its checksum."""
+        i = range(len(self))[i]
+        n = int(self.lengths[i])
+        nbytes = self.num_layers * self.num_heads * n * n * self._maps.itemsize
+        with open(self.directory / "maps.f16", "rb") as fh:
+            buf = os.pread(fh.fileno(), nbytes, int(self.offsets[i]) * self._maps.itemsize)
+        if len(buf) != nbytes or sum64(buf) != int(self.checksums[i]):
+            _mark_damaged(self.directory, [i])
+            raise CorruptStoreError(self.directory, f"entry {i} of maps.f16 does not match its "
+                                    "checksum: the file changed after it was written",
+                                    entries=[i])
+        return np.frombuffer(buf, dtype=STORE_DTYPE).reshape(self.num_layers, self.num_heads,
+                                                             n, n)
 
     def damaged_entries(self) -> list[int]:
         """Check every entry against its checksum (reads the whole file); the bad indices."""
@@ -593,16 +611,23 @@ def extract_attention(
                                        "attn_implementation='eager' (models.load_model does)")
                 # float16 per layer on the model's device (no stacked copy of all layers),
                 # then each example's cropped maps are copied once into a contiguous block
-                # that is written straight from its buffer, checksummed while still in cache.
+                # that is written straight from its buffer. Its checksum is taken before the
+                # write, layer by layer while each copy is still in cache when the layers start
+                # on 8-byte words (sum64 adds up over word-aligned parts), else in one go.
                 layers16 = [a.to(torch.float16).cpu().numpy() for a in out.attentions]
                 del out
                 for b, i in enumerate(batch):
                     n = int(lengths[i])
                     block = np.empty((L, H, n, n), dtype=STORE_DTYPE)
+                    by_layer = (H * n * n * itemsize) % 8 == 0
+                    checksum = 0
                     for layer, a in enumerate(layers16):
                         block[layer] = a[b, :, :n, :n]
+                        if by_layer:
+                            checksum += sum64(block[layer])
+                    checksum = checksum & _MASK64 if by_layer else sum64(block)
                     os.pwrite(fd, memoryview(block).cast("B"), int(offsets[i]) * itemsize)
-                    pending.append((i, sum64(block)))
+                    pending.append((i, checksum))
                 bar.update(len(batch))
                 if time.perf_counter() - last_flush > flush_every_s:
                     flush()

@@ -93,6 +93,9 @@ def test_checksums_are_recorded_per_entry_and_match_the_file(tiny_loaded, tmp_pa
         start = int(store.offsets[i]) * 2
         assert start % 8 == 0
         assert int(meta["checksums"][i], 16) == sum64(raw[start:start + store[i].nbytes])
+    # both ways of summing while writing: by layer (2 heads x n^2 x 2 bytes on 8-byte words,
+    # n even) and in one go (n odd)
+    assert {int(n) % 2 for n in store.lengths} == {0, 1}
     assert store.damaged_entries() == []
     assert (store.directory / "COMPLETE").read_text().split()[0] == store.key
     assert not (store.directory / "progress.json").exists()
@@ -106,6 +109,9 @@ def test_flipped_byte_is_refused_on_read_and_only_that_entry_is_reextracted(coun
     _flip_byte(store, 3)
     reopened = AttentionStore(store.directory)  # cheap checks pass: the size is right
     np.testing.assert_array_equal(reopened[2], expected[2])
+    with pytest.raises(CorruptStoreError, match="entry 3 of maps.f16 does not match"):
+        reopened.read(3)  # the positioned-read path (no memory map) checks too
+    np.testing.assert_array_equal(reopened.read(4), expected[4])
     with pytest.raises(CorruptStoreError, match="entry 3 .* does not match its checksum") as ei:
         reopened[3]
     _assert_names_folder_and_fix(ei.value, store.directory)
@@ -206,7 +212,8 @@ def test_old_format_store_is_never_read_as_valid(tiny_loaded, tmp_path, monkeypa
     with pytest.raises(CorruptStoreError, match="engine version '2'.*reads '1' only") as ei:
         AttentionStore(store.directory)
     assert ei.value.stale
-    assert check_store(store.directory).status == "stale"
+    stale = check_store(store.directory)
+    assert stale.status == "stale" and not stale.problem and "delete the folder" in stale.detail
 
 
 # --- interrupted runs --------------------------------------------------------------------
