@@ -13,6 +13,7 @@ commands:
   fetch-data   download missing gold data files into the data directory, checksummed
   check-data   report which gold data files are present, missing or corrupt
   validate     check CoNLL-U files of your own (--coref: and their coreference brackets)
+  check-cache  verify every cached attention store (checksums); --fix repairs corrupt ones
 
 `python -m analysis_utils COMMAND --help` describes each command's options."""
 
@@ -43,6 +44,10 @@ def main(argv: list[str] | None = None) -> int:
         from .data.validate import main as validate_main
 
         return validate_main(rest)
+    if command == "check-cache":
+        from .engine.cache_check import cli as check_cache_cli
+
+        return check_cache_cli(rest)
     print(f"unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
     return 2
 

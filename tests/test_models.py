@@ -1,7 +1,13 @@
+import shutil
+import socket
+import threading
+import time
+
 import pytest
 import torch
 from transformers import AutoModel
 
+from analysis_utils.engine import models
 from analysis_utils.engine.models import ModelError, check_attentions, load_model
 
 
@@ -59,3 +65,121 @@ def test_packaged_minilm_identity():
     assert lm.identity["do_lower_case"] is True
     assert lm.tokenizer.convert_ids_to_tokens([lm.special_ids["cls"], lm.special_ids["sep"]]) \
         == ["[CLS]", "[SEP]"]
+
+
+# --- loading errors: folders without a model, hub ids without a hub -------------------------
+
+def _copy_model_folder(src, dst, skip=()):
+    dst.mkdir(parents=True)
+    for f in src.iterdir():
+        if f.name not in skip:
+            shutil.copy(f, dst / f.name)
+    return dst
+
+
+def test_folder_with_only_a_config_says_what_is_missing(tmp_path):
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(ModelError) as ei:
+        load_model(str(tmp_path), device="cpu")
+    msg = str(ei.value)
+    assert "is not a model folder" in msg and str(tmp_path) in msg
+    assert "tokenizer files (one of tokenizer.json, vocab.txt" in msg and "weights" in msg
+    assert "config.json;" not in msg.split("lacks")[1].split("It holds")[0]
+    assert "sentencepiece or tiktoken" not in msg and "backend tokenizer" not in msg
+
+
+def test_folder_without_config_or_with_tokenizer_config_only(tiny_model_dir, tmp_path):
+    no_config = _copy_model_folder(tiny_model_dir, tmp_path / "a", skip=("config.json",))
+    with pytest.raises(ModelError, match=r"lacks config\.json\. It holds"):
+        load_model(str(no_config), device="cpu")
+    tok_config_only = _copy_model_folder(tiny_model_dir, tmp_path / "b", skip=("vocab.txt",))
+    with pytest.raises(ModelError, match="lacks tokenizer files .*tokenizer_config.json alone"):
+        load_model(str(tok_config_only), device="cpu")
+    empty = tmp_path / "c"
+    empty.mkdir()
+    with pytest.raises(ModelError, match="lacks config.json; tokenizer files .*; weights"):
+        load_model(str(empty), device="cpu")
+
+
+def test_missing_folder_is_not_sent_to_the_hub(tmp_path):
+    with pytest.raises(ModelError, match="neither an existing folder .* nor a valid"):
+        load_model(str(tmp_path / "no" / "such" / "model"), device="cpu")
+
+
+def _blocked_network(monkeypatch):
+    """Fail the test on any connection attempt other than the hub probe's."""
+    def refuse(*a, **k):
+        raise AssertionError("a network connection was attempted")
+    monkeypatch.setattr(socket, "create_connection", refuse)
+
+
+FAKE_HUB_ID = "no-such-org-4f1c/no-such-model-9b27"
+
+
+def test_hub_id_offline_fails_fast_with_the_fix(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    _blocked_network(monkeypatch)
+    t0 = time.perf_counter()
+    with pytest.raises(ModelError) as ei:
+        load_model(FAKE_HUB_ID, device="cpu")
+    assert time.perf_counter() - t0 < 2.0
+    msg = str(ei.value)
+    assert "neither a local folder nor in the local Hugging Face hub cache" in msg
+    assert "hub is unreachable (HF_HUB_OFFLINE is set" in msg
+    assert "local folder" in msg and f"hf download {FAKE_HUB_ID}" in msg and "'minilm'" in msg
+
+
+def _online_mode(monkeypatch, endpoint):
+    from huggingface_hub import constants
+
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HF_ENDPOINT", endpoint)
+    for var in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy"):
+        monkeypatch.delenv(var, raising=False)
+
+
+def test_hub_id_with_unreachable_hub_fails_fast(monkeypatch):
+    # Nothing listens on the local discard port: the probe is refused at once, no real network.
+    _online_mode(monkeypatch, "http://127.0.0.1:9")
+    t0 = time.perf_counter()
+    with pytest.raises(ModelError, match=r"hub is unreachable \(http://127.0.0.1:9: "):
+        load_model(FAKE_HUB_ID, device="cpu")
+    assert time.perf_counter() - t0 < 3.0
+
+
+def test_hub_probe_is_bounded_when_the_network_hangs(monkeypatch):
+    # A black hole: the connection attempt never returns. The probe gives up on its own clock.
+    _online_mode(monkeypatch, "https://hub.invalid")
+    release = threading.Event()
+
+    def hang(*args, **kwargs):
+        release.wait(60)
+        raise OSError("released by the test")
+
+    monkeypatch.setattr(socket, "create_connection", hang)
+    monkeypatch.setattr(models, "HUB_PROBE_TIMEOUT_S", 0.5)
+    t0 = time.perf_counter()
+    try:
+        with pytest.raises(ModelError, match=r"unreachable \(https://hub.invalid: no answer"):
+            load_model(FAKE_HUB_ID, device="cpu")
+        assert time.perf_counter() - t0 < 2.0
+    finally:
+        release.set()
+
+
+def test_hub_id_in_the_local_hub_cache_loads_without_the_hub(tiny_model_dir, tmp_path,
+                                                             monkeypatch):
+    from huggingface_hub import constants
+
+    repo = tmp_path / "models--fakeorg--tiny-bert"
+    _copy_model_folder(tiny_model_dir, repo / "snapshots" / ("a" * 40))
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text("a" * 40)
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path))
+    _online_mode(monkeypatch, "http://127.0.0.1:9")  # hub unreachable: local files only
+    lm = load_model("fakeorg/tiny-bert", device="cpu")
+    assert (lm.num_layers, lm.num_heads) == (2, 2)
+    assert lm.identity["weights_sha256"] == load_model(str(tiny_model_dir),
+                                                       device="cpu").identity["weights_sha256"]

