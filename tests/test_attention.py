@@ -13,6 +13,8 @@ from analysis_utils.engine.attention import (
     word_conversion_matrices,
     word_level,
 )
+from analysis_utils.engine.interventions import intervene
+from analysis_utils.engine.models import load_model
 
 
 def _inputs(n_items=9, seed=0):
@@ -68,6 +70,33 @@ def test_changed_input_or_model_changes_key(tiny_loaded):
     assert cache_key({**tiny_loaded.identity, "init": "random"}, items) != base
     assert cache_key(tiny_loaded.identity, items[:-1]) != base
     assert cache_key(tiny_loaded.identity, list(items)) == base
+
+
+def test_weights_changed_in_memory_never_get_the_old_maps(tiny_model_dir, tmp_path):
+    """One in-place weight change (as a fine-tuning step makes) must give a new cache entry
+    with the new model's maps, not the maps cached for the weights at load time."""
+    lm = load_model(str(tiny_model_dir), device="cpu")
+    items = _inputs(4)
+    before = extract_attention(lm, items, cache_dir=tmp_path, progress=False)
+    with torch.no_grad():
+        lm.model.encoder.layer[0].attention.self.query.weight.mul_(3.0)
+    after = extract_attention(lm, items, cache_dir=tmp_path, progress=False)
+    assert after.directory != before.directory
+    np.testing.assert_allclose(after[0], _reference(lm, items[0]), atol=1e-3)
+    assert not np.allclose(after[0][0], before[0][0], atol=1e-3)
+
+
+def test_maps_under_an_intervention_are_keyed_apart(tiny_loaded, tmp_path):
+    items = _inputs(4)
+    plain = extract_attention(tiny_loaded, items, cache_dir=tmp_path, progress=False)
+    with intervene(tiny_loaded, uniform=[(0, 1)]):
+        disabled = extract_attention(tiny_loaded, items, cache_dir=tmp_path, progress=False)
+    assert disabled.directory != plain.directory
+    n = len(items[0])
+    np.testing.assert_allclose(disabled[0][0, 1], np.full((n, n), 1 / n), atol=1e-3)
+    assert not np.allclose(plain[0][0, 1], 1 / n, atol=1e-3)
+    again = extract_attention(tiny_loaded, items, cache_dir=tmp_path, progress=False)
+    assert again.directory == plain.directory  # leaving the context restores the plain key
 
 
 def test_interrupted_run_resumes_without_recomputing(tiny_loaded, tmp_path, monkeypatch):

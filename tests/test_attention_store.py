@@ -15,6 +15,7 @@ from analysis_utils.engine.attention import (
     extract_attention,
     sum64,
 )
+from analysis_utils.engine.fingerprint import model_state
 
 FIX = "python -m analysis_utils check-cache --fix"
 
@@ -207,8 +208,10 @@ def test_inconsistent_manifest_or_marker_is_refused(tiny_loaded, tmp_path):
 
 def test_old_format_store_is_never_read_as_valid(tiny_loaded, tmp_path, monkeypatch):
     items, store, _ = _store(tiny_loaded, tmp_path)
+    state = model_state(tiny_loaded.model)
+    assert attention.cache_key(tiny_loaded.identity, items, state) == store.key
     monkeypatch.setattr(attention, "ENGINE_VERSION", "1")
-    assert attention.cache_key(tiny_loaded.identity, items) != store.key
+    assert attention.cache_key(tiny_loaded.identity, items, state) != store.key
     with pytest.raises(CorruptStoreError, match="engine version '2'.*reads '1' only") as ei:
         AttentionStore(store.directory)
     assert ei.value.stale

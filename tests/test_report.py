@@ -14,6 +14,7 @@ import pytest
 from analysis_utils import paths, report
 from analysis_utils.__main__ import main
 from analysis_utils.engine.attention import as_inputs, cache_key
+from analysis_utils.engine.fingerprint import model_state
 from analysis_utils.engine.models import load_model, portable_source
 
 
@@ -58,7 +59,8 @@ def test_cache_key_does_not_depend_on_where_the_model_folder_lives(tiny_model_di
     la, lb = load_model(str(a), device="cpu"), load_model(str(b), device="cpu")
     assert la.identity == lb.identity
     items = as_inputs([{"input_ids": [2, 7, 8, 3]}])
-    assert cache_key(la.identity, items) == cache_key(lb.identity, items)
+    assert (cache_key(la.identity, items, model_state(la.model))
+            == cache_key(lb.identity, items, model_state(lb.model)))
 
 
 def test_hub_id_is_recorded_as_such():

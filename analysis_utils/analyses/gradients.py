@@ -37,6 +37,7 @@ import torch
 from torch import nn
 
 from .. import training
+from ..engine.fingerprint import weights_fingerprint
 from ..engine.interventions import intervene
 
 TARGETS = ("[SEP]", "./,", "other")
@@ -484,6 +485,8 @@ def _head_cache_key(loaded, texts: Sequence[str], settings: dict) -> str:
     import hashlib
 
     ident = {k: loaded.identity.get(k) for k in ("name", "weights_sha256", "init", "seed")}
+    # the head is fitted on the encoder as it is in memory, not as its checkpoint file was
+    ident["weights"] = weights_fingerprint(loaded.model)
     h = hashlib.sha256(json.dumps({"identity": ident, "settings": settings,
                                    "version": MLM_HEAD_VERSION}, sort_keys=True).encode())
     for t in texts:

@@ -21,7 +21,6 @@ probe over gold (dependent, head) pairs, for the layer x head figure.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
@@ -46,27 +45,11 @@ def special_positions(is_special: np.ndarray) -> tuple[int, int]:
 
 
 def _piece_map_reader(store):
-    """``(i -> (layers, heads, t, t) maps, close)`` for a store: positioned reads from an
-    AttentionStore's file (see the module docstring), plain indexing for anything else."""
-    directory = getattr(store, "directory", None)
-    if directory is None or not hasattr(store, "offsets"):
-        return store.__getitem__, lambda: None
-    from ..engine.attention import STORE_DTYPE
-
-    fd = os.open(os.path.join(directory, "maps.f16"), os.O_RDONLY)
-    itemsize = np.dtype(STORE_DTYPE).itemsize
-    shape = (store.num_layers, store.num_heads)
-
-    def read(i: int) -> np.ndarray:
-        n = int(store.lengths[i])
-        size = shape[0] * shape[1] * n * n
-        buf = os.pread(fd, size * itemsize, int(store.offsets[i]) * itemsize)
-        if len(buf) != size * itemsize:
-            raise OSError(f"short read of input {i} from {directory}: the store is damaged; "
-                          "delete it and extract again")
-        return np.frombuffer(buf, dtype=STORE_DTYPE).reshape(*shape, n, n)
-
-    return read, lambda: os.close(fd)
+    """``(i -> (layers, heads, t, t) maps, close)`` for a store: the AttentionStore's positioned,
+    checksum-verified reads (see the module docstring), plain indexing for anything else."""
+    if hasattr(store, "read"):
+        return store.read, lambda: None
+    return store.__getitem__, lambda: None
 
 
 def iter_probe_sentences(sentences: Sequence, store=None,

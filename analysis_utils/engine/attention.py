@@ -52,6 +52,7 @@ import torch
 from tqdm import tqdm
 
 from .. import paths
+from .fingerprint import model_state
 
 # 2: per-entry checksums, entries aligned to 8 bytes, COMPLETE holds key + manifest sha256.
 ENGINE_VERSION = "2"
@@ -92,12 +93,16 @@ def as_inputs(items: Sequence) -> list[ModelInput]:
     return out
 
 
-def cache_key(identity: dict, inputs: Sequence[ModelInput]) -> str:
-    """Content address of an extraction: model identity + exact inputs + engine settings."""
+def cache_key(identity: dict, inputs: Sequence[ModelInput], state: dict | None = None) -> str:
+    """Content address of an extraction: model identity, the model's state at extraction time
+    (``state``: :func:`~analysis_utils.engine.fingerprint.model_state`, i.e. the fingerprint
+    of its in-memory weights and the active intervention), exact inputs, engine settings.
+    A model changed in memory (a fine-tuning step) or run under an intervention gets a new
+    key, never the plain model's maps."""
     h = hashlib.sha256()
     ident = {k: identity.get(k) for k in ("name", "source", "revision", "weights_sha256",
                                           "init", "seed", "num_layers", "num_heads")}
-    h.update(json.dumps({"identity": ident, "dtype": np.dtype(STORE_DTYPE).name,
+    h.update(json.dumps({"identity": ident, "state": state, "dtype": np.dtype(STORE_DTYPE).name,
                          "engine": ENGINE_VERSION}, sort_keys=True).encode())
     for x in inputs:
         h.update(np.asarray(x.input_ids, dtype=np.int64).tobytes())
@@ -546,7 +551,7 @@ def extract_attention(
     if too_long:
         raise ValueError(f"{len(too_long)} inputs are longer than the model's "
                          f"{max_pos} positions (first: #{too_long[0]}); truncate them first")
-    key = cache_key(loaded.identity, inputs)
+    key = cache_key(loaded.identity, inputs, model_state(loaded.model))
     root = paths.cache_dir(cache_dir) / "attention" / key
     if (root / "COMPLETE").exists():
         store = _open_or_repair(root, verify)

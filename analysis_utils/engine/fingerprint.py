@@ -64,3 +64,14 @@ def weights_fingerprint(model) -> str:
             seen[ident] = name
         digest.update(_tensor_bytes(t))
     return digest.hexdigest()
+
+
+def model_state(model) -> dict:
+    """What a cache key needs to know about a model beyond its identity: the fingerprint of
+    its in-memory weights and the intervention active on it (None outside one).
+
+    model: a torch model or an object holding one in ``.model`` (e.g. LoadedModel)."""
+    from .interventions import active_intervention
+
+    module = model.model if not isinstance(model, nn.Module) and hasattr(model, "model") else model
+    return {"weights": weights_fingerprint(module), "intervention": active_intervention(module)}
