@@ -44,19 +44,10 @@ import numpy as np
 import pandas as pd
 
 from ..data.ontogum import CorefDocument, Mention
+from ..heads import head_label
+from ..papers import CLARK_TABLE2
 
 SYSTEMS = ("nearest", "head_match", "head_match_fallback", "rule_based")
-
-# The PAPER's Table 2 (Clark et al. 2019; from shared/papers/reference_numbers.md), in %:
-# system -> (All, Pronoun, Proper, Nominal). Published numbers, not results. CoNLL-2012,
-# documents truncated to 128 tokens; "neural" is not comparable (full documents).
-PAPER_TABLE2 = {
-    "nearest": (27, 29, 29, 19),
-    "head_match": (52, 47, 67, 40),
-    "rule_based": (69, 70, 77, 60),
-    "neural": (83, None, None, None),
-    "head 5-4": (65, 64, 73, 58),
-}
 
 # --- windows --------------------------------------------------------------------------------
 
@@ -373,15 +364,15 @@ def table2(head_scores: pd.DataFrame, baseline_scores: pd.DataFrame,
                                           values="accuracy", sort=False)
     hs = keep(head_scores)
     hs = hs[(hs["layer"] == layer) & (hs["head"] == h)]
-    row = hs.set_index("group")["accuracy"].rename(f"head {layer + 1}-{h + 1}")
+    row = hs.set_index("group")["accuracy"].rename(f"head {head_label(layer, h)}")
     out = pd.concat([b.reindex(list(SYSTEMS)), row.to_frame().T]) * 100.0
     out.insert(0, "source", "this run")
     cols = ["source", "All"] + [c for c in out.columns if c not in ("source", "All")]
     out = out[cols]
     if with_paper and breakdown == "type":
         paper = pd.DataFrame(
-            [("paper", *v) for v in PAPER_TABLE2.values()],
-            index=[f"paper: {k}" for k in PAPER_TABLE2],
+            [("paper", *v) for v in CLARK_TABLE2.values()],
+            index=[f"paper: {k}" for k in CLARK_TABLE2],
             columns=["source", "All", "pronoun", "proper", "nominal"])
         out = pd.concat([out, paper])
     return out

@@ -38,6 +38,9 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from ..heads import head_label
+from ..papers import BERT_BASE_LAYERS, CLARK_SECTION3
+
 WEIGHTINGS = ("example", "token")
 
 
@@ -417,7 +420,7 @@ def heads_above(df: pd.DataFrame, column: str, threshold: float) -> list[str]:
     """Heads whose ``column`` is strictly above ``threshold``, as ``"layer-head"`` strings
     (1-based), in layer then head order."""
     sel = df[df[column] > threshold].sort_values(["layer", "head"])
-    return [f"{int(r.layer)}-{int(r.head)}" for r in sel.itertuples()]
+    return [head_label(r.layer - 1, r.head - 1) for r in sel.itertuples()]  # frames: 1-based
 
 
 def split_word_share(word_ids_list: Iterable[Sequence[int | None]]) -> float:
@@ -446,24 +449,11 @@ def split_word_share(word_ids_list: Iterable[Sequence[int | None]]) -> float:
 
 # ---------------------------------------------------------------------------------------
 # Section 3 summary: the heads to show, and the paper-vs-run table
-
-#: Clark et al. Section 3 claims for BERT-base (12 layers), from reference_numbers.md.
-PAPER_SECTION3 = {
-    "previous": "4 heads (layers 2, 4, 7, 8)",
-    "next": "5 heads (layers 1, 2, 2, 3, 6)",
-    "sep_share": "> 50% in layers 6-10",
-    "sep_to_sep": "> 90% for some heads",
-    "layer_order": "early [CLS], middle [SEP], deep ./,",
-    "sep_gradient": "very small from layer 5",
-    "broad_layer1": "high-entropy heads, <= ~10% on any word",
-    "cls_entropy_last": "3.89 nats",
-    "split_words": "about 8%",
-}
-PAPER_LAYERS = 12
+# (the paper's claims: analysis_utils.papers.CLARK_SECTION3)
 
 
 def matching_layers(paper_layers: Sequence[int], num_layers: int,
-                    paper_total: int = PAPER_LAYERS) -> list[int]:
+                    paper_total: int = BERT_BASE_LAYERS) -> list[int]:
     """Layers of a ``num_layers`` model at the same relative depth as the paper's BERT-base
     layers (1-based): layer ``l`` of 12 maps to ``ceil(l * num_layers / 12)``.
     ``matching_layers(range(6, 11), 6) == [3, 4, 5]``; identity for a 12-layer model."""
@@ -534,13 +524,13 @@ def section3_comparison(stats: dict[str, dict[str, pd.DataFrame]], split_share: 
     the row covers when the paper names layers).
     """
     mid = matching_layers(range(6, 11), num_layers)
-    late = matching_layers(range(5, PAPER_LAYERS + 1), num_layers)
+    late = matching_layers(range(5, BERT_BASE_LAYERS + 1), num_layers)
     uni = stats["model"]["token_class"].attrs["uniform"]
     uni_ent = stats["model"]["entropy"].attrs["uniform"]
     rows = []
 
     def row(claim, key, fn, uniform="", layers=""):
-        rows.append({"claim": claim, "paper (BERT-base)": PAPER_SECTION3.get(key, ""),
+        rows.append({"claim": claim, "paper (BERT-base)": CLARK_SECTION3.get(key, ""),
                      "model": fn(stats["model"]),
                      "control": fn(stats["control"]) if "control" in stats else "",
                      "uniform head": uniform, "layers of this model": layers})
@@ -562,7 +552,7 @@ def section3_comparison(stats: dict[str, dict[str, pd.DataFrame]], split_share: 
     row("layer with most attention to [CLS] / [SEP] / ./,", "layer_order",
         lambda s: _argmax_layers(s["token_class"]), "", f"1-{num_layers}")
     rows.append({"claim": "|grad| of MLM loss w.r.t. attention to [SEP], vs. other tokens",
-                 "paper (BERT-base)": PAPER_SECTION3["sep_gradient"],
+                 "paper (BERT-base)": CLARK_SECTION3["sep_gradient"],
                  "model": _grad_ratio(grad, "[SEP]", late), "control": "not computed",
                  "uniform head": "", "layers of this model": f"{late[0]}-{late[-1]}"})
     if grad is not None and "[CLS]" in set(grad["target"]):
@@ -572,13 +562,13 @@ def section3_comparison(stats: dict[str, dict[str, pd.DataFrame]], split_share: 
                      "layers of this model": f"{late[0]}-{late[-1]}"})
     row("layer-1 heads: mean max weight (broadest head)", "broad_layer1",
         lambda s: (lambda e: f"{_pct(e['max_weight'].min())} "
-                   f"(head 1-{int(e.loc[e['entropy'].idxmax(), 'head'])}, "
+                   f"(head {head_label(0, e.loc[e['entropy'].idxmax(), 'head'] - 1)}, "
                    f"{e['entropy'].max():.2f} nats)")(s["entropy"][s["entropy"]["layer"] == 1]),
         f"{_pct(uni_ent['max_weight'])}, {uni_ent['entropy']:.2f} nats", "1")
     row("entropy from [CLS], last layer (nats)", "cls_entropy_last",
         lambda s: f"{layer_means(s['entropy'], ['entropy_cls'])['entropy_cls'].iloc[-1]:.2f}",
         f"{uni_ent['entropy_cls']:.2f}", str(num_layers))
     rows.append({"claim": "words split into several pieces", "paper (BERT-base)":
-                 PAPER_SECTION3["split_words"], "model": _pct(split_share),
+                 CLARK_SECTION3["split_words"], "model": _pct(split_share),
                  "control": "(same tokenizer)", "uniform head": "", "layers of this model": ""})
     return pd.DataFrame(rows)

@@ -42,6 +42,9 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from ..heads import head_label
+from ..papers import CLARK_TABLE1
+
 DIRECTIONS = ("dep2head", "head2dep")
 ALL = "All"
 POSSESSIVE_CLITICS = frozenset({"'s", "'", "\u2019s", "\u2019", "s"})
@@ -81,29 +84,6 @@ TABLE1_UD_RELATIONS = tuple(SD_TO_UD[sd] for sd in (
     "All", "pobj", "det", "nn", "nsubj", "amod", "dobj", "advmod", "aux", "poss", "auxpass",
     "ccomp", "mark", "prt"))
 
-# The PAPER's Table 1 (Clark et al. 2019; copied from shared/papers/reference_numbers.md).
-# These are published numbers to compare against, not results of this code.
-# sd relation -> (best head "layer-head" 1-based, accuracy %, baseline %, baseline offset,
-# best direction). Directions: the paper says dependent->head is best for every relation
-# except pobj. Known caveat (authors' notebook): its stored run gives auxpass 94.1 with
-# baseline 82.5 and All 34.7 / 26.7.
-PAPER_TABLE1 = {
-    "All": ("7-6", 34.5, 26.3, 1, "dep2head"),
-    "prep": ("7-4", 66.7, 61.8, -1, "dep2head"),
-    "pobj": ("9-6", 76.3, 34.6, -2, "head2dep"),
-    "det": ("8-11", 94.3, 51.7, 1, "dep2head"),
-    "nn": ("4-10", 70.4, 70.2, 1, "dep2head"),
-    "nsubj": ("8-2", 58.5, 45.5, 1, "dep2head"),
-    "amod": ("4-10", 75.6, 68.3, 1, "dep2head"),
-    "dobj": ("8-10", 86.8, 40.0, -2, "dep2head"),
-    "advmod": ("7-6", 48.8, 40.2, 1, "dep2head"),
-    "aux": ("4-10", 81.1, 71.5, 1, "dep2head"),
-    "poss": ("7-6", 80.5, 47.7, 1, "dep2head"),
-    "auxpass": ("4-10", 82.5, 40.5, 1, "dep2head"),
-    "ccomp": ("8-1", 48.8, 12.4, -2, "dep2head"),
-    "mark": ("8-2", 50.7, 14.5, 2, "dep2head"),
-    "prt": ("6-7", 99.1, 91.4, -1, "dep2head"),
-}
 
 
 def _unpack(item) -> tuple[object, np.ndarray, np.ndarray, np.ndarray]:
@@ -335,11 +315,6 @@ def best_heads(scores: pd.DataFrame) -> pd.DataFrame:
     return scores.loc[idx.values].reset_index(drop=True)
 
 
-def head_label(layer: int, head: int) -> str:
-    """0-based (layer, head) -> the papers' 1-based ``"layer-head"``."""
-    return f"{int(layer) + 1}-{int(head) + 1}"
-
-
 def table1(scores: pd.DataFrame, baselines: pd.DataFrame,
            relations: Sequence[str] | None = None, with_paper: bool = True) -> pd.DataFrame:
     """Table 1: per relation the best head and direction beside the best fixed offset.
@@ -370,7 +345,7 @@ def table1(scores: pd.DataFrame, baselines: pd.DataFrame,
         row["n"] = int(h["total"])
         if with_paper:
             sd = UD_TO_SD.get(rel)
-            p = PAPER_TABLE1.get(sd) if sd else None
+            p = CLARK_TABLE1.get(sd) if sd else None
             row.update(sd_relation=sd, paper_head=p[0] if p else None,
                        paper_direction=p[4] if p else None,
                        paper_accuracy=p[1] if p else np.nan,
@@ -383,7 +358,7 @@ def table1(scores: pd.DataFrame, baselines: pd.DataFrame,
 def paper_table1() -> pd.DataFrame:
     """The paper's Table 1 as a DataFrame (published numbers, for comparison)."""
     return pd.DataFrame(
-        [(sd, SD_TO_UD.get(sd), *v) for sd, v in PAPER_TABLE1.items()],
+        [(sd, SD_TO_UD.get(sd), *v) for sd, v in CLARK_TABLE1.items()],
         columns=["sd_relation", "ud_relation", "head", "accuracy", "baseline", "offset",
                  "direction"])
 
