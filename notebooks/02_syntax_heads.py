@@ -225,7 +225,7 @@ print(syntax.describe_margins(tables["model"], wide=wide_margin))
 # %% [markdown]
 # ## Accuracy over layers x heads, per relation
 #
-# Each panel shows every head in the relation's best direction; the red box is the best head.
+# Each panel shows every head in the relation's best direction; the box marks the best head.
 
 # %%
 fig = syntax_plots.relation_heatmaps(

@@ -52,7 +52,6 @@ causal = False  # True: only earlier words may be predicted
 import time
 
 import matplotlib
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
@@ -61,6 +60,7 @@ from analysis_utils.analyses import coref
 from analysis_utils.data import ontogum
 from analysis_utils.engine import attention, wordmaps
 from analysis_utils.engine.models import load_model
+from analysis_utils.plotting import grid as grid_plots
 from analysis_utils.plotting import syntax as syntax_plots
 
 matplotlib.rcParams["figure.dpi"] = 90
@@ -214,18 +214,18 @@ print(best_by_group.round(1).to_string(index=False))
 # %% [markdown]
 # ## Accuracy over layers x heads
 #
-# The red box marks the best head; model and control on the same scale.
+# The box marks the best head; model and control on the same scale.
 
 # %%
 grids = {lbl: df[df["breakdown"] == "all"].pivot(index="layer", columns="head",
                                                  values="accuracy").to_numpy() * 100
          for lbl, df in head_scores.items()}
-vmax = max(np.nanmax(g) for g in grids.values())
-fig, axes = plt.subplots(1, 2, figsize=(12, 3.2), constrained_layout=True)
-for ax, g, name in zip(axes, grids.values(), [lm.label, control.label], strict=True):
-    syntax_plots.head_grid(g, ax=ax, vmax=vmax, mark=np.unravel_index(np.nanargmax(g), g.shape),
-                              title=f"{name}: best {np.nanmax(g):.1f}%")
-fig.suptitle(f"Antecedent selection accuracy per head (all mentions); {data_label}", fontsize=10)
+fig = grid_plots.head_grids(
+    {f"{name}: best {np.nanmax(g):.1f}%": g
+     for name, g in zip([lm.label, control.label], grids.values(), strict=True)},
+    vmin=0, vmax=max(np.nanmax(g) for g in grids.values()), marks="max", colorbar="shared",
+    colorbar_label="accuracy (%)",
+    suptitle=f"Antecedent selection accuracy per head (all mentions); {data_label}")
 _ = run.figure(fig, "head_heatmap")
 
 # %% [markdown]

@@ -72,7 +72,6 @@ import warnings
 import matplotlib
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 from sklearn.model_selection import StratifiedKFold
 
 from analysis_utils import paths, report
@@ -348,16 +347,10 @@ print(f"GLUE maps classified in {time.perf_counter() - t0:.1f} s")
 proportions = pd.DataFrame(props)
 run.table(proportions, "type_proportions",
           caption=f"Share of each map type over all heads x examples per GLUE dev set ({chosen_clf} classifier)")
-fig = Figure(figsize=(7.5, 4.0))
-ax = fig.add_subplot(1, 1, 1)
-proportions.set_index("task")[list(maptypes.MAP_TYPES)].mul(100).plot.bar(
-    stacked=True, ax=ax, colormap="tab10", width=0.7, rot=0)
-ax.set_ylabel("% of maps (all heads, all examples)")
-ax.set_xlabel("")
-ax.set_title(f"Attention-map types per GLUE dev set, {lm.label}\n({chosen_clf} classifier; "
-             f"every head of the first {glue_max_examples or 'all'} dev examples per task)", fontsize=10)
-ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
-fig.tight_layout()
+fig = maptype_plots.type_proportions_plot(
+    proportions, maptypes.MAP_TYPES,
+    title=f"Attention-map types per GLUE dev set, {lm.label}\n({chosen_clf} classifier; "
+          f"every head of the first {glue_max_examples or 'all'} dev examples per task)")
 run.figure(fig, "type_proportions")
 proportions
 
