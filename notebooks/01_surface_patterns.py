@@ -90,6 +90,16 @@ pd.Series(segset.report).to_frame("value")
 #
 # Maps are stored as float16 per segment, cropped to its real length, and read back
 # memory-mapped; a rerun with the same model and segments reads the cache.
+#
+# **Averaging.** As in the authors' released notebook, each statistic is first averaged over
+# the eligible attending tokens of one segment, then over segments (`weighting="example"` in
+# `analysis_utils.analyses.surface`); `"token"` would let every eligible attending token of
+# the corpus count once (a pooled mean). The two differ only through the spread of segment
+# lengths; both are exact means. Beside each statistic the tables keep what a head attending
+# uniformly over the segment's real tokens would score under the same averaging (e.g. `2/n`
+# of attention on two `[SEP]` tokens, `log n` nats of entropy), the "uniform" baselines of
+# the figures and of the paper-vs-run table. Special tokens are found by id, never by
+# string, so `<s>`/`</s>` of RoBERTa-like models work the same way.
 
 # %%
 store, store_ctrl = notebook.attention_maps(segments, [lm, control], "segments", progress=True)
@@ -151,16 +161,22 @@ layer_shares
 # %% [markdown]
 # ## Gradient-based importance of attention (Figure 3)
 #
-# The magnitude of the gradient of the masked-LM loss with respect to each attention weight,
-# averaged per layer over attention to `[CLS]`, `[SEP]`, periods/commas and other tokens.
+# The paper computes "the magnitude of the gradient of the loss from BERT's masked language
+# modeling task with respect to each attention weight"; here it is averaged per layer over
+# attention to `[CLS]`, `[SEP]`, periods/commas and other tokens. The gradients are taken
+# with respect to the attention probabilities themselves, recorded during the forward pass
+# (`gradients.register_capture_attention`: BERT's forward in transformers 5.x no longer
+# takes a `head_mask`); no model parameter is touched.
 #
 # **Deviation.** all-MiniLM-L6-v2 is a sentence encoder and ships no masked-LM head. We fit
-# BERT's head architecture (decoder tied to the frozen word embeddings) on the frozen
-# encoder over WikiText paragraphs that are *not* in any analysed segment, and report its
-# held-out masked-token accuracy beside always predicting the most frequent token. A
-# checkpoint with its own head (e.g. `bert-base-uncased`) uses that head instead. Gradients
-# through a fitted head measure what matters to that head; when its accuracy is close to the
-# baseline, read this figure as tentative. `[CLS]` is split out from "other" because this
+# BERT's head architecture (dense + GELU + LayerNorm + decoder, the decoder tied to the
+# frozen word embeddings) on the frozen encoder over WikiText paragraphs that are *not* in
+# any analysed segment, and report its held-out masked-token accuracy beside always
+# predicting the most frequent token. A checkpoint whose weights contain its own head
+# (`cls.predictions.*` for BERT, `lm_head.*` for RoBERTa-like models, e.g.
+# `bert-base-uncased`) uses that head instead. Gradients through a fitted head measure what
+# matters to that head, so the figure is only as meaningful as the head: its accuracy is
+# printed beside it, and when that is close to the baseline, read this figure as tentative. `[CLS]` is split out from "other" because this
 # model's attention sink is `[CLS]` (section above).
 
 # %%

@@ -141,11 +141,21 @@ store, store_ctrl = notebook.attention_maps(enc.inputs(), [lm, control], "senten
 # %% [markdown]
 # ## Accuracy of every head, both directions, and the fixed-offset baselines
 #
-# For each word, a head predicts the most-attended-to other word of the sentence (row argmax:
-# dependent -> head; column argmax: head -> dependent), never the word itself or a special
-# token. ROOT is never a candidate, so a head is always wrong on the root word; as in the
-# authors' notebook, "All" still counts every word (root and punctuation included), so it
-# stays comparable with the paper's "All".
+# The conventions follow the authors' released notebook (see `implementation_notes.md`):
+#
+# - **Prediction.** For word *d* a head predicts, in direction dependent -> head
+#   (`dep2head`), the word *d* attends to most (the argmax of row *d*); in direction
+#   head -> dependent (`head2dep`), the word that attends most to *d* (the argmax of column
+#   *d*). Either way *d* is right when the predicted word is its gold head. The word itself
+#   and the special tokens are never candidates; ties go to the leftmost candidate.
+# - **ROOT** is never a candidate, so a head is always wrong on the root word; as in the
+#   authors' notebook, "All" still counts every word (root and punctuation included), so it
+#   stays comparable with the paper's "All". There is no `root` row (it could only score 0).
+# - **Relations** are keyed by the UD label as given, subtypes kept (`aux:pass`,
+#   `compound:prt`, `nmod:poss`, `obl:npmod`, ...; `syntax.scoring_entries(...,
+#   collapse_subtypes=True)` keys by the part before `:` instead).
+# - **Possessives** as described above (`poss_mode = "clark"`; the clitic is `'s` or `'`,
+#   straight or curly apostrophe). `poss_mode = "ud"` scores the UD edge as given.
 
 # %%
 offsets = range(min_offset, max_offset + 1)

@@ -114,13 +114,31 @@ store, store_ctrl = notebook.attention_maps(enc.inputs(), [lm, control], "window
 # %% [markdown]
 # ## Accuracy of every head, and the baselines
 #
-# The head word of each evaluable mention predicts the most-attended-to word of its window
-# (never itself, `[CLS]` or `[SEP]`; later words are allowed and are simply wrong, unless
-# `causal`). Baselines choose a mention among those whose head word comes earlier:
-# *nearest*; *head-word match* (nearest with the same head word, a miss when there is none)
-# and its *fallback* variant (then the nearest mention: the paper does not say which it
-# did); *rule-based*, four sieves (exact string, head word, number/person/gender agreement,
-# any), the nearest mention of the first sieve that fires.
+# Decisions the paper leaves open are marked *decision*.
+#
+# - **Mention head word**: the first word of the span whose syntactic head lies outside the
+#   span (or is ROOT). Mention **type** comes from the head word's UPOS: PRON -> pronoun,
+#   PROPN -> proper, anything else -> nominal. **Number / person / gender** come from the
+#   head word's FEATS, gaps filled from a small pronoun lexicon; non-pronominal mentions are
+#   third person; unknown values agree with anything.
+# - **Order** (*decision*): mentions are compared through their head words. An *antecedent*
+#   of mention *m* is a mention of the same chain whose head word comes strictly before
+#   *m*'s head word (so nested same-chain mentions sharing *m*'s head word are never
+#   antecedents: they could not be predicted, since a word never predicts itself).
+# - **Evaluated mentions**: those with at least one antecedent inside the same window.
+# - **Head prediction**: the head word of *m* predicts the word it attends to most in its
+#   window (argmax of its row in the word-level map), never itself, `[CLS]` or `[SEP]`; ties
+#   go to the leftmost. *Decision*: later words are allowed as predictions (the paper: "the
+#   most-attended-to word"; BERT is bidirectional), so attending to a later word is simply a
+#   miss; `causal = True` restricts candidates to earlier words. Correct when the predicted
+#   word is the head word of *any* antecedent of *m* in the window.
+# - **Baselines** choose a mention among all mentions (any chain) whose head word comes
+#   earlier, and are scored the same way (correct when the chosen mention's head word is
+#   the head word of an antecedent): *nearest* (the latest head word); *head-word match*
+#   (nearest with the same head word, a miss when there is none) and its *fallback* variant
+#   (then the nearest mention; *decision*: the paper does not say which it did, so both are
+#   shown); *rule-based*, four sieves (exact string, head word, number/person/gender
+#   agreement, any), the nearest mention of the first sieve that fires.
 
 # %%
 t0 = time.perf_counter()

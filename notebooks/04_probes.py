@@ -150,8 +150,12 @@ print("GloVe OOV rate (% of word tokens): "
 # For dependent *i* every other word *j* and ROOT are candidates; a probe gives scores, a
 # softmax over the candidates gives p(head | i), and training minimises cross-entropy of the
 # gold head: **Adam, lr 0.002, one sentence per step, one epoch over train in file order,
-# seed 0** (the released code's settings; the paper states none). No hyper-parameter is tuned:
-# dev picks the best probe for the figures below, test is reported once beside it.
+# seed 0** (the released code's settings; the paper states none). The loss is the mean over
+# the sentence's words, punctuation included; sentences are streamed in file order (nothing
+# is shuffled or held in memory), and each probe's parameters are re-initialised from the
+# seed before training, so a run does not depend on anything that used the random state
+# before. No hyper-parameter is tuned: dev picks the best probe for the figures below, test
+# is reported once beside it.
 #
 # - **Attention only**: `s_ij = sum_k w_k a^k(i->j) + u_k a^k(j->i)` over all
 #   layers x heads, both directions (the paper's equation, no bias).

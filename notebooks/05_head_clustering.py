@@ -102,11 +102,22 @@ store, store_ctrl = notebook.attention_maps(segments, [lm, control], "segments",
 # ## Head distances: Jensen-Shannon divergence summed over all tokens
 #
 # For heads $i, j$: $d(i, j) = \sum_{\text{segments}} \sum_{\text{tokens } t} JS(A_i[t], A_j[t])$,
-# natural log (nats). **Smoothing:** as in the authors' released code, `smoothing` (0.001) is
-# added to every attention weight and each row renormalised before the divergence. All
-# $K(K-1)/2$ pairs of the $K$ = layers x heads heads, streamed over the cached maps one segment at
-# a time. MDS is fitted to the square root of this sum (a proper metric, same ordering of pairs;
-# the paper does not say which it embedded), and the layer test uses the same matrix.
+# where $A_i[t]$ is head $i$'s attention distribution from token $t$ (one row of its map) and
+# JS is the Jensen-Shannon *divergence*, natural log (nats, between 0 and log 2 per token).
+# **Smoothing:** as in the authors' released code, `smoothing` (0.001) is added to every
+# attention weight and each row renormalised before the divergence. All $K(K-1)/2$ pairs of
+# the $K$ = layers x heads heads (layer-major order: head $k$ = layer x heads + head), streamed
+# over the cached maps one segment at a time.
+#
+# **What MDS embeds.** The summed divergence is the paper's formula (and, per the
+# implementation notes, what the released code embeds), but it is not a metric (no triangle
+# inequality), so metric MDS only approximates it. Its square root is: $\sqrt{JS}$ is a metric
+# per token, and the square root of a sum of squared metrics is a metric again. MDS is fitted
+# to that square root (`np.sqrt` of `clustering.js_distance_matrix`, whose `kind="distance"`
+# gives the same); the ordering of pairs is unchanged, and the paper's text does not say
+# which it embedded. The layer test uses the same matrix. Figure 6's caption speaks of the
+# *average* divergence: dividing by the number of tokens (`reduction="mean"`) only rescales
+# the matrix, so the MDS picture is the same.
 
 # %%
 dist, info = {}, {}
@@ -192,6 +203,14 @@ separation
 
 # %% [markdown]
 # ## Attention-map types: the hand-labelled set
+#
+# Kovaleva et al. sort self-attention maps into five types: **Vertical** (attention to the
+# `[CLS]`/`[SEP]` columns), **Diagonal** (previous / next token), **Vertical+Diagonal** (a
+# mix), **Block** (attention within each sentence of a two-sentence input) and
+# **Heterogeneous** (none of these). They hand-labelled about 400 maps and trained a CNN
+# with 8 convolutional layers (F1 0.86); neither the labels nor the classifier were
+# released, so both are rebuilt here. The per-map statistics the rule classifier reads are
+# defined in `maptypes.head_statistics`.
 #
 # Which maps were labelled was fixed before any classifier existed: `sheets.sample_label_set`
 # draws, for each source (Wikipedia segments and the six GLUE dev sets here) and each layer,

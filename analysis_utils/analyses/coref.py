@@ -1,38 +1,7 @@
-"""Section 4.3 of Clark et al. (2019): attention heads as antecedent selectors (Table 2).
-
-Reading OntoGUM (CoNLL-U with CorefUD ``Entity=`` brackets in MISC), cutting documents into
-model-sized windows, and scoring heads and the paper's three baselines. Pure functions: no
-model is run here.
-
-Conventions (decisions the paper leaves open are marked *decision*):
-
-- **Mention head word**: the first word of the span whose syntactic head lies outside the
-  span (or is ROOT). Mention **type** comes from the head word's UPOS: PRON -> pronoun,
-  PROPN -> proper, anything else -> nominal. **Number / person / gender** come from the head
-  word's FEATS, gaps filled from a small pronoun lexicon; non-pronominal mentions are third
-  person; unknown values are ``None`` and agree with anything.
-- **Order** (*decision*): mentions are compared through their head words. An *antecedent*
-  of mention ``m`` is a mention of the same chain whose head word comes strictly before
-  ``m``'s head word (so nested same-chain mentions sharing ``m``'s head word are never
-  antecedents: they could not be predicted, since a word never predicts itself). Baseline
-  candidates are all mentions (any chain) whose head word precedes ``m``'s; "nearest" is the
-  candidate with the latest head word.
-- **Evaluated mentions**: those with at least one antecedent inside the same window.
-- **Head prediction**: the head word of ``m`` predicts the word it attends to most (argmax
-  of its row in the word-level map), excluding itself and the special tokens; ties go to the
-  leftmost. *Decision*: later words are allowed as predictions (the paper: "the
-  most-attended-to word"; BERT is bidirectional), so attending to a later word is simply a
-  miss; ``causal=True`` restricts candidates to earlier words. Correct when the predicted
-  word is the head word of ANY antecedent of ``m`` in the window.
-- **Baselines** predict a mention; scored the same way (correct when the predicted
-  mention's head word is the head word of an antecedent). ``head_match`` counts "no earlier
-  mention with the same head word" as a miss; ``head_match_fallback`` then falls back to
-  the nearest mention (the paper does not say which it did).
-- **Windows** (:func:`windows`): consecutive runs of whole sentences of at most
-  ``max_pieces`` word pieces including ``n_special`` special tokens; a mention crossing a
-  window edge is dropped (counted in ``CorefWindow.dropped_mentions`` of the window it
-  starts in). The paper instead truncated each document to its first 128 tokens:
-  ``first_only=True, whole_sentences=False`` reproduces that.
+"""Attention heads as antecedent selectors (Clark et al. 2019, Section 4.3, Table 2): cutting
+documents into model-sized windows, scoring every head and the paper's baselines, Table 2.
+Pure functions: no model is run here. Mention head words, antecedents, predictions and the
+decisions the paper leaves open: notebook 03, "Accuracy of every head, and the baselines".
 """
 
 from __future__ import annotations

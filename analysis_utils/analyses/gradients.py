@@ -1,33 +1,7 @@
-"""Gradient-based importance of attention weights (Clark et al. 2019, Section 3.2, Figure 3).
-
-The paper computes "the magnitude of the gradient of the loss from BERT's masked language
-modeling task with respect to each attention weight", averaged per layer over attention to
-[SEP], to periods/commas and to other tokens.
-
-Capturing attention probabilities in transformers 5.x
------------------------------------------------------
-``head_mask`` is gone from BERT's forward. Instead, :func:`register_capture_attention`
-registers an attention function under its own name with ``transformers.AttentionInterface``:
-it reproduces eager attention exactly (scores = q k^T * scaling + mask, softmax, dropout,
-@ v) and records the softmax output of every layer while a :func:`capture_attention`
-context is active. The same name is registered with ``transformers.AttentionMaskInterface``
-bound to the eager mask function (``transformers.masking_utils.eager_mask``): without that,
-``masking_utils`` treats an unknown implementation as "needs no mask" and padding silently
-stops being masked (tests/test_gradients.py checks both).
-
-Gradients are taken with ``torch.autograd.grad`` on the recorded probabilities, so no
-parameter ``.grad`` is touched; when nothing upstream requires grad (a frozen encoder),
-layer-1 probabilities are made leaves, which leaves d loss / d probs unchanged.
-
-Masked-LM head
---------------
-The packaged all-MiniLM-L6-v2 has no masked-LM head. :func:`load_mlm_head` returns a
-checkpoint's own head when its weights contain one (``cls.predictions.*`` for BERT,
-``lm_head.*`` for RoBERTa-like models), otherwise None; :func:`fit_mlm_head` then trains a
-BERT-style head (dense + gelu + LayerNorm + decoder, decoder tied to the frozen word
-embeddings by default) on the frozen encoder and reports held-out masked-token accuracy.
-The gradients of Figure 3 are only as meaningful as that head: report its accuracy beside
-them.
+"""Gradient-based importance of attention weights (Clark et al. 2019, Section 3.2, Figure 3):
+|d masked-LM loss / d attention weight|, averaged per layer over attention to [SEP], to
+periods/commas and to other tokens, through the checkpoint's masked-LM head or one fitted on
+the frozen encoder. Method and caveats: notebook 01, "Gradient-based importance".
 """
 
 from __future__ import annotations
@@ -80,7 +54,18 @@ def capture_attention_forward(module: nn.Module, query: torch.Tensor, key: torch
 
 
 def register_capture_attention(name: str = CAPTURE_IMPL) -> str:
-    """Register :func:`capture_attention_forward` and the eager mask under ``name``."""
+    """Register :func:`capture_attention_forward` and the eager mask under ``name``.
+
+    ``head_mask`` is gone from BERT's forward in transformers 5.x, so attention probabilities
+    are captured by an attention function registered under its own name with
+    ``transformers.AttentionInterface``: it reproduces eager attention exactly (scores =
+    q k^T * scaling + mask, softmax, dropout, @ v) and records the softmax output of every
+    layer while a :func:`capture_attention` context is active. The same name is registered
+    with ``transformers.AttentionMaskInterface`` bound to the eager mask function
+    (``transformers.masking_utils.eager_mask``): without that, ``masking_utils`` treats an
+    unknown implementation as "needs no mask" and padding silently stops being masked
+    (tests/test_gradients.py checks both).
+    """
     from transformers import AttentionInterface, AttentionMaskInterface
     from transformers.masking_utils import eager_mask
 
@@ -113,6 +98,10 @@ def capture_attention(model: nn.Module, retain_grad: bool = False, make_leaf: bo
     ``retain_grad``: call ``probs.retain_grad()`` so ``loss.backward()`` fills ``.grad``;
     ``make_leaf``: when grad is enabled but nothing upstream requires grad, make the first
     probabilities leaves so gradients w.r.t. them can still be taken.
+
+    Figure 3 takes gradients with ``torch.autograd.grad`` on the recorded probabilities, so
+    no parameter ``.grad`` is touched; with a frozen encoder, layer-1 probabilities are made
+    leaves (``make_leaf``), which leaves d loss / d probs unchanged.
     """
     model = _unwrap(model)
     register_capture_attention(name)

@@ -1,34 +1,8 @@
-"""Surface-level attention statistics (Clark et al. 2019, Section 3; Figures 2 and 4).
-
-Every function streams over a corpus of examples and accumulates sums, so a corpus read
-from a memory-mapped store never has to fit in memory. An *example* is either
-
-- a pair ``(attn, token_ids)``: ``attn`` is a ``(layers, heads, n, n)`` float array whose
-  rows sum to 1, cropped to the real length ``n``; ``token_ids`` is the ``(n,)`` int array
-  of the same segment (special tokens included); or
-- a mapping with keys ``"attn"`` and ``"token_ids"``, or an object with those attributes.
-
-Functions that do not need token ids (:func:`relative_position`, :func:`entropy` without
-``cls_id``) also accept a bare ``attn`` array.
-
-Special tokens are identified by id, never by string: pass ``tokenizer.cls_token_id`` and
-``tokenizer.sep_token_id`` (``<s>`` and ``</s>`` for RoBERTa-like models) and
-``tokenizer.convert_tokens_to_ids([".", ","])`` for the punctuation classes.
-
-Averaging (``weighting``):
-
-- ``"example"`` (default, as in the authors' released notebook): each statistic is first
-  averaged over the eligible attending tokens of one example, then over examples;
-- ``"token"``: every eligible attending token of the corpus counts once (pooled mean).
-
-The two differ only through the spread of segment lengths; both are exact means.
-
-Results are :class:`pandas.DataFrame` objects with one row per head, columns ``layer`` and
-``head`` (both 1-based, so head ``layer-head`` reads as in the paper) and the statistics.
-``df.attrs["uniform"]`` holds what a head attending uniformly over the ``n`` real tokens
-would score under the same averaging (e.g. ``2/n`` of attention on two [SEP] tokens,
-``log n`` nats of entropy), so a notebook can print "paper vs. this run vs. baseline";
-:func:`uniform_baselines` computes the same numbers from token ids alone.
+"""Surface-level attention statistics (Clark et al. 2019, Section 3; Figures 2 and 4),
+streamed over a corpus so memory-mapped maps never have to fit in memory. Results have one row
+per head, ``layer`` and ``head`` 1-based (head ``layer-head`` reads as in the paper), and
+``df.attrs["uniform"]``: what a head attending uniformly over the real tokens scores. Inputs:
+:func:`surface_statistics`; how statistics are averaged: notebook 01.
 """
 
 from __future__ import annotations
@@ -357,6 +331,19 @@ def surface_statistics(examples: Iterable, cls_id: int | None, sep_id: int | Non
     Returns ``{"relative_position", "token_class", "sep_to_sep", "entropy"}`` -> the frames
     of :func:`relative_position`, :func:`token_class_attention`, :func:`sep_to_sep` and
     :func:`entropy` (with ``cls_id``); identical to calling them one by one.
+
+    An *example* (here and in every function of this module) is a pair ``(attn, token_ids)``:
+    ``attn`` a ``(layers, heads, n, n)`` float array whose rows sum to 1, cropped to the real
+    length ``n``, ``token_ids`` the ``(n,)`` ids of the same segment (special tokens
+    included); or a mapping with keys ``"attn"`` and ``"token_ids"``, or an object with those
+    attributes. Functions that need no token ids (:func:`relative_position`,
+    :func:`entropy` without ``cls_id``) also accept a bare ``attn`` array. Special tokens are
+    identified by id, never by string: pass ``tokenizer.cls_token_id`` and
+    ``tokenizer.sep_token_id`` (``<s>`` and ``</s>`` for RoBERTa-like models) and
+    ``tokenizer.convert_tokens_to_ids([".", ","])`` for the punctuation classes.
+    ``weighting``: ``"example"`` (default, the authors' notebook) or ``"token"``; see
+    notebook 01. :func:`uniform_baselines` computes the ``attrs["uniform"]`` numbers from token
+    ids alone.
     """
     stats: dict[str, _Stat] = {
         "relative_position": _RelativePosition(weighting),

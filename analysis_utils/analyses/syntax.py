@@ -1,38 +1,9 @@
-"""Section 4.2 of Clark et al. (2019): single attention heads as dependency parsers (Table 1).
-
-Pure scoring functions: nothing here touches a model. Inputs are word-level attention maps
-(``attn``: ``(layers, heads, m, m)``, rows = "from", columns = "to"), a boolean
-``is_special: (m,)`` marking [CLS]/[SEP] positions and ``word_pos: (n_words,)`` giving the
-map position of each syntactic word of the sentence, in order.
-
-Conventions (follow the authors' released notebook, see ``implementation_notes.md``):
-
-- **Prediction.** For word ``d`` a head predicts, in direction ``"dep2head"`` (the
-  dependent attends to its head), the word that ``d`` attends to most: the argmax of row
-  ``d``; in direction ``"head2dep"`` (the head attends to its dependent) the word that
-  attends most to ``d``: the argmax of column ``d``. In both cases ``d`` is correct when the
-  predicted word is its gold head. The word itself and the special tokens are never
-  candidates. Ties go to the leftmost candidate (``np.argmax``).
-- **ROOT** is never a candidate, so a head is always wrong on root words. The ``"All"``
-  relation counts every word, root words and punctuation included (root words always
-  wrong), as the authors' notebook does, so numbers are comparable with the paper's "All".
-  There is no ``root`` relation row (it could only ever score 0).
-- **Relations** are keyed by the UD deprel as given (subtypes kept: ``aux:pass``,
-  ``compound:prt``, ``nmod:poss``, ``obl:npmod``, ...); ``collapse_subtypes=True`` keys by
-  the part before ``:`` instead.
-- **Possessives** (``poss_mode``). In UD, ``nmod:poss`` links the possessor to the possessed
-  noun and the clitic ``'s`` is a ``case`` dependent of the possessor. The paper counts the
-  ``'s`` as the dependent of ``poss`` (its head 7-6 makes possessive pronouns *and
-  apostrophes* attend to the possessed noun). ``poss_mode="clark"`` implements the UD
-  counterpart: for every ``nmod:poss`` word that has a ``case`` child spelled ``'s``/``'``
-  (straight or curly apostrophe), the ``nmod:poss`` row scores that clitic as the dependent,
-  with the possessed noun as its head; possessive pronouns (no clitic) stay as they are. The
-  clitic is still scored under ``case`` (against its UD head, the possessor) and ``"All"``
-  always uses the UD tree unchanged. ``poss_mode="ud"`` (default) scores the UD edge as
-  given.
-
-Layer and head numbers in DataFrames (``layer``, ``head`` columns) are **0-based** array
-indices; :func:`table1` writes the paper's 1-based ``"L-H"`` label.
+"""Single attention heads as dependency parsers (Clark et al. 2019, Section 4.2, Table 1):
+per-head predictions, accuracy per relation, fixed-offset baselines, Table 1. Pure scoring
+functions (nothing here touches a model) over word-level maps ``attn: (layers, heads, m, m)``
+(rows = "from"), ``is_special: (m,)`` marking [CLS]/[SEP] and ``word_pos: (n_words,)`` (the
+map position of each syntactic word). ``layer``/``head`` columns are 0-based. Prediction,
+ROOT, relation and possessive conventions: notebook 02.
 """
 
 from __future__ import annotations
