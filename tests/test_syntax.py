@@ -22,6 +22,7 @@ import pandas as pd
 import pytest
 
 from analysis_utils.analyses import syntax
+from analysis_utils.engine import wordmaps
 
 FIX = Path(__file__).parent / "fixtures" / "syntax" / "tiny.conllu"
 
@@ -173,7 +174,7 @@ def test_inputs_validated(items, sents):
     with pytest.raises(ValueError, match="special"):
         syntax.score_heads([(A, attn, sp, np.arange(7))])
     # (sentence, maps) form
-    maps = syntax.WordMaps(attn, sp, wp)
+    maps = wordmaps.WordMaps(attn, sp, wp)
     assert syntax.score_heads([(A, maps)], min_count=0).equals(
         syntax.score_heads([items[0]], min_count=0))
 

@@ -1,34 +1,7 @@
-"""Clustering attention heads (Clark et al. 2019, Section 6).
-
-Head distance (paper, Section 6)::
-
-    d(H_i, H_j) = sum over every token of every input of JS(H_i(token), H_j(token))
-
-where ``H_i(token)`` is head ``i``'s attention distribution from that token (one row of its
-map) and JS is the Jensen-Shannon *divergence* (natural log, so in nats, between 0 and
-log 2 per token). As in the authors' released code, every distribution is smoothed first:
-``+ smoothing`` (0.001) on every entry, then renormalised.
-
-What is returned and what goes into MDS (:func:`js_distance_matrix`, ``kind``):
-
-- ``kind="divergence"`` (default, the paper's formula): the summed JS divergence. This is
-  what Clark et al. embed. It is not a metric (no triangle inequality), so metric MDS only
-  approximates it.
-- ``kind="distance"``: the square root of the summed divergence. ``sqrt(JS)`` is a metric
-  per token and the square root of a sum of squared metrics is a metric again, so this is a
-  proper metric for metric MDS. Rank order of pairs is the same as for the divergence.
-
-``reduction="mean"`` divides by the number of tokens (rows) seen, i.e. the *average* JS
-divergence of the Figure 6 caption; it only rescales the matrix (MDS geometry unchanged).
-
+"""Clustering attention heads (Clark et al. 2019, Section 6, Figure 6): Jensen-Shannon
+distances between heads, their 2-D MDS, behaviour labels and a permutation test of whether
+heads of a layer sit together. The distance, its smoothing and what MDS embeds: notebook 05.
 Head index ``k = layer * num_heads + head`` (0-based), i.e. ``attn.reshape(L*H, n, n)``.
-
-Computation: per example, the smoothed maps are flattened to ``P (K, n*n)`` and, with
-``A_i = sum p log p`` and ``X_ij = sum (p_i + p_j) log(p_i + p_j)``, the summed divergence is
-``n log 2 - (X_ij - A_i - A_j) / 2`` (the identity ``JS = H(m) - (H(p) + H(q)) / 2`` with
-``m = (p + q) / 2``). Only ``X`` is pairwise: one broadcast add and one ``xlogy`` per pair
-chunk, in torch (float32 elementwise, float64 accumulation across examples), upper
-triangle only, with chunks of at most ``chunk_elems`` elements to bound memory.
 """
 
 from __future__ import annotations
@@ -87,8 +60,9 @@ def js_distance_matrix(
         mappings/objects with an ``attn`` entry.
     smoothing: added to every attention weight before renormalising (released code: 0.001).
     kind: ``"divergence"`` (summed JS divergence, the paper) or ``"distance"`` (its square
-        root, a metric). See the module docstring.
-    reduction: ``"sum"`` over all tokens (paper formula) or ``"mean"`` per token.
+        root, a metric; notebook 05 says why).
+    reduction: ``"sum"`` over all tokens (paper formula) or ``"mean"`` per token (rescales
+        only).
     chunk_elems: largest pairwise block (elements) held in memory at once.
     dtype: elementwise precision (``torch.float64`` for reference-quality numbers, ~2x slower).
     return_info: also return ``{"n_examples", "n_tokens", "seconds"}``.
@@ -97,6 +71,13 @@ def js_distance_matrix(
         on a busy one ``threads=1`` avoids oversubscription (2 threads can be 3-8x slower).
 
     The diagonal is exactly 0; tiny negative values from float rounding are clipped to 0.
+
+    Computation: per example, the smoothed maps are flattened to ``P (K, n*n)`` and, with
+    ``A_i = sum p log p`` and ``X_ij = sum (p_i + p_j) log(p_i + p_j)``, the summed divergence
+    is ``n log 2 - (X_ij - A_i - A_j) / 2`` (the identity ``JS = H(m) - (H(p) + H(q)) / 2``
+    with ``m = (p + q) / 2``). Only ``X`` is pairwise: one broadcast add and one ``xlogy`` per
+    pair chunk, in torch (float32 elementwise, float64 accumulation across examples), upper
+    triangle only, with chunks of at most ``chunk_elems`` elements to bound memory.
     """
     old_threads = torch.get_num_threads()
     if threads is not None:

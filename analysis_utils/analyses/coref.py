@@ -1,38 +1,7 @@
-"""Section 4.3 of Clark et al. (2019): attention heads as antecedent selectors (Table 2).
-
-Reading OntoGUM (CoNLL-U with CorefUD ``Entity=`` brackets in MISC), cutting documents into
-model-sized windows, and scoring heads and the paper's three baselines. Pure functions: no
-model is run here.
-
-Conventions (decisions the paper leaves open are marked *decision*):
-
-- **Mention head word**: the first word of the span whose syntactic head lies outside the
-  span (or is ROOT). Mention **type** comes from the head word's UPOS: PRON -> pronoun,
-  PROPN -> proper, anything else -> nominal. **Number / person / gender** come from the head
-  word's FEATS, gaps filled from a small pronoun lexicon; non-pronominal mentions are third
-  person; unknown values are ``None`` and agree with anything.
-- **Order** (*decision*): mentions are compared through their head words. An *antecedent*
-  of mention ``m`` is a mention of the same chain whose head word comes strictly before
-  ``m``'s head word (so nested same-chain mentions sharing ``m``'s head word are never
-  antecedents: they could not be predicted, since a word never predicts itself). Baseline
-  candidates are all mentions (any chain) whose head word precedes ``m``'s; "nearest" is the
-  candidate with the latest head word.
-- **Evaluated mentions**: those with at least one antecedent inside the same window.
-- **Head prediction**: the head word of ``m`` predicts the word it attends to most (argmax
-  of its row in the word-level map), excluding itself and the special tokens; ties go to the
-  leftmost. *Decision*: later words are allowed as predictions (the paper: "the
-  most-attended-to word"; BERT is bidirectional), so attending to a later word is simply a
-  miss; ``causal=True`` restricts candidates to earlier words. Correct when the predicted
-  word is the head word of ANY antecedent of ``m`` in the window.
-- **Baselines** predict a mention; scored the same way (correct when the predicted
-  mention's head word is the head word of an antecedent). ``head_match`` counts "no earlier
-  mention with the same head word" as a miss; ``head_match_fallback`` then falls back to
-  the nearest mention (the paper does not say which it did).
-- **Windows** (:func:`windows`): consecutive runs of whole sentences of at most
-  ``max_pieces`` word pieces including ``n_special`` special tokens; a mention crossing a
-  window edge is dropped (counted in ``CorefWindow.dropped_mentions`` of the window it
-  starts in). The paper instead truncated each document to its first 128 tokens:
-  ``first_only=True, whole_sentences=False`` reproduces that.
+"""Attention heads as antecedent selectors (Clark et al. 2019, Section 4.3, Table 2): cutting
+documents into model-sized windows, scoring every head and the paper's baselines, Table 2.
+Pure functions: no model is run here. Mention head words, antecedents, predictions and the
+decisions the paper leaves open: notebook 03, "Accuracy of every head, and the baselines".
 """
 
 from __future__ import annotations
@@ -44,19 +13,10 @@ import numpy as np
 import pandas as pd
 
 from ..data.ontogum import CorefDocument, Mention
+from ..heads import head_label
+from ..papers import CLARK_TABLE2
 
 SYSTEMS = ("nearest", "head_match", "head_match_fallback", "rule_based")
-
-# The PAPER's Table 2 (Clark et al. 2019; from shared/papers/reference_numbers.md), in %:
-# system -> (All, Pronoun, Proper, Nominal). Published numbers, not results. CoNLL-2012,
-# documents truncated to 128 tokens; "neural" is not comparable (full documents).
-PAPER_TABLE2 = {
-    "nearest": (27, 29, 29, 19),
-    "head_match": (52, 47, 67, 40),
-    "rule_based": (69, 70, 77, 60),
-    "neural": (83, None, None, None),
-    "head 5-4": (65, 64, 73, 58),
-}
 
 # --- windows --------------------------------------------------------------------------------
 
@@ -373,15 +333,15 @@ def table2(head_scores: pd.DataFrame, baseline_scores: pd.DataFrame,
                                           values="accuracy", sort=False)
     hs = keep(head_scores)
     hs = hs[(hs["layer"] == layer) & (hs["head"] == h)]
-    row = hs.set_index("group")["accuracy"].rename(f"head {layer + 1}-{h + 1}")
+    row = hs.set_index("group")["accuracy"].rename(f"head {head_label(layer, h)}")
     out = pd.concat([b.reindex(list(SYSTEMS)), row.to_frame().T]) * 100.0
     out.insert(0, "source", "this run")
     cols = ["source", "All"] + [c for c in out.columns if c not in ("source", "All")]
     out = out[cols]
     if with_paper and breakdown == "type":
         paper = pd.DataFrame(
-            [("paper", *v) for v in PAPER_TABLE2.values()],
-            index=[f"paper: {k}" for k in PAPER_TABLE2],
+            [("paper", *v) for v in CLARK_TABLE2.values()],
+            index=[f"paper: {k}" for k in CLARK_TABLE2],
             columns=["source", "All", "pronoun", "proper", "nominal"])
         out = pd.concat([out, paper])
     return out

@@ -1,26 +1,7 @@
-"""Gradient-based importance of attention weights (Clark et al. 2019, Section 3.2, Figure 3).
-
-The paper computes "the magnitude of the gradient of the loss from BERT's masked language
-modeling task with respect to each attention weight", averaged per layer over attention to
-[SEP], to periods/commas and to other tokens.
-
-Attention probabilities are recorded with the engine's
-:func:`analysis_utils.engine.interventions.intervene` (``record=True, make_leaf=True``),
-the one mechanism built on ``transformers.AttentionInterface``.
-
-Gradients are taken with ``torch.autograd.grad`` on the recorded probabilities, so no
-parameter ``.grad`` is touched; when nothing upstream requires grad (a frozen encoder),
-layer-1 probabilities are made leaves, which leaves d loss / d probs unchanged.
-
-Masked-LM head
---------------
-The packaged all-MiniLM-L6-v2 has no masked-LM head. :func:`load_mlm_head` returns a
-checkpoint's own head when its weights contain one (``cls.predictions.*`` for BERT,
-``lm_head.*`` for RoBERTa-like models), otherwise None; :func:`fit_mlm_head` then trains a
-BERT-style head (dense + gelu + LayerNorm + decoder, decoder tied to the frozen word
-embeddings by default) on the frozen encoder and reports held-out masked-token accuracy.
-The gradients of Figure 3 are only as meaningful as that head: report its accuracy beside
-them.
+"""Gradient-based importance of attention weights (Clark et al. 2019, Section 3.2, Figure 3):
+|d masked-LM loss / d attention weight|, averaged per layer over attention to [SEP], to
+periods/commas and to other tokens, through the checkpoint's masked-LM head or one fitted on
+the frozen encoder. Method and caveats: notebook 01, "Gradient-based importance".
 """
 
 from __future__ import annotations

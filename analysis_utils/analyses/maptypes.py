@@ -1,40 +1,7 @@
-"""Self-attention map types (Kovaleva et al. 2019, Section 4.1).
-
-Five types: **Vertical** (attention to [CLS]/[SEP] columns), **Diagonal** (previous / next
-token), **Vertical+Diagonal** (a mix), **Block** (attention within each sentence of a
-two-sentence input) and **Heterogeneous** (none of these). The paper hand-labelled ~400 maps
-and trained an 8-layer CNN (F1 0.86); neither the labels nor the classifier were released.
-
-This module gives
-
-- :func:`map_statistics` / :func:`statistics_table`: transparent per-map statistics (one
-  implementation, vectorised over heads);
-- :class:`RuleClassifier`: threshold rules over those statistics, fitted by a small grid search
-  (macro-F1) or as a depth-<=3 decision tree, with printable rules;
-- :class:`MapCNN` / :func:`train_cnn`: a small CNN over maps pooled to a fixed size;
-- :func:`evaluate`: per-class precision / recall / F1 with macro and weighted averages.
-
-Statistics of an ``(n, n)`` map ``A`` (rows = attending token, each row sums to 1).
-"special" tokens are those whose id is ``cls_id`` or ``sep_id`` (ids, never strings);
-"rows" means query tokens:
-
-- ``cls``, ``sep``, ``special``: mean over all rows of the mass on [CLS] columns, on [SEP]
-  columns, on both (``special = cls + sep``);
-- ``punct``: same for ``punct_ids`` columns (NaN without ``punct_ids``);
-- ``prev`` / ``next``: mean of ``A[i, i-1]`` / ``A[i, i+1]`` over non-special rows ``i`` whose
-  neighbour exists and is non-special (a pure shift map gives exactly 1);
-- ``self``: mean of ``A[i, i]`` over non-special rows;
-- ``adjacent``: mean over non-special rows of the mass on their non-special ``i-1`` and
-  ``i+1`` (so a pure shift map gives slightly less than 1: each sentence's first (or last)
-  token has no non-special neighbour on that side); ``band = adjacent + self``;
-- ``within_segment``: two-segment inputs only (else NaN): mean over non-special rows of the
-  mass on non-special columns of the same segment (token-type id); ``within_share``: that
-  divided by the mean mass those rows put on non-special columns at all (1 for a pure block
-  map, about the segment's share of tokens for a uniform map; NaN when there is no such mass);
-- ``entropy_nats``: mean row entropy (nats); ``entropy``: the same divided by ``log n``
-  (0 = one-hot rows, 1 = uniform rows);
-- ``max_col``: largest mean column mass (mean over rows of the attention a column receives);
-  ``max_col_other``: the same over non-special columns only (stripes on other tokens).
+"""Self-attention map types (Kovaleva et al. 2019, Section 4.1): transparent per-map
+statistics (:func:`head_statistics`, which defines them), a threshold :class:`RuleClassifier`,
+a small CNN (:func:`train_cnn`) and per-class scores (:func:`evaluate`). The five types and
+what the paper did: notebook 05, "Attention-map types".
 """
 
 from __future__ import annotations
@@ -82,7 +49,32 @@ def head_statistics(attn: np.ndarray, token_ids: Sequence[int],
                     token_type_ids: Sequence[int] | None, cls_id: int, sep_id: int,
                     punct_ids: Iterable[int] | None = None) -> dict[str, np.ndarray]:
     """Statistics of many maps of one input at once: ``attn (..., n, n)`` -> ``{name: (...)}``
-    arrays (see the module docstring for the definitions)."""
+    arrays, one per :data:`STAT_COLUMNS`.
+
+    For an ``(n, n)`` map ``A`` (rows = attending token, each row sums to 1). "Special"
+    tokens are those whose id is ``cls_id`` or ``sep_id`` (ids, never strings); "rows" means
+    query tokens:
+
+    - ``cls``, ``sep``, ``special``: mean over all rows of the mass on [CLS] columns, on [SEP]
+      columns, on both (``special = cls + sep``);
+    - ``punct``: same for ``punct_ids`` columns (NaN without ``punct_ids``);
+    - ``prev`` / ``next``: mean of ``A[i, i-1]`` / ``A[i, i+1]`` over non-special rows ``i``
+      whose neighbour exists and is non-special (a pure shift map gives exactly 1);
+    - ``self``: mean of ``A[i, i]`` over non-special rows;
+    - ``adjacent``: mean over non-special rows of the mass on their non-special ``i-1`` and
+      ``i+1`` (so a pure shift map gives slightly less than 1: each sentence's first (or
+      last) token has no non-special neighbour on that side); ``band = adjacent + self``;
+    - ``within_segment``: two-segment inputs only (else NaN): mean over non-special rows of
+      the mass on non-special columns of the same segment (token-type id); ``within_share``:
+      that divided by the mean mass those rows put on non-special columns at all (1 for a
+      pure block map, about the segment's share of tokens for a uniform map; NaN when there
+      is no such mass);
+    - ``entropy_nats``: mean row entropy (nats); ``entropy``: the same divided by ``log n``
+      (0 = one-hot rows, 1 = uniform rows);
+    - ``max_col``: largest mean column mass (mean over rows of the attention a column
+      receives); ``max_col_other``: the same over non-special columns only (stripes on other
+      tokens).
+    """
     a = np.asarray(attn, dtype=np.float32)
     if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
         raise ValueError(f"attn must be (..., n, n), got {a.shape}")

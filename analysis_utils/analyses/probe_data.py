@@ -1,22 +1,8 @@
-"""Glue between the attention cache and the Section 5 probes (Clark et al. 2019).
-
-Streams :class:`~analysis_utils.analyses.probes.ProbeSentence` records, one sentence at a time, from an
-:class:`~analysis_utils.engine.attention.AttentionStore` (piece-level maps, memory-mapped): each
-sentence's maps are turned into word-level maps (:func:`analysis_utils.engine.wordmaps.word_maps`:
-attention TO a split word summed over its pieces, FROM it averaged) and then into probe
-features (:func:`analysis_utils.analyses.probes.attention_features`). Nothing is kept once the next
-sentence is read, so training never holds more than one sentence's features. From an
-``AttentionStore`` the maps are read with positioned reads (``os.pread``) into a fresh array
-rather than through the store's memory map: pages touched through a map count towards the
-process's resident memory (``ru_maxrss``) until the kernel evicts them, so one pass over the
-train set would show up as the whole store in memory although no more than one sentence is
-needed at a time.
-
-Evaluation goes through :func:`predictions`: one row per word with the gold head, the
-per-word argmax prediction (the paper's number) and the single-root Chu-Liu/Edmonds tree,
-from which :func:`uas` and :func:`uas_by_relation` compute UAS (punctuation excluded).
-:func:`glove_head_weights` averages the word-dependent head weights of an Attention + GloVe
-probe over gold (dependent, head) pairs, for the layer x head figure.
+"""Glue between the attention cache and the Section 5 probes (Clark et al. 2019): streams
+:class:`~analysis_utils.analyses.probes.ProbeSentence` records one sentence at a time from an
+attention store (piece-level maps -> word-level maps -> probe features; nothing is kept once
+the next sentence is read), per-word predictions (argmax and Chu-Liu/Edmonds tree), UAS tables
+(punctuation excluded) and the averaged head weights of an Attention + GloVe probe.
 """
 
 from __future__ import annotations
@@ -46,7 +32,12 @@ def special_positions(is_special: np.ndarray) -> tuple[int, int]:
 
 def _piece_map_reader(store):
     """``(i -> (layers, heads, t, t) maps, close)`` for a store: the AttentionStore's positioned,
-    checksum-verified reads (see the module docstring), plain indexing for anything else."""
+    checksum-verified reads, plain indexing for anything else.
+
+    Positioned reads (``os.pread``) into a fresh array, not the store's memory map: pages
+    touched through a map count towards the process's resident memory (``ru_maxrss``) until
+    the kernel evicts them, so one pass over the train set would show up as the whole store
+    in memory although no more than one sentence is needed at a time."""
     if hasattr(store, "read"):
         return store.read, lambda: None
     return store.__getitem__, lambda: None

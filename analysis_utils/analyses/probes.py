@@ -1,48 +1,10 @@
-"""Section 5 of Clark et al. (2019): attention-based probing classifiers for dependency parsing.
-
-All probes are graph-based head selectors. For a sentence of ``n`` syntactic words the
-candidates of dependent ``i`` (0-based word index) are ROOT (candidate 0) and the words
-(candidate ``j + 1`` is word ``j``), the word itself excluded; a probe returns scores
-``(n, n + 1)`` and ``p(head = c | i) = softmax_c(scores[i])``. Gold heads use the same
-1-based numbering (0 = ROOT), so ``scores[i, heads[i]]`` is the gold score.
-
-Features (:func:`attention_features`), ``(2 * K, n, n + 1)`` with ``K = layers * heads``, every
-head in both directions as the paper and the released code do:
-
-- channel ``k < K``, column ``j + 1``: ``a^k(i -> j)``, dependent ``i`` attends to candidate ``j``;
-- channel ``K + k``, column ``j + 1``: ``a^k(j -> i)``, candidate ``j`` attends to dependent ``i``;
-- column 0 (ROOT): channel ``k`` holds ``a^k(i -> [CLS])`` and channel ``K + k`` holds
-  ``a^k(i -> [SEP])``. ROOT is not a word, so, like the released code, it is scored from the
-  word's attention to the special tokens, but with its OWN learned weights per head and
-  direction plus a bias (never the word-pair weights, whose features mean something else);
-- the self column (``j == i``) is zero and masked to ``-inf`` in the scores.
-
-Maps are indexed through ``word_pos`` (positions of the n words in the word-level map,
-specials excluded), so candidate ``j`` is always paired with word ``j`` itself (the released
-GloVe probe paired candidate j with word j + 1; this module does not).
-
-Probes (torch modules; ``forward(sentence) -> (n, n + 1)`` float32 scores):
-
-- :class:`AttentionOnlyProbe`: ``s_ij = sum_k w_k a^k_ij + u_k a^k_ji`` (paper, no bias);
-  ROOT ``s_i0 = sum_k wR_k a^k(i->CLS) + uR_k a^k(i->SEP) + bR``.
-- :class:`AttentionGloveProbe`: per-pair head weights ``w = W [v_i; v_j] + b``,
-  ``u = U [v_i; v_j] + c`` from fixed GloVe vectors, ``s_ij = w . a_ij + u . a_ji``. The bias
-  (``b``, ``c``; equivalent to a constant 1 appended to ``v_i ⊕ v_j``) is not in the paper's
-  formula; ``bias=False`` gives the literal form. ROOT uses a learned vector ``r`` in place of
-  ``v_j`` and its own matrices: ``w = WR [v_i; r] + bR`` on the [CLS]/[SEP] features.
-- :class:`DistanceGloveProbe`: one-hidden-layer MLP over ``[v_i; v_j; dist(i, j)]``, no
-  attention (:func:`distance_features`); ROOT: learned vector ``r`` and an is-ROOT indicator.
-- :func:`right_branching`: head of word i is word i + 1; the last word goes to ROOT.
-
-OOV words: GloVe gives a zero vector; every GloVe probe adds a learned UNK vector there.
-
-Training (:func:`train_probe`): Adam (lr 0.002), one sentence per batch, mean cross-entropy
-over the sentence's words (all words, punctuation included), 1 epoch, sentences in the order
-the factory yields them (a stream; nothing is shuffled or held in memory). Parameters are
-re-initialised from ``seed`` at the start, so a run is reproducible whatever the global RNG.
-Evaluation (:func:`evaluate_uas`): UAS in percent over words whose UPOS is not ``PUNCT``,
-with ``argmax`` (per-word, may not form a tree) or ``mst`` (single-root Chu-Liu/Edmonds on
-log-probabilities) decoding.
+"""Attention-based probing classifiers for dependency parsing (Clark et al. 2019, Section 5,
+Table 3): features (:func:`attention_features`), graph-based head selectors
+(:class:`AttentionOnlyProbe`, :class:`AttentionGloveProbe`, :class:`DistanceGloveProbe`,
+:func:`right_branching`), training (:func:`train_probe`) and UAS (:func:`evaluate_uas`). For
+dependent ``i`` the candidates are ROOT (0) and word ``j`` (``j + 1``), the word itself
+excluded; a probe returns scores ``(n, n + 1)``, gold heads use the same numbering. The probes,
+ROOT, OOV words, training and decoding: notebook 04.
 """
 
 from __future__ import annotations
@@ -103,8 +65,24 @@ def attention_features(
 
     ``word_pos``: positions of the n syntactic words in the map; ``cls_pos`` / ``sep_pos``:
     positions of [CLS] and of the [SEP] that closes the sentence (default first and last).
-    Layout: see the module docstring (channel k: dependent -> candidate, K + k: candidate ->
-    dependent; column 0: attention from the word to [CLS] (channel k) and to [SEP] (K + k)).
+
+    Layout, with ``K = layers * heads``, every head in both directions as the paper and the
+    released code do:
+
+    - channel ``k < K``, column ``j + 1``: ``a^k(i -> j)``, dependent ``i`` attends to
+      candidate ``j``;
+    - channel ``K + k``, column ``j + 1``: ``a^k(j -> i)``, candidate ``j`` attends to
+      dependent ``i``;
+    - column 0 (ROOT): channel ``k`` holds ``a^k(i -> [CLS])`` and channel ``K + k`` holds
+      ``a^k(i -> [SEP])``. ROOT is not a word, so, like the released code, it is scored from
+      the word's attention to the special tokens, but with its OWN learned weights per head
+      and direction plus a bias (never the word-pair weights, whose features mean something
+      else);
+    - the self column (``j == i``) is zero (masked to ``-inf`` in the scores).
+
+    Maps are indexed through ``word_pos`` (specials excluded), so candidate ``j`` is always
+    paired with word ``j`` itself (the released GloVe probe paired candidate j with word
+    j + 1; this module does not).
     """
     attn = np.asarray(word_attn)
     if attn.ndim != 4 or attn.shape[2] != attn.shape[3]:
@@ -210,6 +188,8 @@ class AttentionOnlyProbe(HeadSelector):
 
     ``n_heads_total = layers * heads`` (K). Parameters: ``w``, ``u`` (K,) for word candidates;
     ``w_root``, ``u_root`` (K,) and ``b_root`` for ROOT. All start at zero (uniform p).
+    Scores: ``s_ij = sum_k w_k a^k_ij + u_k a^k_ji`` (the paper's form, no bias);
+    ``s_i0 = sum_k w_root_k a^k(i -> [CLS]) + u_root_k a^k(i -> [SEP]) + b_root``.
     """
 
     def __init__(self, n_heads_total: int):
@@ -262,7 +242,11 @@ class AttentionGloveProbe(HeadSelector):
     ``W``, ``U``: (K, 2 * dim) (+ bias (K,) unless ``bias=False``) for word candidates;
     ``W_root``, ``U_root`` (K, 2 * dim) + bias and the learned ROOT vector ``root_vec`` for
     ROOT; the UNK vector for OOV words. Start: zero matrices (uniform p), small random ROOT
-    and UNK vectors (from the training seed).
+    and UNK vectors (from the training seed). Scores: per-pair head weights
+    ``w = W [v_i; v_j] + b``, ``u = U [v_i; v_j] + c``, ``s_ij = w . a_ij + u . a_ji``; the
+    bias (equivalent to a constant 1 appended to ``v_i ⊕ v_j``) is not in the paper's
+    formula, ``bias=False`` gives the literal form. ROOT: ``w = W_root [v_i; r] + b_root`` on
+    the [CLS]/[SEP] features, ``r`` the learned ROOT vector.
     """
 
     def __init__(self, n_heads_total: int, glove: GloVe, bias: bool = True):

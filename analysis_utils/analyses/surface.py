@@ -1,34 +1,8 @@
-"""Surface-level attention statistics (Clark et al. 2019, Section 3; Figures 2 and 4).
-
-Every function streams over a corpus of examples and accumulates sums, so a corpus read
-from a memory-mapped store never has to fit in memory. An *example* is either
-
-- a pair ``(attn, token_ids)``: ``attn`` is a ``(layers, heads, n, n)`` float array whose
-  rows sum to 1, cropped to the real length ``n``; ``token_ids`` is the ``(n,)`` int array
-  of the same segment (special tokens included); or
-- a mapping with keys ``"attn"`` and ``"token_ids"``, or an object with those attributes.
-
-Functions that do not need token ids (:func:`relative_position`, :func:`entropy` without
-``cls_id``) also accept a bare ``attn`` array.
-
-Special tokens are identified by id, never by string: pass ``tokenizer.cls_token_id`` and
-``tokenizer.sep_token_id`` (``<s>`` and ``</s>`` for RoBERTa-like models) and
-``tokenizer.convert_tokens_to_ids([".", ","])`` for the punctuation classes.
-
-Averaging (``weighting``):
-
-- ``"example"`` (default, as in the authors' released notebook): each statistic is first
-  averaged over the eligible attending tokens of one example, then over examples;
-- ``"token"``: every eligible attending token of the corpus counts once (pooled mean).
-
-The two differ only through the spread of segment lengths; both are exact means.
-
-Results are :class:`pandas.DataFrame` objects with one row per head, columns ``layer`` and
-``head`` (both 1-based, so head ``layer-head`` reads as in the paper) and the statistics.
-``df.attrs["uniform"]`` holds what a head attending uniformly over the ``n`` real tokens
-would score under the same averaging (e.g. ``2/n`` of attention on two [SEP] tokens,
-``log n`` nats of entropy), so a notebook can print "paper vs. this run vs. baseline";
-:func:`uniform_baselines` computes the same numbers from token ids alone.
+"""Surface-level attention statistics (Clark et al. 2019, Section 3; Figures 2 and 4),
+streamed over a corpus so memory-mapped maps never have to fit in memory. Results have one row
+per head, ``layer`` and ``head`` 1-based (head ``layer-head`` reads as in the paper), and
+``df.attrs["uniform"]``: what a head attending uniformly over the real tokens scores. Inputs:
+:func:`surface_statistics`; how statistics are averaged: notebook 01.
 """
 
 from __future__ import annotations
@@ -37,6 +11,9 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
+
+from ..heads import head_label
+from ..papers import BERT_BASE_LAYERS, CLARK_SECTION3
 
 WEIGHTINGS = ("example", "token")
 
@@ -354,6 +331,19 @@ def surface_statistics(examples: Iterable, cls_id: int | None, sep_id: int | Non
     Returns ``{"relative_position", "token_class", "sep_to_sep", "entropy"}`` -> the frames
     of :func:`relative_position`, :func:`token_class_attention`, :func:`sep_to_sep` and
     :func:`entropy` (with ``cls_id``); identical to calling them one by one.
+
+    An *example* (here and in every function of this module) is a pair ``(attn, token_ids)``:
+    ``attn`` a ``(layers, heads, n, n)`` float array whose rows sum to 1, cropped to the real
+    length ``n``, ``token_ids`` the ``(n,)`` ids of the same segment (special tokens
+    included); or a mapping with keys ``"attn"`` and ``"token_ids"``, or an object with those
+    attributes. Functions that need no token ids (:func:`relative_position`,
+    :func:`entropy` without ``cls_id``) also accept a bare ``attn`` array. Special tokens are
+    identified by id, never by string: pass ``tokenizer.cls_token_id`` and
+    ``tokenizer.sep_token_id`` (``<s>`` and ``</s>`` for RoBERTa-like models) and
+    ``tokenizer.convert_tokens_to_ids([".", ","])`` for the punctuation classes.
+    ``weighting``: ``"example"`` (default, the authors' notebook) or ``"token"``; see
+    notebook 01. :func:`uniform_baselines` computes the ``attrs["uniform"]`` numbers from token
+    ids alone.
     """
     stats: dict[str, _Stat] = {
         "relative_position": _RelativePosition(weighting),
@@ -417,7 +407,7 @@ def heads_above(df: pd.DataFrame, column: str, threshold: float) -> list[str]:
     """Heads whose ``column`` is strictly above ``threshold``, as ``"layer-head"`` strings
     (1-based), in layer then head order."""
     sel = df[df[column] > threshold].sort_values(["layer", "head"])
-    return [f"{int(r.layer)}-{int(r.head)}" for r in sel.itertuples()]
+    return [head_label(r.layer - 1, r.head - 1) for r in sel.itertuples()]  # frames: 1-based
 
 
 def split_word_share(word_ids_list: Iterable[Sequence[int | None]]) -> float:
@@ -446,24 +436,11 @@ def split_word_share(word_ids_list: Iterable[Sequence[int | None]]) -> float:
 
 # ---------------------------------------------------------------------------------------
 # Section 3 summary: the heads to show, and the paper-vs-run table
-
-#: Clark et al. Section 3 claims for BERT-base (12 layers), from reference_numbers.md.
-PAPER_SECTION3 = {
-    "previous": "4 heads (layers 2, 4, 7, 8)",
-    "next": "5 heads (layers 1, 2, 2, 3, 6)",
-    "sep_share": "> 50% in layers 6-10",
-    "sep_to_sep": "> 90% for some heads",
-    "layer_order": "early [CLS], middle [SEP], deep ./,",
-    "sep_gradient": "very small from layer 5",
-    "broad_layer1": "high-entropy heads, <= ~10% on any word",
-    "cls_entropy_last": "3.89 nats",
-    "split_words": "about 8%",
-}
-PAPER_LAYERS = 12
+# (the paper's claims: analysis_utils.papers.CLARK_SECTION3)
 
 
 def matching_layers(paper_layers: Sequence[int], num_layers: int,
-                    paper_total: int = PAPER_LAYERS) -> list[int]:
+                    paper_total: int = BERT_BASE_LAYERS) -> list[int]:
     """Layers of a ``num_layers`` model at the same relative depth as the paper's BERT-base
     layers (1-based): layer ``l`` of 12 maps to ``ceil(l * num_layers / 12)``.
     ``matching_layers(range(6, 11), 6) == [3, 4, 5]``; identity for a 12-layer model."""
@@ -534,13 +511,13 @@ def section3_comparison(stats: dict[str, dict[str, pd.DataFrame]], split_share: 
     the row covers when the paper names layers).
     """
     mid = matching_layers(range(6, 11), num_layers)
-    late = matching_layers(range(5, PAPER_LAYERS + 1), num_layers)
+    late = matching_layers(range(5, BERT_BASE_LAYERS + 1), num_layers)
     uni = stats["model"]["token_class"].attrs["uniform"]
     uni_ent = stats["model"]["entropy"].attrs["uniform"]
     rows = []
 
     def row(claim, key, fn, uniform="", layers=""):
-        rows.append({"claim": claim, "paper (BERT-base)": PAPER_SECTION3.get(key, ""),
+        rows.append({"claim": claim, "paper (BERT-base)": CLARK_SECTION3.get(key, ""),
                      "model": fn(stats["model"]),
                      "control": fn(stats["control"]) if "control" in stats else "",
                      "uniform head": uniform, "layers of this model": layers})
@@ -562,7 +539,7 @@ def section3_comparison(stats: dict[str, dict[str, pd.DataFrame]], split_share: 
     row("layer with most attention to [CLS] / [SEP] / ./,", "layer_order",
         lambda s: _argmax_layers(s["token_class"]), "", f"1-{num_layers}")
     rows.append({"claim": "|grad| of MLM loss w.r.t. attention to [SEP], vs. other tokens",
-                 "paper (BERT-base)": PAPER_SECTION3["sep_gradient"],
+                 "paper (BERT-base)": CLARK_SECTION3["sep_gradient"],
                  "model": _grad_ratio(grad, "[SEP]", late), "control": "not computed",
                  "uniform head": "", "layers of this model": f"{late[0]}-{late[-1]}"})
     if grad is not None and "[CLS]" in set(grad["target"]):
@@ -572,13 +549,13 @@ def section3_comparison(stats: dict[str, dict[str, pd.DataFrame]], split_share: 
                      "layers of this model": f"{late[0]}-{late[-1]}"})
     row("layer-1 heads: mean max weight (broadest head)", "broad_layer1",
         lambda s: (lambda e: f"{_pct(e['max_weight'].min())} "
-                   f"(head 1-{int(e.loc[e['entropy'].idxmax(), 'head'])}, "
+                   f"(head {head_label(0, e.loc[e['entropy'].idxmax(), 'head'] - 1)}, "
                    f"{e['entropy'].max():.2f} nats)")(s["entropy"][s["entropy"]["layer"] == 1]),
         f"{_pct(uni_ent['max_weight'])}, {uni_ent['entropy']:.2f} nats", "1")
     row("entropy from [CLS], last layer (nats)", "cls_entropy_last",
         lambda s: f"{layer_means(s['entropy'], ['entropy_cls'])['entropy_cls'].iloc[-1]:.2f}",
         f"{uni_ent['entropy_cls']:.2f}", str(num_layers))
     rows.append({"claim": "words split into several pieces", "paper (BERT-base)":
-                 PAPER_SECTION3["split_words"], "model": _pct(split_share),
+                 CLARK_SECTION3["split_words"], "model": _pct(split_share),
                  "control": "(same tokenizer)", "uniform head": "", "layers of this model": ""})
     return pd.DataFrame(rows)

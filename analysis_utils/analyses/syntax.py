@@ -1,38 +1,9 @@
-"""Section 4.2 of Clark et al. (2019): single attention heads as dependency parsers (Table 1).
-
-Pure scoring functions: nothing here touches a model. Inputs are word-level attention maps
-(``attn``: ``(layers, heads, m, m)``, rows = "from", columns = "to"), a boolean
-``is_special: (m,)`` marking [CLS]/[SEP] positions and ``word_pos: (n_words,)`` giving the
-map position of each syntactic word of the sentence, in order.
-
-Conventions (follow the authors' released notebook, see ``implementation_notes.md``):
-
-- **Prediction.** For word ``d`` a head predicts, in direction ``"dep2head"`` (the
-  dependent attends to its head), the word that ``d`` attends to most: the argmax of row
-  ``d``; in direction ``"head2dep"`` (the head attends to its dependent) the word that
-  attends most to ``d``: the argmax of column ``d``. In both cases ``d`` is correct when the
-  predicted word is its gold head. The word itself and the special tokens are never
-  candidates. Ties go to the leftmost candidate (``np.argmax``).
-- **ROOT** is never a candidate, so a head is always wrong on root words. The ``"All"``
-  relation counts every word, root words and punctuation included (root words always
-  wrong), as the authors' notebook does, so numbers are comparable with the paper's "All".
-  There is no ``root`` relation row (it could only ever score 0).
-- **Relations** are keyed by the UD deprel as given (subtypes kept: ``aux:pass``,
-  ``compound:prt``, ``nmod:poss``, ``obl:npmod``, ...); ``collapse_subtypes=True`` keys by
-  the part before ``:`` instead.
-- **Possessives** (``poss_mode``). In UD, ``nmod:poss`` links the possessor to the possessed
-  noun and the clitic ``'s`` is a ``case`` dependent of the possessor. The paper counts the
-  ``'s`` as the dependent of ``poss`` (its head 7-6 makes possessive pronouns *and
-  apostrophes* attend to the possessed noun). ``poss_mode="clark"`` implements the UD
-  counterpart: for every ``nmod:poss`` word that has a ``case`` child spelled ``'s``/``'``
-  (straight or curly apostrophe), the ``nmod:poss`` row scores that clitic as the dependent,
-  with the possessed noun as its head; possessive pronouns (no clitic) stay as they are. The
-  clitic is still scored under ``case`` (against its UD head, the possessor) and ``"All"``
-  always uses the UD tree unchanged. ``poss_mode="ud"`` (default) scores the UD edge as
-  given.
-
-Layer and head numbers in DataFrames (``layer``, ``head`` columns) are **0-based** array
-indices; :func:`table1` writes the paper's 1-based ``"L-H"`` label.
+"""Single attention heads as dependency parsers (Clark et al. 2019, Section 4.2, Table 1):
+per-head predictions, accuracy per relation, fixed-offset baselines, Table 1. Pure scoring
+functions (nothing here touches a model) over word-level maps ``attn: (layers, heads, m, m)``
+(rows = "from"), ``is_special: (m,)`` marking [CLS]/[SEP] and ``word_pos: (n_words,)`` (the
+map position of each syntactic word). ``layer``/``head`` columns are 0-based. Prediction,
+ROOT, relation and possessive conventions: notebook 02.
 """
 
 from __future__ import annotations
@@ -41,6 +12,9 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 import pandas as pd
+
+from ..heads import head_label
+from ..papers import CLARK_TABLE1
 
 DIRECTIONS = ("dep2head", "head2dep")
 ALL = "All"
@@ -81,29 +55,6 @@ TABLE1_UD_RELATIONS = tuple(SD_TO_UD[sd] for sd in (
     "All", "pobj", "det", "nn", "nsubj", "amod", "dobj", "advmod", "aux", "poss", "auxpass",
     "ccomp", "mark", "prt"))
 
-# The PAPER's Table 1 (Clark et al. 2019; copied from shared/papers/reference_numbers.md).
-# These are published numbers to compare against, not results of this code.
-# sd relation -> (best head "layer-head" 1-based, accuracy %, baseline %, baseline offset,
-# best direction). Directions: the paper says dependent->head is best for every relation
-# except pobj. Known caveat (authors' notebook): its stored run gives auxpass 94.1 with
-# baseline 82.5 and All 34.7 / 26.7.
-PAPER_TABLE1 = {
-    "All": ("7-6", 34.5, 26.3, 1, "dep2head"),
-    "prep": ("7-4", 66.7, 61.8, -1, "dep2head"),
-    "pobj": ("9-6", 76.3, 34.6, -2, "head2dep"),
-    "det": ("8-11", 94.3, 51.7, 1, "dep2head"),
-    "nn": ("4-10", 70.4, 70.2, 1, "dep2head"),
-    "nsubj": ("8-2", 58.5, 45.5, 1, "dep2head"),
-    "amod": ("4-10", 75.6, 68.3, 1, "dep2head"),
-    "dobj": ("8-10", 86.8, 40.0, -2, "dep2head"),
-    "advmod": ("7-6", 48.8, 40.2, 1, "dep2head"),
-    "aux": ("4-10", 81.1, 71.5, 1, "dep2head"),
-    "poss": ("7-6", 80.5, 47.7, 1, "dep2head"),
-    "auxpass": ("4-10", 82.5, 40.5, 1, "dep2head"),
-    "ccomp": ("8-1", 48.8, 12.4, -2, "dep2head"),
-    "mark": ("8-2", 50.7, 14.5, 2, "dep2head"),
-    "prt": ("6-7", 99.1, 91.4, -1, "dep2head"),
-}
 
 
 def _unpack(item) -> tuple[object, np.ndarray, np.ndarray, np.ndarray]:
@@ -335,11 +286,6 @@ def best_heads(scores: pd.DataFrame) -> pd.DataFrame:
     return scores.loc[idx.values].reset_index(drop=True)
 
 
-def head_label(layer: int, head: int) -> str:
-    """0-based (layer, head) -> the papers' 1-based ``"layer-head"``."""
-    return f"{int(layer) + 1}-{int(head) + 1}"
-
-
 def table1(scores: pd.DataFrame, baselines: pd.DataFrame,
            relations: Sequence[str] | None = None, with_paper: bool = True) -> pd.DataFrame:
     """Table 1: per relation the best head and direction beside the best fixed offset.
@@ -370,7 +316,7 @@ def table1(scores: pd.DataFrame, baselines: pd.DataFrame,
         row["n"] = int(h["total"])
         if with_paper:
             sd = UD_TO_SD.get(rel)
-            p = PAPER_TABLE1.get(sd) if sd else None
+            p = CLARK_TABLE1.get(sd) if sd else None
             row.update(sd_relation=sd, paper_head=p[0] if p else None,
                        paper_direction=p[4] if p else None,
                        paper_accuracy=p[1] if p else np.nan,
@@ -383,7 +329,7 @@ def table1(scores: pd.DataFrame, baselines: pd.DataFrame,
 def paper_table1() -> pd.DataFrame:
     """The paper's Table 1 as a DataFrame (published numbers, for comparison)."""
     return pd.DataFrame(
-        [(sd, SD_TO_UD.get(sd), *v) for sd, v in PAPER_TABLE1.items()],
+        [(sd, SD_TO_UD.get(sd), *v) for sd, v in CLARK_TABLE1.items()],
         columns=["sd_relation", "ud_relation", "head", "accuracy", "baseline", "offset",
                  "direction"])
 

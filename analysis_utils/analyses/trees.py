@@ -1,21 +1,6 @@
-"""Maximum spanning arborescence (Chu-Liu/Edmonds) for dependency decoding, pure numpy.
-
-Convention: ``scores`` is ``(n + 1, n + 1)`` with ``scores[dep, head]``: row = dependent,
-column = candidate head, node 0 = ROOT (the same layout as a probe's ``(n, n + 1)`` output
-with a dummy row 0 on top; row 0 and the diagonal are ignored). The result ``heads`` is
-``(n,)``, 1-based with 0 = ROOT, i.e. ``heads[i - 1]`` is the head of word ``i``.
-
-Single root: with ``single_root=True`` (default, the Universal Dependencies constraint) exactly
-one word is attached to ROOT. It is solved exactly by one call of the unconstrained algorithm
-on shifted scores: every ROOT edge is lowered by ``M > n * (max - min)`` of the finite scores.
-Every tree has at least one ROOT edge, so a tree with k ROOT edges loses ``k * M``; any
-single-root tree then beats every multi-root tree, and among single-root trees the ranking
-is unchanged. ``single_root=False`` gives the unconstrained optimum (several words may hang
-from ROOT).
-
-Non-finite scores (``-inf`` log-probabilities, ``nan``) are treated as forbidden-ish: they are
-replaced by a value below every finite score, so they are used only if no tree avoids them.
-Ties are broken towards the lower head index (``argmax``), so the result is deterministic.
+"""Maximum spanning arborescence (Chu-Liu/Edmonds) for dependency decoding, pure numpy: the
+single-root tree decoding of the Section 5 probes (Clark et al. 2019). Conventions and the
+single-root constraint: :func:`chu_liu_edmonds`.
 """
 
 from __future__ import annotations
@@ -90,10 +75,26 @@ def _cle(scores: np.ndarray) -> np.ndarray:
 def chu_liu_edmonds(scores: np.ndarray, single_root: bool = True) -> np.ndarray:
     """Maximum spanning tree rooted at ROOT (node 0).
 
-    ``scores``: (n + 1, n + 1), ``scores[dep, head]`` (row 0 and diagonal ignored).
-    Returns ``heads`` (n,) int64, 1-based, 0 = ROOT. See the module docstring for the
-    single-root constraint and the handling of non-finite scores. Not networkx's
-    ``maximum_spanning_arborescence``: the same trees (tests/test_trees.py), ~100x slower.
+    ``scores``: (n + 1, n + 1), ``scores[dep, head]``: row = dependent, column = candidate
+    head, node 0 = ROOT (the layout of a probe's ``(n, n + 1)`` output with a dummy row 0 on
+    top; row 0 and the diagonal are ignored). Returns ``heads`` (n,) int64, 1-based with
+    0 = ROOT, i.e. ``heads[i - 1]`` is the head of word ``i``.
+
+    Single root: with ``single_root=True`` (default, the Universal Dependencies constraint)
+    exactly one word is attached to ROOT. It is solved exactly by one call of the
+    unconstrained algorithm on shifted scores: every ROOT edge is lowered by
+    ``M > n * (max - min)`` of the finite scores. Every tree has at least one ROOT edge, so a
+    tree with k ROOT edges loses ``k * M``; any single-root tree then beats every multi-root
+    tree, and among single-root trees the ranking is unchanged. ``single_root=False`` gives
+    the unconstrained optimum (several words may hang from ROOT).
+
+    Non-finite scores (``-inf`` log-probabilities, ``nan``) are treated as forbidden-ish: they
+    are replaced by a value below every finite score, so they are used only if no tree avoids
+    them. Ties are broken towards the lower head index (``argmax``), so the result is
+    deterministic.
+
+    Not networkx's ``maximum_spanning_arborescence``: the same trees (tests/test_trees.py),
+    about 100x faster, with the single-root constraint and non-finite scores handled.
     """
     scores = np.asarray(scores, dtype=np.float64)
     if scores.ndim != 2 or scores.shape[0] != scores.shape[1]:

@@ -1,11 +1,15 @@
 """Figures of Clark et al. Section 6 and Kovaleva et al. Section 4.1: the MDS map of heads
-(Figure 6) and contact sheets of attention maps (the hand-labelling aid and Figure 1)."""
+(Clark Figure 6), contact sheets of attention maps (the hand-labelling aid and Kovaleva
+Figure 1) and the share of each map type per task (Kovaleva Figure 2)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
+
+from ..heads import head_label
 
 
 def contact_sheet(maps: Sequence[np.ndarray], captions: Sequence[str], *, ncols: int = 6,
@@ -79,7 +83,7 @@ def mds_plot(coords: np.ndarray, layers: Sequence[int], labels: Sequence[str] | 
                    edgecolors="none" if is_other else "k", linewidths=0.5, label=str(lab))
     if heads is not None:
         for (x, y), la, he in zip(coords, layers, np.asarray(heads), strict=True):
-            ax.annotate(f"{la + 1}-{he + 1}", (x, y), fontsize=6, alpha=0.7,
+            ax.annotate(head_label(la, he), (x, y), fontsize=6, alpha=0.7,
                         xytext=(2, 2), textcoords="offset points")
     sm = ScalarMappable(norm=norm, cmap=cmap)
     cb = fig.colorbar(sm, ax=ax, ticks=np.arange(lmin, lmax + 1))
@@ -91,5 +95,24 @@ def mds_plot(coords: np.ndarray, layers: Sequence[int], labels: Sequence[str] | 
     ax.set_xticks([])
     ax.set_yticks([])
     ax.set_title(title or "Attention heads, MDS of Jensen-Shannon distances")
+    fig.tight_layout()
+    return fig
+
+
+def type_proportions_plot(proportions: pd.DataFrame, types: Sequence[str], title: str = "",
+                          figsize=(7.5, 4.0)):
+    """Kovaleva Figure 2: one stacked bar per task (``proportions``: a ``task`` column and
+    one column of shares in [0, 1] per map type in ``types``), in %. Returns a
+    ``matplotlib.figure.Figure`` (no pyplot state)."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=figsize)
+    ax = fig.add_subplot(1, 1, 1)
+    proportions.set_index("task")[list(types)].mul(100).plot.bar(
+        stacked=True, ax=ax, colormap="tab10", width=0.7, rot=0)
+    ax.set_ylabel("% of maps (all heads, all examples)")
+    ax.set_xlabel("")
+    ax.set_title(title, fontsize=10)
+    ax.legend(loc="center left", bbox_to_anchor=(1.0, 0.5), fontsize=8)
     fig.tight_layout()
     return fig

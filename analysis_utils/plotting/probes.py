@@ -1,13 +1,13 @@
 """Figures for Clark et al. Section 5 (attention-based probing classifiers).
 
-- :func:`head_weight_grids`: learned head weights as layer x head heatmaps, one panel per
-  probe and attention direction, a diverging colour scale centred on 0 per panel (red:
-  evidence for the candidate being the head, blue: against).
+- :func:`head_weight_grids`: learned head weights as layer x head heatmaps (:mod:`.grid`),
+  one panel per probe and attention direction, a diverging colour scale centred on 0 per
+  panel (red: evidence for the candidate being the head, blue: against).
 - :func:`uas_by_relation_bars`: UAS per gold relation of the dependent, one bar per run
   (e.g. the best probe on dev and test), with a reference (e.g. right-branching) as a
   marker.
 
-Functions return a matplotlib Figure and never call ``plt.show``; layers and heads are
+Functions return a ``matplotlib.figure.Figure`` built without pyplot; layers and heads are
 labelled 1-based, as in the papers.
 """
 
@@ -15,48 +15,33 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
+from matplotlib.figure import Figure
+
+from ..heads import head_label
+from .grid import head_grids
 
 
 def head_weight_grids(panels: Mapping[str, np.ndarray], ncols: int = 2,
-                      suptitle: str = "") -> plt.Figure:
+                      suptitle: str = "") -> Figure:
     """``panels``: title -> ``(layers, heads)`` weights. Each panel has its own symmetric
-    colour scale (weights of different probes are on different scales); the heads with the
-    largest positive weight are boxed and named in the title."""
-    items = list(panels.items())
-    nrows = int(np.ceil(len(items) / ncols))
-    L, H = np.asarray(items[0][1]).shape
-    fig, axes = plt.subplots(nrows, ncols, figsize=(ncols * (0.42 * H + 2.2),
-                                                    nrows * (0.42 * L + 1.6)),
-                             squeeze=False, constrained_layout=True)
-    for ax, (title, values) in zip(axes.flat, items, strict=False):
+    colour scale (weights of different probes are on different scales); the head with the
+    largest positive weight is boxed and named in the title."""
+    titled = {}
+    for title, values in panels.items():
         values = np.asarray(values, dtype=float)
-        lim = max(float(np.nanmax(np.abs(values))), 1e-9)
-        im = ax.imshow(values, cmap="RdBu_r", vmin=-lim, vmax=lim, aspect="auto")
         layer, head = np.unravel_index(int(np.nanargmax(values)), values.shape)
-        ax.add_patch(plt.Rectangle((head - 0.5, layer - 0.5), 1, 1, fill=False,
-                                   edgecolor="black", linewidth=2))
-        ax.set_title(f"{title}\nlargest (boxed): head {layer + 1}-{head + 1} "
-                     f"({values[layer, head]:+.2f})", fontsize=9)
-        ax.set_xticks(range(H), [str(h + 1) for h in range(H)], fontsize=7)
-        ax.set_yticks(range(L), [str(i + 1) for i in range(L)], fontsize=7)
-        ax.set_xlabel("head", fontsize=8)
-        ax.set_ylabel("layer", fontsize=8)
-        cb = fig.colorbar(im, ax=ax, fraction=0.05, pad=0.02)
-        cb.set_label("weight (score per unit attention)", fontsize=7)
-        cb.ax.tick_params(labelsize=7)
-    for ax in list(axes.flat)[len(items):]:
-        ax.axis("off")
-    if suptitle:
-        fig.suptitle(suptitle, fontsize=10)
-    return fig
+        titled[f"{title}\nlargest (boxed): head {head_label(layer, head)} "
+               f"({values[layer, head]:+.2f})"] = values
+    return head_grids(titled, ncols=ncols, cmap="RdBu_r", symmetric=True, marks="max",
+                      colorbar="panel", colorbar_label="weight (score per unit attention)",
+                      suptitle=suptitle, cell=0.42)
 
 
 def uas_by_relation_bars(tables: Mapping[str, pd.DataFrame],
                          reference: tuple[str, pd.DataFrame] | None = None,
-                         title: str = "", n_label: str = "n") -> plt.Figure:
+                         title: str = "", n_label: str = "n") -> Figure:
     """Horizontal bars of UAS (%) per relation.
 
     ``tables``: label -> ``probe_data.uas_by_relation`` output (columns relation, n, uas);
@@ -69,7 +54,8 @@ def uas_by_relation_bars(tables: Mapping[str, pd.DataFrame],
     y = np.arange(len(rels))
     height = 0.8 / len(labels)
     colours = ["#1f5fbf", "#e66100", "#5e9c36", "#8f4fbf"]
-    fig, ax = plt.subplots(figsize=(7.5, 0.32 * len(rels) + 1.6))
+    fig = Figure(figsize=(7.5, 0.32 * len(rels) + 1.6))
+    ax = fig.subplots()
     for k, lbl in enumerate(labels):
         t = tables[lbl].set_index("relation").reindex(rels)
         ax.barh(y - 0.4 + height * (k + 0.5), t["uas"], height=height, label=lbl,

@@ -15,6 +15,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from .grid import head_grids
+
 COLORS = {
     "cls": "#e74c3c", "sep": "#3498db", "punct": "#59d98e", "other": "#95a5a6",
     "previous": "#9b59b6", "next": "#f39c12", "current": "#159d82",
@@ -82,31 +84,14 @@ def layer_scatter(df: pd.DataFrame, value_col: str | Sequence[str],
 def head_heatmap(df: pd.DataFrame, value_col: str, title: str | None = None,
                  cmap: str = "viridis", annotate: bool = True,
                  vmin: float | None = None, vmax: float | None = None, fmt: str = ".2f") -> Figure:
-    """Layers x heads heatmap of one statistic (rows: layer 1 at the top; both 1-based).
-    Returns a figure with two axes: the map and its colour bar."""
+    """Layers x heads heatmap of one statistic (:func:`.grid.head_grids`; the frame's
+    ``layer``/``head`` are 1-based, as are the tick labels). Values are written in the cells
+    when there are at most 200. Returns a figure with two axes: the map and its colour bar."""
     grid = df.pivot(index="layer", columns="head", values=value_col).sort_index()
     grid = grid.reindex(sorted(grid.columns), axis=1)
-    n_l, n_h = grid.shape
-    fig = Figure(figsize=(0.55 * n_h + 2.2, 0.45 * n_l + 1.4), layout="constrained")
-    ax = fig.subplots()
-    im = ax.imshow(grid.to_numpy(float), cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
-    ax.set_xticks(range(n_h), [str(h) for h in grid.columns])
-    ax.set_yticks(range(n_l), [str(layer) for layer in grid.index])
-    ax.set_xlabel("Head")
-    ax.set_ylabel("Layer")
-    ax.set_title(title or LABELS.get(value_col, value_col))
-    if annotate and n_l * n_h <= 200:
-        vals = grid.to_numpy(float)
-        lo, hi = np.nanmin(vals), np.nanmax(vals)
-        mid = (lo + hi) / 2
-        for i in range(n_l):
-            for j in range(n_h):
-                v = vals[i, j]
-                if np.isfinite(v):
-                    ax.text(j, i, format(v, fmt), ha="center", va="center", fontsize=6,
-                            color="white" if v < mid else "black")
-    fig.colorbar(im, ax=ax, shrink=0.9)
-    return fig
+    return head_grids({title or LABELS.get(value_col, value_col): grid.to_numpy(float)},
+                      cmap=cmap, vmin=vmin, vmax=vmax, colorbar="panel",
+                      annotate=annotate and grid.size <= 200, fmt=fmt, cell=0.5)
 
 
 def entropy_plot(df: pd.DataFrame, uniform: float | Mapping[str, float] | None = None,

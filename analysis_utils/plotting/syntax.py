@@ -1,5 +1,5 @@
 """Figures for Clark et al. Sections 4.2-4.3: per-relation accuracy heatmaps over layers x
-heads, and Figure 5-style renderings of one head on one input.
+heads (:mod:`.grid`), and Figure 5-style renderings of one head on one input.
 
 Figure 5 style (:func:`attention_lines`): the words twice, in two columns; a line from word
 ``i`` on the left (the attending word) to word ``j`` on the right (the attended-to word), its
@@ -7,18 +7,21 @@ darkness the attention weight ``attn[i, j]``. Gold edges are drawn underneath as
 coloured lines and their words are coloured, so a reader sees at a glance whether the
 dark lines fall on them. Special tokens ([CLS]/[SEP]) stay in, in grey.
 
-All functions return a matplotlib Figure and never call ``plt.show``; layers and heads are
-labelled 1-based, as in the papers.
+All functions return a ``matplotlib.figure.Figure`` built without pyplot; layers and heads
+are labelled 1-based, as in the papers.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from matplotlib.patches import Rectangle
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+
+from ..heads import head_label
+from .grid import head_grids
 
 GOLD_COLOUR = "#e66100"
 PRED_COLOUR = "#1f5fbf"
@@ -30,85 +33,37 @@ def _grid(n: int, ncols: int) -> tuple[int, int]:
     return int(np.ceil(n / ncols)), ncols
 
 
-def _mark(ax, layer: int, head: int, colour: str = "red") -> None:
-    ax.add_patch(Rectangle((head - 0.5, layer - 0.5), 1, 1, fill=False, edgecolor=colour,
-                           linewidth=2))
-
-
-def head_grid(values: np.ndarray, ax=None, title: str = "", vmax: float | None = None,
-              mark: tuple[int, int] | None = None, cmap: str = "viridis",
-              colorbar_label: str | None = "accuracy (%)"):
-    """One heatmap ``values: (layers, heads)`` (0-based arrays, 1-based tick labels); a red
-    box marks ``mark`` = 0-based (layer, head). Returns the figure."""
-    values = np.asarray(values, dtype=float)
-    L, H = values.shape
-    if ax is None:
-        fig, ax = plt.subplots(figsize=(0.42 * H + 1.8, 0.42 * L + 1.0))
-    else:
-        fig = ax.figure
-    im = ax.imshow(values, cmap=cmap, vmin=0, vmax=vmax if vmax is not None else
-                   max(float(np.nanmax(values)), 1e-9), aspect="auto")
-    ax.set_xticks(range(H), [str(h + 1) for h in range(H)], fontsize=7)
-    ax.set_yticks(range(L), [str(i + 1) for i in range(L)], fontsize=7)
-    ax.set_xlabel("head", fontsize=8)
-    ax.set_ylabel("layer", fontsize=8)
-    ax.set_title(title, fontsize=9)
-    if mark is not None:
-        _mark(ax, *mark)
-    if colorbar_label:
-        cb = fig.colorbar(im, ax=ax, fraction=0.046, pad=0.02)
-        cb.set_label(colorbar_label, fontsize=7)
-        cb.ax.tick_params(labelsize=7)
-    return fig
-
-
 def relation_heatmaps(scores: pd.DataFrame, baselines: pd.DataFrame | None = None,
                       relations: Sequence[str] | None = None, ncols: int = 3,
-                      suptitle: str = "") -> plt.Figure:
+                      suptitle: str = "") -> Figure:
     """One panel per relation: accuracy (%) of every head in the relation's best direction
-    (the direction of its best head), on a shared 0-100 scale; a red box marks the best head.
+    (the direction of its best head), on a shared 0-100 scale; a box marks the best head.
     The panel title gives the best head and, with ``baselines`` (``syntax.offset_baselines``
     output), the best fixed-offset baseline.
 
     scores: ``syntax.score_heads`` output (layer/head 0-based, accuracy a fraction)."""
-    from ..analyses.syntax import best_baseline, best_heads, head_label
+    from ..analyses.syntax import best_baseline, best_heads
 
     bh = best_heads(scores).set_index("relation")
     bb = best_baseline(baselines).set_index("relation") if baselines is not None else None
     relations = list(relations) if relations is not None else list(bh.index)
     L = int(scores["layer"].max()) + 1
     H = int(scores["head"].max()) + 1
-    nrows, ncols = _grid(len(relations), ncols)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(ncols * (0.3 * H + 1.2),
-                                                    nrows * (0.3 * L + 1.3)),
-                             squeeze=False, constrained_layout=True)
-    im = None
-    for ax, rel in zip(axes.flat, relations, strict=False):
+    panels, marks = {}, {}
+    for rel in relations:
         b = bh.loc[rel]
         sel = scores[(scores["relation"] == rel) & (scores["direction"] == b["direction"])]
         grid = np.full((L, H), np.nan)
         grid[sel["layer"].to_numpy(), sel["head"].to_numpy()] = 100 * sel["accuracy"].to_numpy()
-        im = ax.imshow(grid, cmap="viridis", vmin=0, vmax=100, aspect="auto")
-        _mark(ax, int(b["layer"]), int(b["head"]))
         title = (f"{rel} (n={int(b['total'])}, {DIRECTION_LABELS[b['direction']]})\n"
                  f"best {head_label(b['layer'], b['head'])}: {100 * b['accuracy']:.1f}%")
         if bb is not None and rel in bb.index:
             title += (f"; offset {int(bb.loc[rel, 'offset']):+d}: "
                       f"{100 * bb.loc[rel, 'accuracy']:.1f}%")
-        ax.set_title(title, fontsize=9)
-        ax.set_xticks(range(H), [str(h + 1) for h in range(H)], fontsize=6)
-        ax.set_yticks(range(L), [str(i + 1) for i in range(L)], fontsize=6)
-        ax.set_xlabel("head", fontsize=7)
-        ax.set_ylabel("layer", fontsize=7)
-    for ax in list(axes.flat)[len(relations):]:
-        ax.axis("off")
-    if im is not None:
-        cb = fig.colorbar(im, ax=axes, shrink=min(0.6, 3.0 / nrows), pad=0.01,
-                          location="right")
-        cb.set_label("accuracy (%)", fontsize=8)
-    if suptitle:
-        fig.suptitle(suptitle, fontsize=10)
-    return fig
+        panels[title] = grid
+        marks[title] = (int(b["layer"]), int(b["head"]))
+    return head_grids(panels, ncols=ncols, vmin=0, vmax=100, marks=marks, colorbar="shared",
+                      colorbar_label="accuracy (%)", suptitle=suptitle)
 
 
 def attention_lines(words: Sequence[str], attn: np.ndarray, gold: Sequence[tuple[int, int]] = (),
@@ -129,7 +84,8 @@ def attention_lines(words: Sequence[str], attn: np.ndarray, gold: Sequence[tuple
         raise ValueError(f"attn must be ({m}, {m}) for {m} words, got {attn.shape}")
     special = np.zeros(m, bool) if is_special is None else np.asarray(is_special, bool)
     if ax is None:
-        fig, ax = plt.subplots(figsize=(3.6, 0.22 * m + 0.9))
+        fig = Figure(figsize=(3.6, 0.22 * m + 0.9))
+        ax = fig.subplots()
     else:
         fig = ax.figure
     gold_words = {p for e in gold for p in e}
@@ -162,27 +118,27 @@ def attention_lines(words: Sequence[str], attn: np.ndarray, gold: Sequence[tuple
 
 
 def attention_lines_grid(panels: Sequence[dict], ncols: int = 3, suptitle: str = "",
-                         legend: str = "gold edge") -> plt.Figure:
+                         legend: str = "gold edge") -> Figure:
     """Several :func:`attention_lines` panels side by side; each dict holds its keyword
     arguments (``words``, ``attn``, ``gold``, ``is_special``, ``title``, ...)."""
     if not panels:
         raise ValueError("no panels to draw")
     nrows, ncols = _grid(len(panels), ncols)
     m = max(len(p["words"]) for p in panels)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.6 * ncols, nrows * (0.22 * m + 1.1)),
-                             squeeze=False)
+    fig = Figure(figsize=(3.6 * ncols, nrows * (0.22 * m + 1.1)))
+    axes = fig.subplots(nrows, ncols, squeeze=False)
     for ax, p in zip(axes.flat, panels, strict=False):
         attention_lines(ax=ax, **p)
     for ax in list(axes.flat)[len(panels):]:
         ax.axis("off")
-    handles = [plt.Line2D([], [], color=GOLD_COLOUR, lw=4.5, alpha=0.45, label=legend),
-               plt.Line2D([], [], color="black", lw=1.2,
-                          label="attention from the orange words (darker = more)"),
-               plt.Line2D([], [], color="#9a9a9a", lw=1.2, alpha=0.5,
-                          label="attention from the other words")]
+    handles = [Line2D([], [], color=GOLD_COLOUR, lw=4.5, alpha=0.45, label=legend),
+               Line2D([], [], color="black", lw=1.2,
+                      label="attention from the orange words (darker = more)"),
+               Line2D([], [], color="#9a9a9a", lw=1.2, alpha=0.5,
+                      label="attention from the other words")]
     if any(p.get("pred") for p in panels):
-        handles.append(plt.Line2D([], [], color=PRED_COLOUR, lw=1.6, ls=(0, (4, 2)),
-                                  label="the head's prediction"))
+        handles.append(Line2D([], [], color=PRED_COLOUR, lw=1.6, ls=(0, (4, 2)),
+                              label="the head's prediction"))
     fig.legend(handles=handles, loc="lower center", ncol=2, fontsize=8, frameon=False)
     if suptitle:
         fig.suptitle(suptitle, fontsize=10)

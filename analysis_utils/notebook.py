@@ -1,0 +1,168 @@
+"""What every numbered notebook does first, in one call.
+
+>>> lm, control, run = notebook.setup("01", globals())  # doctest: +SKIP
+
+:func:`setup` collects the parameters (the names assigned in the notebook's cell tagged
+``parameters``, with the values in effect, papermill's injected ones included) for the
+provenance record, seeds numpy, sets display options, loads the model and its control and
+opens the output record (:class:`~analysis_utils.report.Run`). :func:`attention_maps`
+extracts (or reads from the cache) the maps of both models for the same inputs.
+"""
+
+from __future__ import annotations
+
+import ast
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from . import paths, report
+
+PARAMETERS_TAG = "parameters"
+
+
+class Setup(NamedTuple):
+    """What :func:`setup` returns: unpack as ``lm, control, run = setup(...)``."""
+
+    lm: object  # engine.models.LoadedModel
+    control: object  # the same architecture, initialised as the notebook's control_init says
+    run: report.Run
+
+
+def notebook_source(prefix: str) -> Path | None:
+    """The percent-format source ``notebooks/NN_*.py`` of notebook ``prefix``, or None when
+    the package is installed without its notebooks (e.g. on Colab)."""
+    found = sorted(paths.NOTEBOOKS_DIR.glob(f"{prefix}_*.py"))
+    if len(found) > 1:
+        raise ValueError(f"several notebooks with prefix {prefix}: {[p.name for p in found]}")
+    return found[0] if found else None
+
+
+def _assigned_names(source: str) -> list[str]:
+    names = []
+    for node in ast.parse(source).body:
+        targets = node.targets if isinstance(node, ast.Assign) else (
+            [node.target] if isinstance(node, ast.AnnAssign) else [])
+        names += [t.id for t in targets if isinstance(t, ast.Name) and t.id not in names]
+    return names
+
+
+def parameter_names(source: str | Path) -> list[str]:
+    """Names assigned in the cell tagged ``parameters`` of a notebook (percent-format ``.py``
+    or ``.ipynb``), in order."""
+    import jupytext
+
+    nb = jupytext.read(source)
+    cells = [c for c in nb.cells if PARAMETERS_TAG in c.get("metadata", {}).get("tags", [])]
+    if len(cells) != 1:
+        raise ValueError(f"{source}: expected exactly one cell tagged {PARAMETERS_TAG!r}, "
+                         f"found {len(cells)}")
+    return _assigned_names(cells[0].source)
+
+
+def _is_literal_cell(source: str) -> bool:
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:
+        return False
+    for node in body:
+        if not (isinstance(node, ast.Assign)
+                and all(isinstance(t, ast.Name) for t in node.targets)):
+            return False
+        try:
+            ast.literal_eval(node.value)
+        except ValueError:
+            return False
+    return bool(body)
+
+
+def history_parameter_names(history: Sequence[str]) -> list[str]:
+    """Parameter names from a kernel's input history (IPython's ``In``), for a notebook
+    whose source is not on disk: the names assigned by cells made only of ``name = literal``
+    lines (the parameters cell, and papermill's injected cell), in order."""
+    names: list[str] = []
+    for source in history:
+        if source and _is_literal_cell(source):
+            names += [n for n in _assigned_names(source) if n not in names]
+    return names
+
+
+def collect_parameters(prefix: str, namespace: Mapping,
+                       names: Sequence[str] | None = None) -> dict:
+    """``{name: value}`` for the notebook's parameters, values taken from ``namespace`` (the
+    notebook's ``globals()``), so overrides that papermill injected are recorded as run.
+
+    names: default, those of the parameters cell of ``notebooks/NN_*.py``; when the source
+    is not on disk (the package installed without its notebooks), those of the literal-only
+    cells in the kernel's history (``In``).
+    """
+    if names is None:
+        source = notebook_source(prefix)
+        if source is not None:
+            names = parameter_names(source)
+        else:
+            names = history_parameter_names(namespace.get("In", []))
+        if not names:
+            raise ValueError(f"no parameters found for notebook {prefix}: no "
+                             f"notebooks/{prefix}_*.py under {paths.REPO_ROOT} and no "
+                             "literal-only cell in this kernel's history; pass names=[...]")
+    missing = [n for n in names if n not in namespace]
+    if missing:
+        raise NameError(f"parameters {missing} of notebook {prefix} are not defined: run the "
+                        "parameters cell before the setup cell")
+    return {n: namespace[n] for n in names}
+
+
+def setup(prefix: str, namespace: Mapping, *, precision: int = 3,
+          names: Sequence[str] | None = None) -> Setup:
+    """Start notebook ``prefix`` (``"01"``): collect its parameters from ``namespace``
+    (:func:`collect_parameters`; it needs ``model``, ``control_init``, ``seed`` and ``device``),
+    seed numpy's global generator with ``seed``, set pandas' display precision, load the model
+    and its control (``load_model(model, init=control_init)``) and open the run record with
+    the parameters and both models' identities; print one line per model.
+
+    Add the data a notebook reads to ``run.data`` once it has read it.
+    """
+    import matplotlib
+    import numpy as np
+    import pandas as pd
+
+    from .engine.models import load_model
+
+    params = collect_parameters(prefix, namespace, names)
+    seed, device = params["seed"], params["device"] or None
+    np.random.seed(seed)
+    pd.set_option("display.precision", precision)
+    pd.set_option("display.width", 200)
+    matplotlib.rcParams["figure.dpi"] = 90
+    lm = load_model(params["model"], device=device, seed=seed)
+    control = load_model(params["model"], init=params["control_init"], device=device,
+                         seed=seed)
+    run = report.start_run(prefix, params,
+                           models={"model": lm.identity, "control": control.identity})
+    print(f"model: {lm.label} ({lm.num_layers} layers x {lm.num_heads} heads) on {lm.device}")
+    print(f"control: {control.label}")
+    return Setup(lm, control, run)
+
+
+def attention_maps(inputs: Sequence, models: Sequence, what: str = "inputs",
+                   progress: bool = False, **kwargs) -> list:
+    """The attention store of each of ``models`` for the same ``inputs``
+    (:func:`analysis_utils.engine.attention.extract_attention`: extracted once, then read
+    from the cache); prints how many, their size on disk and the time taken."""
+    from .engine import attention
+
+    t0 = time.perf_counter()
+    stores = [attention.extract_attention(m, inputs, progress=progress,
+                                          desc=f"maps {m.label}", **kwargs) for m in models]
+    print(f"{len(stores[0])} {what}, {stores[0].nbytes / 1e9:.2f} GB per model on disk; "
+          f"{time.perf_counter() - t0:.1f} s (extraction or cache read)")
+    return stores
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far, in MB (``ru_maxrss``; Linux: KB)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -1,0 +1,98 @@
+"""Every published number the notebooks compare against, each with its source.
+
+Published numbers, never results of this code. Copied from ``shared/papers/reference_numbers.md``
+and checked against the papers' text: Clark et al. 2019, *What Does BERT Look At?* and
+Kovaleva et al. 2019, *Revealing the Dark Secrets of BERT*, both on BERT-base uncased
+(12 layers x 12 heads). Heads are ``"layer-head"``, 1-based, as printed in the papers.
+"""
+
+from __future__ import annotations
+
+#: Both papers: BERT-base has 12 layers (of 12 heads each).
+BERT_BASE_LAYERS = 12
+
+# --- Clark et al. 2019 -----------------------------------------------------------------------
+
+#: Clark et al., Section 3 (surface patterns; 1,000 Wikipedia segments of <= 128 tokens), the
+#: claims as the paper words them: Sections 3.1-3.3, Figures 2-4.
+CLARK_SECTION3 = {
+    "previous": "4 heads (layers 2, 4, 7, 8)",  # Section 3.1
+    "next": "5 heads (layers 1, 2, 2, 3, 6)",  # Section 3.1
+    "sep_share": "> 50% in layers 6-10",  # Section 3.2, Figure 2
+    "sep_to_sep": "> 90% for some heads",  # Section 3.2, Figure 2
+    "layer_order": "early [CLS], middle [SEP], deep ./,",  # Figure 2 caption
+    "sep_gradient": "very small from layer 5",  # Section 3.2, Figure 3
+    "broad_layer1": "high-entropy heads, <= ~10% on any word",  # Section 3.3, Figure 4
+    "cls_entropy_last": "3.89 nats",  # Section 3.3
+    "split_words": "about 8%",  # Section 4.1 ("~8% in our data")
+}
+
+#: Clark et al., Table 1 (PTB WSJ, Stanford Dependencies): SD relation -> (best head, accuracy
+#: %, best fixed-offset baseline %, its offset, best direction). Directions: Section 4.2 says
+#: dependent -> head is best for every relation except pobj.
+CLARK_TABLE1 = {
+    "All": ("7-6", 34.5, 26.3, 1, "dep2head"),
+    "prep": ("7-4", 66.7, 61.8, -1, "dep2head"),
+    "pobj": ("9-6", 76.3, 34.6, -2, "head2dep"),
+    "det": ("8-11", 94.3, 51.7, 1, "dep2head"),
+    "nn": ("4-10", 70.4, 70.2, 1, "dep2head"),
+    "nsubj": ("8-2", 58.5, 45.5, 1, "dep2head"),
+    "amod": ("4-10", 75.6, 68.3, 1, "dep2head"),
+    "dobj": ("8-10", 86.8, 40.0, -2, "dep2head"),
+    "advmod": ("7-6", 48.8, 40.2, 1, "dep2head"),
+    "aux": ("4-10", 81.1, 71.5, 1, "dep2head"),
+    "poss": ("7-6", 80.5, 47.7, 1, "dep2head"),
+    "auxpass": ("4-10", 82.5, 40.5, 1, "dep2head"),
+    "ccomp": ("8-1", 48.8, 12.4, -2, "dep2head"),
+    "mark": ("8-2", 50.7, 14.5, 2, "dep2head"),
+    "prt": ("6-7", 99.1, 91.4, -1, "dep2head"),
+}
+
+#: The authors' released notebook (its stored run), where it differs from Table 1: SD relation
+#: -> (accuracy %, baseline %). The paper's auxpass row looks like a slip (reference_numbers.md).
+CLARK_TABLE1_AUTHORS_NOTEBOOK = {"auxpass": (94.1, 82.5), "All": (34.7, 26.7)}
+
+#: Clark et al., Table 2 (CoNLL-2012, documents truncated to 128 tokens): system -> accuracy %
+#: (All, Pronoun, Proper, Nominal). "neural" is only roughly comparable (full documents,
+#: other mention detection); None: not reported.
+CLARK_TABLE2 = {
+    "nearest": (27, 29, 29, 19),
+    "head_match": (52, 47, 67, 40),
+    "rule_based": (69, 70, 77, 60),
+    "neural": (83, None, None, None),
+    "head 5-4": (65, 64, 73, 58),
+}
+
+#: Clark et al., Table 3 (PTB WSJ dev, Stanford Dependencies): probe -> UAS. The paper's
+#: Attention + GloVe has no bias term. (Its structural-probe row, 80 UUAS, is a different task.)
+CLARK_TABLE3 = {
+    "Right-branching": 26,
+    "Distances + GloVe": 58,
+    "Random-init attention + GloVe": 30,
+    "Attention only": 61,
+    "Attention + GloVe": 77,
+}
+
+#: Clark et al., Figure 6 and Section 6 (head clustering), as the paper words it.
+CLARK_FIGURE6 = {"same_layer_closer": "yes (Figure 6, qualitative)"}
+
+# --- a public reproduction on UD English EWT (reference_numbers.md) --------------------------
+
+#: A public PyTorch reproduction on UD English EWT dev with bert-base-uncased: probe -> UAS
+#: (the rows of Clark's Table 3 it reports). Its right-branching number is quoted in
+#: reference_numbers.md with the single-head results of Table 1.
+EWT_REPRODUCTION_TABLE3 = {
+    "Right-branching": 32.1,
+    "Attention only": 61.4,
+    "Attention + GloVe": 74.7,
+}
+
+# --- Kovaleva et al. 2019 --------------------------------------------------------------------
+
+#: Kovaleva et al., Section 4.1 (attention-map types) and Figure 2, as the paper words them.
+KOVALEVA_SECTION41 = {
+    "labelled_maps": "about 400",
+    "vertical_share": "30%",
+    "classifier_f1": "0.86 (8-conv CNN)",  # "8 convolutional layers", F1 average not stated
+    "heterogeneous_share": "32% (MRPC) to 61% (QQP)",  # Figure 2, upper bound over tasks
+}

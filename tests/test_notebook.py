@@ -1,0 +1,94 @@
+"""notebook.setup: parameters come from the parameters cell (never retyped), values from the
+notebook's namespace; one call gives the model, the control and the run record."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from analysis_utils import notebook, paths
+from analysis_utils.engine.attention import ModelInput
+
+SOURCE = '''# %%
+# On Colab: install (does nothing elsewhere).
+import sys
+
+# %% tags=["parameters"]
+model = "minilm"  # a comment
+control_init = "random"
+device = ""
+seed = 0
+n: int = 5
+thr_a = thr_b = 0.5
+
+# %%
+lm, control, run = notebook.setup("77", globals())
+'''
+
+
+@pytest.fixture
+def notebooks_dir(tmp_path, monkeypatch):
+    (tmp_path / "77_example.py").write_text(SOURCE)
+    monkeypatch.setattr(paths, "NOTEBOOKS_DIR", tmp_path)
+    return tmp_path
+
+
+def test_parameter_names_come_from_the_tagged_cell(notebooks_dir):
+    assert notebook.parameter_names(notebooks_dir / "77_example.py") == [
+        "model", "control_init", "device", "seed", "n", "thr_a", "thr_b"]
+    bad = notebooks_dir / "78_bad.py"
+    bad.write_text("# %%\nx = 1\n")
+    with pytest.raises(ValueError, match="exactly one cell tagged 'parameters'"):
+        notebook.parameter_names(bad)
+
+
+def test_values_are_those_in_effect(notebooks_dir):
+    ns = dict(model="bert", control_init="random", device="cpu", seed=3, n=50, thr_a=0.1,
+              thr_b=0.2, lm=object(), other=1)  # e.g. after papermill injected n=50
+    assert notebook.collect_parameters("77", ns) == dict(
+        model="bert", control_init="random", device="cpu", seed=3, n=50, thr_a=0.1, thr_b=0.2)
+    del ns["thr_b"]
+    with pytest.raises(NameError, match=r"\['thr_b'\].*parameters cell"):
+        notebook.collect_parameters("77", ns)
+
+
+@pytest.mark.parametrize("prefix", ["01", "02", "03", "04", "05"])
+def test_every_notebook_records_all_its_parameters(prefix):
+    source = notebook.notebook_source(prefix)
+    names = notebook.parameter_names(source)
+    assert {"model", "control_init", "device", "seed"} <= set(names)
+    text = source.read_text()
+    assert f'notebook.setup("{prefix}", globals()' in text
+    assert "params = dict(" not in text  # nothing retyped by hand
+    if prefix == "05":  # the two its hand-written dict had missed
+        assert {"js_threads", "n_contact_sheets", "thr_entropy"} <= set(names)
+
+
+def test_without_sources_the_kernel_history_gives_the_names(monkeypatch, tmp_path):
+    monkeypatch.setattr(paths, "NOTEBOOKS_DIR", tmp_path / "absent")  # e.g. on Colab
+    history = ["", "import sys\nif 'google.colab' in sys.modules:\n    pass",
+               "model = 'minilm'\nseed = 0\nshift = -3\n", "# Parameters\nseed = 1\n",
+               "lm = load(model)\nx = 1", "x = compute()"]
+    ns = {"In": history, "model": "minilm", "seed": 1, "shift": -3, "lm": 0, "x": 1}
+    assert notebook.collect_parameters("01", ns) == {"model": "minilm", "seed": 1, "shift": -3}
+    with pytest.raises(ValueError, match="no parameters found for notebook 01"):
+        notebook.collect_parameters("01", {"In": history[:2]})
+
+
+def test_setup_returns_model_control_and_run(notebooks_dir, tiny_model_dir, capsys):
+    ns = dict(model=str(tiny_model_dir), control_init="random", device="cpu", seed=7, n=5,
+              thr_a=0.5, thr_b=0.5)
+    lm, control, run = notebook.setup("77", ns)
+    assert np.random.random() == np.random.RandomState(7).random_sample()  # seeded
+    assert (lm.num_layers, lm.num_heads) == (2, 2)
+    assert control.identity["init"] == "random" and lm.identity["init"] == "pretrained"
+    assert run.prefix == "77" and run.params == ns
+    assert run.models == {"model": lm.identity, "control": control.identity}
+    out = capsys.readouterr().out
+    assert out.startswith(f"model: {lm.label} (2 layers x 2 heads) on cpu\ncontrol: ")
+    items = [ModelInput((2, 7, 8, 3), (0, 0, 0, 0)), ModelInput((2, 9, 3), (0, 0, 0))]
+    store, store_ctrl = notebook.attention_maps(items, [lm, control], "sentences",
+                                                cache_dir=notebooks_dir / "cache")
+    assert len(store) == len(store_ctrl) == 2 and store[0].shape == (2, 2, 4, 4)
+    assert not np.array_equal(store[0], store_ctrl[0])
+    assert capsys.readouterr().out.startswith("2 sentences, 0.00 GB per model on disk; ")
