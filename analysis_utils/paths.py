@@ -25,21 +25,16 @@ DATA_ENV = "BERTOLOGY_DATA_DIR"
 CACHE_ENV = "BERTOLOGY_CACHE_DIR"
 
 
+def _resolve(override, env_name: str, default: Path) -> Path:
+    value = override if override is not None else os.environ.get(env_name)
+    return Path(value).expanduser().resolve() if value else default
+
+
 def data_dir(override: str | os.PathLike | None = None) -> Path:
     """The gold data directory: ``override``, else ``$BERTOLOGY_DATA_DIR``, else ``<repo>/data``."""
-    if override is not None:
-        return Path(override).expanduser().resolve()
-    env = os.environ.get(DATA_ENV)
-    if env:
-        return Path(env).expanduser().resolve()
-    return REPO_ROOT / "data"
+    return _resolve(override, DATA_ENV, REPO_ROOT / "data")
 
 
 def cache_dir(override: str | os.PathLike | None = None) -> Path:
     """The cache root: ``override``, else ``$BERTOLOGY_CACHE_DIR``, else ``<repo>/.cache``."""
-    if override is not None:
-        return Path(override).expanduser().resolve()
-    env = os.environ.get(CACHE_ENV)
-    if env:
-        return Path(env).expanduser().resolve()
-    return REPO_ROOT / ".cache"
+    return _resolve(override, CACHE_ENV, REPO_ROOT / ".cache")

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..data.ontogum import CorefDocument, Mention
+from ..engine.wordmaps import unpack_word_maps
 from ..heads import head_label
 from ..papers import CLARK_TABLE2
 
@@ -207,19 +208,6 @@ def _sort_key(b: str, g: str):
     return (BREAKDOWNS.index(b), order.get(g, 9), g)
 
 
-def _unpack(item):
-    if len(item) == 4:
-        w, a, sp, wp = item
-    elif len(item) == 2:
-        w, maps = item
-        get = maps.get if isinstance(maps, dict) else lambda k: getattr(maps, k)
-        a, sp, wp = get("attn"), get("is_special"), get("word_pos")
-    else:
-        raise ValueError("each item must be (window, attn, is_special, word_pos) or "
-                         "(window, maps)")
-    return w, np.asarray(a), np.asarray(sp, dtype=bool), np.asarray(wp, dtype=np.int64)
-
-
 def head_antecedent_predictions(attn: np.ndarray, is_special: np.ndarray,
                                 word_pos: np.ndarray, rows: Sequence[int],
                                 causal: bool = False) -> np.ndarray:
@@ -253,7 +241,7 @@ def antecedent_accuracy(windows_with_maps: Iterable, causal: bool = False) -> pd
     type_person), ``group``, ``correct``, ``total``, ``accuracy`` (fraction)."""
     chunks, groups, shape = [], [], None
     for item in windows_with_maps:
-        w, attn, is_special, word_pos = _unpack(item)
+        w, attn, is_special, word_pos = unpack_word_maps(item, "window")
         if len(word_pos) != len(w.words):
             raise ValueError(f"window {w.doc_id}#{w.index}: word_pos has {len(word_pos)} "
                              f"entries for {len(w.words)} words")

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from ..engine.wordmaps import unpack_word_maps
 from ..heads import head_label
 from ..papers import CLARK_TABLE1
 
@@ -55,20 +56,6 @@ TABLE1_UD_RELATIONS = tuple(SD_TO_UD[sd] for sd in (
     "All", "pobj", "det", "nn", "nsubj", "amod", "dobj", "advmod", "aux", "poss", "auxpass",
     "ccomp", "mark", "prt"))
 
-
-
-def _unpack(item) -> tuple[object, np.ndarray, np.ndarray, np.ndarray]:
-    """``(sentence, attn, is_special, word_pos)`` or ``(sentence, WordMaps-like)``."""
-    if len(item) == 4:
-        s, a, sp, wp = item
-    elif len(item) == 2:
-        s, maps = item
-        get = maps.get if isinstance(maps, dict) else lambda k: getattr(maps, k)
-        a, sp, wp = get("attn"), get("is_special"), get("word_pos")
-    else:
-        raise ValueError("each item must be (sentence, attn, is_special, word_pos) or "
-                         "(sentence, maps)")
-    return s, np.asarray(a), np.asarray(sp, dtype=bool), np.asarray(wp, dtype=np.int64)
 
 
 def head_predictions(attn: np.ndarray, is_special: np.ndarray,
@@ -185,7 +172,7 @@ def score_heads(sentences_with_maps: Iterable, min_count: int = 100,
     all_rels: list[str] = []
     shape = None
     for item in sentences_with_maps:
-        sent, attn, is_special, word_pos = _unpack(item)
+        sent, attn, is_special, word_pos = unpack_word_maps(item, "sentence")
         n = len(sent.heads)
         if len(word_pos) != n:
             raise ValueError(f"word_pos has {len(word_pos)} entries for {n} words "

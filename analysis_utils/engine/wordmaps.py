@@ -47,6 +47,22 @@ class WordMaps:
     word_pos: np.ndarray
 
 
+def unpack_word_maps(item, what: str = "item") -> tuple[object, np.ndarray, np.ndarray, np.ndarray]:
+    """``(what, attn, is_special, word_pos)`` from ``(what, attn, is_special, word_pos)`` or
+    ``(what, maps)`` with ``maps`` a :class:`WordMaps` or a dict with those keys; ``what`` is
+    the sentence or window the maps belong to (its name is used in the error message)."""
+    if len(item) == 4:
+        w, a, sp, wp = item
+    elif len(item) == 2:
+        w, maps = item
+        get = maps.get if isinstance(maps, dict) else lambda k: getattr(maps, k)
+        a, sp, wp = get("attn"), get("is_special"), get("word_pos")
+    else:
+        raise ValueError(f"each item must be ({what}, attn, is_special, word_pos) or "
+                         f"({what}, maps)")
+    return w, np.asarray(a), np.asarray(sp, dtype=bool), np.asarray(wp, dtype=np.int64)
+
+
 @dataclass(frozen=True)
 class EncodedWords:
     """One pre-tokenised input encoded by the model's tokenizer.
