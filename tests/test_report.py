@@ -140,7 +140,7 @@ def test_report_readme_rewrites_only_the_block_and_check_fails_when_stale(tmp_pa
                       "\nafter\n")
     args = ["--results", str(tmp_path / "results"), "--file", str(readme)]
     assert main(["report", "--check-readme", *args]) == 1
-    assert "is stale" in capsys.readouterr().out
+    assert "are stale" in capsys.readouterr().out
     assert main(["report", "--readme", *args]) == 0
     text = readme.read_text()
     assert text.startswith("# Title\n\nbefore\n\n<!-- runtimes:start -->\n")
@@ -150,3 +150,25 @@ def test_report_readme_rewrites_only_the_block_and_check_fails_when_stale(tmp_pa
     readme.write_text("# no markers\n")
     assert main(["report", "--check-readme", *args]) == 2
     assert "runtimes:start" in capsys.readouterr().err
+
+
+def test_findings_table_reads_each_paper_vs_run_table(tmp_path):
+    results = tmp_path / "results"
+    results.mkdir()
+    pd.DataFrame({"claim": ["heads on [SEP]", "a | b"], "paper (BERT-base)": ["> 50%", "x"],
+                  "this run": ["2.8%", "y"], "held": ["no", "yes"]}).to_csv(
+        results / "01_paper_vs_run.csv", index=False)
+    pd.DataFrame({"section": ["S6"], "quantity": ["ratio"], "paper": ["yes"],
+                  "this run": ["0.87"]}).to_csv(results / "05_paper_vs_run.csv", index=False)
+    table = report.findings_table(results).splitlines()
+    assert table[2].endswith("| heads on [SEP] | > 50% | 2.8% | no |")
+    assert "| a \\| b |" in table[3]  # a pipe inside a cell does not split the row
+    assert table[4].endswith("| ratio | yes | 0.87 |  |")
+    pd.DataFrame({"what": ["x"]}).to_csv(results / "02_paper_vs_run.csv", index=False)
+    with pytest.raises(ValueError, match="02_paper_vs_run.csv needs a claim"):
+        report.findings_table(results)
+
+
+def test_committed_readme_has_the_findings_block():
+    text = (paths.REPO_ROOT / "README.md").read_text()
+    assert text.count(report.FINDINGS_START) == 1 and text.count(report.FINDINGS_END) == 1

@@ -1,0 +1,41 @@
+"""The committed rendered notebooks as readers see them on a git host: small enough to render,
+and free of progress bars and warnings."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from analysis_utils import paths
+
+RENDERED = sorted(paths.NOTEBOOKS_DIR.glob("[0-9][0-9]_*.ipynb"))
+MAX_BYTES = 2_000_000
+NOISE = ("TqdmWarning", "Loading weights", "it/s]", "s/it]", "Warning:", "WARNING")
+
+
+def _streams(nb: dict):
+    for k, cell in enumerate(nb["cells"]):
+        for out in cell.get("outputs", []):
+            if out.get("output_type") == "stream":
+                yield k, out.get("name"), "".join(out.get("text", ""))
+
+
+def test_every_notebook_source_has_a_rendering():
+    sources = sorted(p.stem for p in paths.NOTEBOOKS_DIR.glob("[0-9][0-9]_*.py"))
+    assert sources == [p.stem for p in RENDERED]
+
+
+@pytest.mark.parametrize("nb_path", RENDERED, ids=lambda p: p.name)
+def test_rendered_notebook_is_under_2_mb(nb_path):
+    size = nb_path.stat().st_size
+    assert size < MAX_BYTES, (f"{nb_path.name} is {size / 1e6:.1f} MB: link large figures from "
+                              "figures/ instead of embedding them")
+
+
+@pytest.mark.parametrize("nb_path", RENDERED, ids=lambda p: p.name)
+def test_rendered_notebook_carries_no_progress_or_warning_streams(nb_path):
+    nb = json.loads(nb_path.read_text())
+    noisy = [(k, name, text[:120]) for k, name, text in _streams(nb)
+             if name == "stderr" or any(w in text for w in NOISE)]
+    assert not noisy, f"{nb_path.name}: cells with progress bars or warnings: {noisy}"
