@@ -2,10 +2,12 @@
 Kovaleva et al. (2019) on what Transformer attention heads do.
 
 Folders: ``data`` (checksummed gold data and one reader per corpus), ``engine`` (model
-loading, attention extraction and its on-disk store, token -> word maps), ``analyses`` (pure
-functions over attention arrays, one module per paper section), ``plotting`` (figures).
-Top level: ``paths``, ``profiles``, ``pipeline`` (papermill driver), ``report`` (outputs with
-provenance).
+loading, attention extraction and its checksummed store, token -> word maps, interventions on
+heads), ``analyses`` (pure functions over attention arrays, one module per paper section),
+``training`` (the seeded loop of the small models fitted here), ``plotting`` (figures).
+Top level: ``paths``, ``profiles`` and ``params`` (run profiles and parameter rules),
+``pipeline`` (papermill driver), ``report`` and ``compare`` (outputs with provenance, reruns
+against them), ``notebook`` (what every notebook does first), ``heads``, ``papers``.
 """
 
 __version__ = "0.1.0"
