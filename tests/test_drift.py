@@ -65,7 +65,10 @@ def test_padded_variant_is_higher_than_the_real_block():
     # dot = 5 rows * 3 * (1/3)^2 = 5/3; |a|^2 = 3 + 5/3 = 14/3 -> cos = 5/14
     assert padded["cosine"].iloc[0] == pytest.approx(5 / 14)
     eff = drift.padding_effect(real, padded)
-    assert eff["inflation"].iloc[0] == pytest.approx(5 / 14)
+    assert eff["difference"].iloc[0] == pytest.approx(5 / 14)
+    both = drift.padded_cosine([(_pad(a, pad, P), _pad(b, pad, P))], lengths=[n])
+    assert both["cosine_real"].iloc[0] == 0.0
+    assert both["cosine_padded"].iloc[0] == pytest.approx(5 / 14)
 
 
 def test_zero_padding_alone_changes_nothing():
@@ -103,6 +106,8 @@ def test_padded_maps_hold_the_real_block_and_attending_padding_rows(tiny_loaded,
         np.testing.assert_allclose(p[..., :n, :n], store[i], atol=2e-3)  # float16 store
         np.testing.assert_allclose(p.sum(-1), 1.0, atol=1e-5)  # padding rows attend too
         assert np.abs(p[..., n:]).max() < 1e-6  # nobody attends to padding
+    both = drift.padded_cosine(zip(padded, padded, strict=True), [len(x) for x in items])
+    np.testing.assert_allclose(both[["cosine_real", "cosine_padded"]], 1.0, atol=1e-6)
     with pytest.raises(ValueError, match="longer than pad_to"):
         list(iter_padded_attention(tiny_loaded, items, pad_to=4))
 

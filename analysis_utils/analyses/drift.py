@@ -10,11 +10,13 @@ the derived similarities over all the development set examples." Per input and h
 ``(n, n)`` maps are flattened and compared, ``cos = <a, b> / (|a| |b|)``; the per-head value is
 the mean over inputs (the paper: up to 1,000 dev examples per task). Compared block: the real
 tokens only, ``n x n``, as the stores hold them. The released code compared whole padded
-``(128, 128)`` maps; the padding rows (each a distribution over the real tokens, made by each
-model) add agreement that has nothing to do with the input, so similarity is inflated most for
-short inputs. :func:`cosine_similarity` over pairs from
+``(128, 128)`` maps; the ``128 - n`` padding rows (each a distribution over the real tokens,
+made by each model from padding embeddings) then carry most of each flattened map for short
+inputs, and their agreement, not the input's, drives the number (expected to inflate it:
+padding rows of two related models look alike). :func:`cosine_similarity` over pairs from
 :func:`analysis_utils.engine.padded.iter_padded_attention` gives that variant and
-:func:`padding_effect` the difference. (Zeros appended to both maps would change nothing.)
+:func:`padded_cosine` both numbers from one pass over the padded maps. (Zeros appended to
+both maps would change nothing.)
 
 **Attention to [CLS], [SEP] and punctuation** (Figure 6, :func:`special_token_attention`):
 the paper's Section 4.4 aggregation (attention each token receives, summed over rows and
@@ -43,7 +45,8 @@ import pandas as pd
 from . import features as _features
 
 __all__ = [
-    "head_cosine", "store_pairs", "with_token_ids", "cosine_similarity", "padding_effect",
+    "head_cosine", "store_pairs", "with_token_ids", "cosine_similarity", "padded_cosine",
+    "padding_effect",
     "drift_by_layer", "layers_changed_most", "as_grids", "stack", "special_token_attention",
     "cls_attention_by_type",
 ]
@@ -135,13 +138,52 @@ def cosine_similarity(pairs: Iterable[tuple[np.ndarray, np.ndarray]],
                          "n_examples": count})
 
 
+def padded_cosine(padded_pairs: Iterable[tuple[np.ndarray, np.ndarray]],
+                  lengths: Sequence[int]) -> pd.DataFrame:
+    """Real-token and padded cosine similarity from the same padded maps, in one pass.
+
+    padded_pairs: ``(a, b)`` maps ``(layers, heads, P, P)`` of both models on input ``i``
+    padded to ``P`` (``zip`` of two
+    :func:`~analysis_utils.engine.padded.iter_padded_attention` streams); lengths: the real
+    length ``n_i`` of each input (``[len(x) for x in inputs]``). The real block is the
+    ``[:n, :n]`` crop of the same maps, so the two numbers differ by the padding alone (no
+    float16 rounding of the store in between).
+
+    Returns ``layer, head, cosine_real, cosine_padded, difference`` (padded minus real:
+    positive where padding inflates the similarity) and ``n_examples``.
+    """
+    real, padded, count = None, None, 0
+    for i, (a, b) in enumerate(padded_pairs):
+        if i >= len(lengths):
+            break
+        n = int(lengths[i])
+        if n > a.shape[-1]:
+            raise ValueError(f"input {i}: length {n} exceeds the padded maps' {a.shape[-1]}")
+        cr = head_cosine(a[..., :n, :n], b[..., :n, :n])
+        cp = head_cosine(a, b)
+        real = cr if real is None else real + cr
+        padded = cp if padded is None else padded + cp
+        count += 1
+    if count == 0:
+        raise ValueError("no input pairs")
+    L, H = real.shape
+    out = pd.DataFrame({"layer": np.repeat(np.arange(1, L + 1), H),
+                        "head": np.tile(np.arange(1, H + 1), L),
+                        "cosine_real": (real / count).reshape(-1),
+                        "cosine_padded": (padded / count).reshape(-1)})
+    out["difference"] = out["cosine_padded"] - out["cosine_real"]
+    out["n_examples"] = count
+    return out
+
+
 def padding_effect(real: pd.DataFrame, padded: pd.DataFrame) -> pd.DataFrame:
-    """Join the real-token and padded cosine tables (same heads, any extra key columns such as
-    ``task``): ``cosine_real``, ``cosine_padded``, ``inflation = padded - real``."""
+    """Join a real-token and a padded :func:`cosine_similarity` table (same heads, any extra
+    key columns such as ``task``): ``cosine_real``, ``cosine_padded`` and ``difference``
+    (padded minus real). :func:`padded_cosine` gives both from one pass instead."""
     keys = [c for c in real.columns if c not in ("cosine", "sd", "n_examples")]
     out = real[keys + ["cosine"]].merge(padded[keys + ["cosine"]], on=keys,
                                         suffixes=("_real", "_padded"), validate="one_to_one")
-    out["inflation"] = out["cosine_padded"] - out["cosine_real"]
+    out["difference"] = out["cosine_padded"] - out["cosine_real"]
     return out
 
 
