@@ -33,7 +33,9 @@ spaCy token whose character spans overlap, transitively. Usually a word is one m
 and one spaCy token; "didn't" is one word holding the spaCy tokens ``did`` and ``n't`` (so
 it counts as a negation word, and not as a piece ``didn`` that happens to contain "n");
 "unbelievable" split into ``un ##believ ##able`` is one word of three pieces. Words never
-cross whitespace. Special tokens are words of their own. Pieces of a word are contiguous, so
+cross whitespace. Special tokens are words of their own. Truncation (``max_tokens``, as in
+``glue.encode``) drops the spaCy tokens left without a piece; a word cut in the middle keeps
+its spaCy tokens, hence its features, through the pieces that remain. Pieces of a word are contiguous, so
 :func:`analysis_utils.engine.attention.word_level` converts maps to these words (attention TO a
 word summed over its pieces, FROM a word averaged).
 """
