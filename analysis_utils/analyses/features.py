@@ -1,0 +1,538 @@
+"""Attention to linguistic features and token-to-token relation heads (Kovaleva et al. 2019,
+Sections 4.4 and 4.5; Figures 6 and 7 take their special-token rows from here too, through
+:mod:`analysis_utils.analyses.drift`).
+
+Pure functions over arrays: maps in, per-head DataFrames out. The silver features come from
+:mod:`analysis_utils.data.silver` (spaCy tags aligned to the model's words); this module only
+reads the records it makes.
+
+**Features** (:func:`word_feature_masks`; a word is flagged when any of its spaCy tokens is):
+
+- ``noun``: universal POS ``NOUN`` or ``PROPN``; ``verb``: ``VERB`` (auxiliaries and copulas,
+  POS ``AUX``, are not verbs here); ``pronoun``: ``PRON``;
+- ``subject``: dependency ``nsubj`` or ``nsubjpass`` (``nsubj:pass`` in UD);
+- ``object``: ``dobj`` (``obj`` in UD), direct objects of any verb;
+- ``negation``: lemma in :data:`NEGATION_LEMMAS` (``not``, ``n't``, ``never``, ``no``,
+  ``nobody``, ...) or dependency ``neg``; whole tokens, never substrings ("knot" is not one).
+  spaCy splits "didn't" into ``did`` + ``n't``; the word "didn't" (one word, see
+  :mod:`~analysis_utils.data.silver`) is therefore a negation word.
+
+The tags are silver (spaCy's small English pipeline), not gold.
+
+**The paper's aggregation** (Section 4.4, :func:`feature_attention`): "For every head, we
+compute the sum of self-attention weights assigned to the token of interest from each input
+token. Since the weights depend on the number of tokens in the input sequence, this sum is
+normalized by sequence length. [...] If there are multiple tokens of the same type [...], we
+take the maximum value. We disregard input sentences that do not contain a given feature."
+Read as: for a map ``A (m, m)`` (rows attend), the attention a position ``j`` receives is
+``r_j = sum_i A[i, j] / m`` (all rows, special tokens included; the mean column weight, so
+``sum_j r_j = 1``); a feature's score for one input is ``max_j r_j`` over its positions; the
+head's score is the mean over the inputs that contain the feature. A uniform head scores
+``1/m`` (``attrs["uniform"]``). Here the map is word-level (attention TO a word summed over
+its pieces, FROM a word averaged; ``m`` counts words and special tokens), the paper's code
+worked on pieces; ``level="piece"`` in :func:`feature_statistics` gives that variant.
+
+**Token-to-token relations** (Section 4.5, :func:`relation_pairs`, :func:`relation_attention`).
+The paper asks "whether any of the tokens are particularly important while a given token is
+being processed", for the verb-subject and the noun-pronoun relation, and gives no formula
+and no source of pronoun antecedents (it used no coreference annotation). Read as:
+
+- the processed token is the attending row: ``verb->subject`` is ``A[verb, subject]`` for
+  each silver ``nsubj``/``nsubjpass`` arc whose head is a ``VERB``; ``pronoun->noun`` is
+  ``A[pronoun, noun]`` for each third-person personal pronoun (``PronType=Prs``,
+  ``Person=3``: he, she, it, they, him, his, ...) and its *antecedent candidate*: the nearest
+  preceding ``NOUN``/``PROPN`` of the same text that agrees in number when both carry
+  ``Number`` (``antecedent="all"``: every such preceding noun). Both reverse directions
+  (``subject->verb``, ``noun->pronoun``) are reported too;
+- per input, the largest weight over its pairs (the same authors' token-pair score in
+  Section 4.2: "the maximum absolute attention weight among those token pairs"; ``reduce=
+  "mean"`` averages instead), averaged over the inputs that have a pair.
+
+The paper found the best heads for both relations to be diagonal (previous/next-token)
+heads, since the pairs are often adjacent: ``attrs["adjacent_share"]`` and
+``attrs["mean_distance"]`` say how often, to be read beside the heads' previous/next-token
+attention (:func:`analysis_utils.analyses.surface.relative_position`).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..engine.attention import word_level
+
+FEATURES = ("noun", "verb", "pronoun", "subject", "object", "negation")
+SPECIAL_CLASSES = ("cls", "sep", "punct")
+NOUN_POS = frozenset({"NOUN", "PROPN"})
+VERB_POS = frozenset({"VERB"})
+PRONOUN_POS = frozenset({"PRON"})
+SUBJECT_DEPS = frozenset({"nsubj", "nsubjpass", "nsubj:pass"})
+OBJECT_DEPS = frozenset({"dobj", "obj"})
+NEGATION_DEPS = frozenset({"neg"})
+#: Lemmas (lower-cased) of negation words. spaCy lemmatises "n't" to "not"; "cannot" is split
+#: into "can" + "not". Matched against whole tokens only.
+NEGATION_LEMMAS = frozenset({"not", "n't", "never", "no", "nobody", "nothing", "none",
+                             "nowhere", "neither", "nor", "noone", "nope"})
+RELATIONS = ("verb->subject", "pronoun->noun")
+REVERSED = {"verb->subject": "subject->verb", "pronoun->noun": "noun->pronoun"}
+LEVELS = ("word", "piece")
+
+__all__ = [
+    "FEATURES", "SPECIAL_CLASSES", "NEGATION_LEMMAS", "RELATIONS", "is_negation",
+    "token_features", "word_feature_masks", "special_masks", "punctuation_ids", "piece_masks",
+    "received_attention", "feature_attention", "cls_row_attention", "layer_mean", "relation_pairs",
+    "relation_attention", "feature_statistics", "feature_counts",
+]
+
+
+# ---------------------------------------------------------------------------------------
+# feature definitions
+
+
+def is_negation(token) -> bool:
+    """True for a negation token: lemma (or text) in :data:`NEGATION_LEMMAS`, or dependency
+    ``neg``. ``token``: anything with ``text``, ``lemma`` and ``dep`` (a SilverToken)."""
+    lemma = (getattr(token, "lemma", "") or "").lower()
+    text = (getattr(token, "text", "") or "").lower()
+    return (lemma in NEGATION_LEMMAS or text in NEGATION_LEMMAS
+            or getattr(token, "dep", "") in NEGATION_DEPS)
+
+
+def token_features(token) -> frozenset[str]:
+    """The :data:`FEATURES` one silver token carries."""
+    out = set()
+    if token.pos in NOUN_POS:
+        out.add("noun")
+    if token.pos in VERB_POS:
+        out.add("verb")
+    if token.pos in PRONOUN_POS:
+        out.add("pronoun")
+    if token.dep in SUBJECT_DEPS:
+        out.add("subject")
+    if token.dep in OBJECT_DEPS:
+        out.add("object")
+    if is_negation(token):
+        out.add("negation")
+    return frozenset(out)
+
+
+def word_feature_masks(aligned, features: Sequence[str] = FEATURES) -> dict[str, np.ndarray]:
+    """``{feature: (m,) bool}`` over the words of an
+    :class:`~analysis_utils.data.silver.AlignedInput`: a word has a feature when any of its
+    spaCy tokens has it (special tokens never do)."""
+    unknown = set(features) - set(FEATURES)
+    if unknown:
+        raise ValueError(f"unknown features {sorted(unknown)}; known: {FEATURES}")
+    masks = {f: np.zeros(aligned.n_words, dtype=bool) for f in features}
+    for w, held in enumerate(aligned.word_tokens):
+        for seg, i in held:
+            for f in token_features(aligned.docs[seg].tokens[i]) & set(features):
+                masks[f][w] = True
+    return masks
+
+
+def punctuation_ids(tokenizer) -> list[int]:
+    """Ids of every vocabulary entry made only of Unicode punctuation (category P*), a
+    leading ``##`` ignored; special tokens excluded. BERT's pre-tokenizer makes every
+    punctuation character a word of its own, so these are the punctuation tokens of any
+    input (Clark et al. used only "." and ",": pass those ids instead for their variant)."""
+    special = set(getattr(tokenizer, "all_special_ids", []) or [])
+    out = []
+    for tok, i in tokenizer.get_vocab().items():
+        s = tok[2:] if tok.startswith("##") else tok
+        if s and i not in special and all(unicodedata.category(c).startswith("P") for c in s):
+            out.append(int(i))
+    return sorted(out)
+
+
+def special_masks(token_ids: Sequence[int], cls_id: int | None, sep_id: int | None,
+                  punct_ids: Iterable[int] | None = (),
+                  tok2word: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """``{"cls", "sep", "punct"}`` -> bool masks, by token id (never by string).
+
+    Without ``tok2word``: ``(n,)`` piece masks. With it: ``(m,)`` word masks; a word is
+    [CLS]/[SEP] when its piece is, punctuation when *all* its pieces are punctuation ids (so
+    "U.S." is not punctuation)."""
+    ids = np.asarray(token_ids, dtype=np.int64)
+    pm = {"cls": ids == cls_id if cls_id is not None else np.zeros(len(ids), bool),
+          "sep": ids == sep_id if sep_id is not None else np.zeros(len(ids), bool),
+          "punct": np.isin(ids, list(punct_ids or ()))}
+    pm["punct"] &= ~(pm["cls"] | pm["sep"])
+    if tok2word is None:
+        return pm
+    tok2word = np.asarray(tok2word, dtype=np.int64)
+    m = int(tok2word.max()) + 1
+    count = np.bincount(tok2word, minlength=m)
+    return {k: np.bincount(tok2word, weights=v.astype(float), minlength=m) == count
+            for k, v in pm.items()}
+
+
+def piece_masks(word_masks: Mapping[str, np.ndarray], tok2word: np.ndarray) -> dict:
+    """Word masks ``(m,)`` -> piece masks ``(n,)``: every piece of a flagged word is flagged."""
+    tok2word = np.asarray(tok2word, dtype=np.int64)
+    return {k: np.asarray(v, dtype=bool)[tok2word] for k, v in word_masks.items()}
+
+
+def feature_counts(aligned_inputs: Iterable) -> pd.DataFrame:
+    """How many inputs contain each feature and how many words carry it (a feature's score
+    averages over the inputs that contain it)."""
+    inputs = {f: 0 for f in FEATURES}
+    words = {f: 0 for f in FEATURES}
+    total = 0
+    for a in aligned_inputs:
+        total += 1
+        for f, m in word_feature_masks(a).items():
+            inputs[f] += int(m.any())
+            words[f] += int(m.sum())
+    return pd.DataFrame({"feature": list(FEATURES), "inputs": [inputs[f] for f in FEATURES],
+                         "share_of_inputs": [inputs[f] / total if total else np.nan
+                                             for f in FEATURES],
+                         "words": [words[f] for f in FEATURES]})
+
+
+# ---------------------------------------------------------------------------------------
+# the paper's aggregation
+
+
+def received_attention(attn: np.ndarray) -> np.ndarray:
+    """``attn (..., m, m)`` -> ``(..., m)``: the attention each position receives, summed over
+    all attending rows and divided by the length ``m`` (Section 4.4)."""
+    attn = np.asarray(attn, dtype=np.float32)
+    return attn.sum(-2, dtype=np.float64) / attn.shape[-1]
+
+
+class _MeanOver:
+    """Running sum of ``(L, H)`` arrays and of how many were added."""
+
+    def __init__(self):
+        self.total = None
+        self.count = 0
+        self.uniform = 0.0
+
+    def add(self, value: np.ndarray, uniform: float = 0.0) -> None:
+        self.total = value.astype(np.float64) if self.total is None else self.total + value
+        self.count += 1
+        self.uniform += uniform
+
+    def mean(self, shape) -> np.ndarray:
+        if self.total is None:
+            return np.full(shape, np.nan)
+        return self.total / self.count
+
+
+def _long_frame(shape, key: str, values: Mapping[str, tuple[np.ndarray, ...]],
+                columns: Sequence[str]) -> pd.DataFrame:
+    """Tidy frame: one row per (key value, layer, head)."""
+    L, H = shape
+    parts = []
+    for name, arrays in values.items():
+        part = {key: name, "layer": np.repeat(np.arange(1, L + 1), H),
+                "head": np.tile(np.arange(1, H + 1), L)}
+        for col, arr in zip(columns, arrays, strict=True):
+            part[col] = np.broadcast_to(np.asarray(arr, dtype=np.float64), (L, H)).reshape(-1)
+        parts.append(pd.DataFrame(part))
+    return pd.concat(parts, ignore_index=True)
+
+
+class _FeatureAcc:
+    def __init__(self, names=None):
+        self.names = list(names) if names is not None else None
+        self.score: dict[str, _MeanOver] = {}
+        self.share: dict[str, _MeanOver] = {}
+        self.shape = None
+
+    def add(self, attn: np.ndarray, masks: Mapping[str, np.ndarray],
+            received: np.ndarray | None = None) -> None:
+        self.shape = attn.shape[:2]
+        m = attn.shape[-1]
+        r = received_attention(attn) if received is None else received
+        for name in self.names if self.names is not None else masks:
+            mask = np.asarray(masks[name], dtype=bool)
+            if mask.shape != (m,):
+                raise ValueError(f"mask {name!r} has shape {mask.shape}, the map {m} positions")
+            self.score.setdefault(name, _MeanOver())
+            self.share.setdefault(name, _MeanOver())
+            if mask.any():
+                sel = r[..., mask]
+                self.score[name].add(sel.max(-1), 1.0 / m)
+                self.share[name].add(sel.sum(-1), mask.sum() / m)
+
+    def frame(self) -> pd.DataFrame:
+        if self.shape is None:
+            raise ValueError("no examples")
+        values = {k: (self.score[k].mean(self.shape), self.share[k].mean(self.shape),
+                      np.full(self.shape, self.score[k].count)) for k in self.score}
+        df = _long_frame(self.shape, "feature", values, ("score", "share", "n_examples"))
+        df["n_examples"] = df["n_examples"].astype(int)
+        df.attrs["uniform"] = {k: a.uniform / a.count if a.count else np.nan
+                               for k, a in self.score.items()}
+        df.attrs["uniform_share"] = {k: a.uniform / a.count if a.count else np.nan
+                                     for k, a in self.share.items()}
+        return df
+
+
+def _as_pair(example) -> tuple[np.ndarray, dict]:
+    if isinstance(example, Mapping):
+        return np.asarray(example["attn"]), example["masks"]
+    attn, masks = example
+    attn = np.asarray(attn)
+    if attn.ndim != 4 or attn.shape[-1] != attn.shape[-2]:
+        raise ValueError(f"attention must be (layers, heads, m, m), got shape {attn.shape}")
+    return attn, masks
+
+
+def feature_attention(examples: Iterable, features: Sequence[str] | None = None) -> pd.DataFrame:
+    """The paper's per-head score for every feature (Section 4.4, see the module docstring).
+
+    examples: ``(attn, masks)`` pairs (or mappings with those keys): ``attn (L, H, m, m)``
+    whose rows sum to 1 (word- or piece-level), ``masks``: ``{feature: (m,) bool}``.
+    features: which masks to score (default: every key of the first example's masks).
+
+    Returns a tidy frame ``feature, layer, head, score, share, n_examples`` (1-based layer
+    and head): ``score`` is the mean over inputs containing the feature of the largest
+    received attention ``r_j = sum_i A[i, j] / m`` among its positions; ``share`` the same
+    mean of ``sum_j r_j`` over them (the feature's share of all attention, Clark et al.'s
+    token-class statistic); ``n_examples`` how many inputs contain it.
+    ``attrs["uniform"]``/``attrs["uniform_share"]``: what a uniform head scores (``1/m`` and
+    ``count/m``, averaged the same way).
+    """
+    acc = _FeatureAcc(features)
+    for ex in examples:
+        acc.add(*_as_pair(ex))
+    return acc.frame()
+
+
+class _ClsRowAcc:
+    def __init__(self, layer: int, names=None):
+        self.layer = layer
+        self.names = list(names) if names is not None else None
+        self.weight: dict[str, _MeanOver] = {}
+        self.share: dict[str, _MeanOver] = {}
+        self.H = None
+
+    def add(self, attn: np.ndarray, masks: Mapping[str, np.ndarray]) -> None:
+        cls = np.flatnonzero(np.asarray(masks["cls"], dtype=bool))
+        if len(cls) != 1:
+            raise ValueError(f"the [CLS] mask must flag exactly one position, got {len(cls)}")
+        row = np.asarray(attn[self.layer, :, cls[0], :], dtype=np.float64)  # (H, m)
+        self.H = row.shape[0]
+        m = row.shape[-1]
+        for name in self.names if self.names is not None else masks:
+            mask = np.asarray(masks[name], dtype=bool)
+            self.weight.setdefault(name, _MeanOver())
+            self.share.setdefault(name, _MeanOver())
+            if mask.any():
+                self.weight[name].add(row[:, mask].max(-1), 1.0 / m)
+                self.share[name].add(row[:, mask].sum(-1), mask.sum() / m)
+
+    def frame(self, num_layers: int | None) -> pd.DataFrame:
+        if self.H is None:
+            raise ValueError("no examples")
+        rows = []
+        for k in self.weight:
+            w, s = self.weight[k].mean((self.H,)), self.share[k].mean((self.H,))
+            for h in range(self.H):
+                rows.append({"target": k, "head": h + 1, "weight": w[h], "share": s[h],
+                             "n_examples": self.weight[k].count})
+        df = pd.DataFrame(rows)
+        df.insert(1, "layer", (self.layer % num_layers) + 1 if num_layers else self.layer)
+        df.attrs["uniform"] = {k: a.uniform / a.count if a.count else np.nan
+                               for k, a in self.weight.items()}
+        df.attrs["uniform_share"] = {k: a.uniform / a.count if a.count else np.nan
+                                     for k, a in self.share.items()}
+        return df
+
+
+def cls_row_attention(examples: Iterable, layer: int = -1,
+                      targets: Sequence[str] | None = None) -> pd.DataFrame:
+    """Attention FROM [CLS] in one layer (default the last) to each token type (Figure 7).
+
+    examples: ``(attn, masks)`` pairs as for :func:`feature_attention`; ``masks["cls"]`` flags
+    the [CLS] position (exactly one). Every mask (or those in ``targets``), [CLS] itself
+    included, is a target. Returns ``target, layer, head, weight, share, n_examples``:
+    ``weight`` the mean over inputs containing the type of the largest weight the [CLS] row
+    puts on one of its positions (the paper's "maximum over tokens of the same type"; for a
+    single row, the sum over rows of Section 4.4 is the weight itself, and dividing by the
+    length would only rescale each input), ``share`` the mean total weight on the type.
+    :func:`layer_mean` averages over heads.
+    """
+    acc = _ClsRowAcc(layer, targets)
+    num_layers = None
+    for ex in examples:
+        attn, masks = _as_pair(ex)
+        num_layers = attn.shape[0]
+        acc.add(attn, masks)
+    return acc.frame(num_layers)
+
+
+def layer_mean(df: pd.DataFrame, value: str, by: Sequence[str] = ("target",)) -> pd.DataFrame:
+    """Mean of ``value`` over the heads of each layer, per group in ``by`` (columns present
+    in ``df`` only), e.g. the last layer's [CLS] attention per token type."""
+    keys = [c for c in (*by, "layer") if c in df.columns]
+    return df.groupby(keys, sort=False)[value].mean().reset_index()
+
+
+# ---------------------------------------------------------------------------------------
+# token-to-token relations
+
+
+def _number(tok) -> str | None:
+    return tok.morph_value("Number") if hasattr(tok, "morph_value") else None
+
+
+def relation_pairs(aligned, antecedent: str = "nearest") -> dict[str, np.ndarray]:
+    """``{"verb->subject", "pronoun->noun"}`` -> ``(k, 2)`` int arrays of
+    ``(attending word, attended word)`` positions in the word-level map of ``aligned``.
+
+    verb->subject: each silver ``nsubj``/``nsubjpass`` arc whose head is a ``VERB``.
+    pronoun->noun: each third-person personal pronoun (``PronType=Prs``, ``Person=3``) with
+    its antecedent candidate(s) in the same text: ``antecedent="nearest"`` the closest
+    preceding ``NOUN``/``PROPN`` agreeing in ``Number`` when both have one, ``"all"`` every
+    such noun. Pairs whose two tokens fall in one word, or whose words were truncated away,
+    are left out.
+    """
+    if antecedent not in ("nearest", "all"):
+        raise ValueError(f"antecedent must be 'nearest' or 'all', got {antecedent!r}")
+    out: dict[str, list[tuple[int, int]]] = {r: [] for r in RELATIONS}
+    for seg, doc in enumerate(aligned.docs):
+        if doc is None:
+            continue
+        tw = aligned.token_word[seg]
+        toks = doc.tokens
+        for i, t in enumerate(toks):
+            if t.dep in SUBJECT_DEPS and toks[t.head].pos in VERB_POS and t.head != i:
+                out["verb->subject"].append((tw[t.head], tw[i]))
+            if (t.pos in PRONOUN_POS and t.morph_value("PronType") == "Prs"
+                    and t.morph_value("Person") == "3"):
+                num = _number(t)
+                cands = [j for j in range(i - 1, -1, -1)
+                         if toks[j].pos in NOUN_POS
+                         and (num is None or _number(toks[j]) in (None, num))]
+                if antecedent == "nearest":
+                    cands = cands[:1]
+                out["pronoun->noun"] += [(tw[i], tw[j]) for j in cands]
+    return {r: np.array([(a, b) for a, b in p if a >= 0 and b >= 0 and a != b],
+                        dtype=np.int64).reshape(-1, 2) for r, p in out.items()}
+
+
+class _RelationAcc:
+    def __init__(self, reduce: str):
+        if reduce not in ("max", "mean"):
+            raise ValueError(f"reduce must be 'max' or 'mean', got {reduce!r}")
+        self.reduce = reduce
+        self.acc: dict[str, _MeanOver] = {}
+        self.dist: dict[str, list[int]] = {}
+        self.shape = None
+
+    def add(self, attn: np.ndarray, pairs: Mapping[str, np.ndarray]) -> None:
+        self.shape = attn.shape[:2]
+        m = attn.shape[-1]
+        for rel, p in pairs.items():
+            p = np.asarray(p, dtype=np.int64).reshape(-1, 2)
+            for name, (src, dst) in ((rel, (p[:, 0], p[:, 1])),
+                                     (REVERSED.get(rel, f"{rel} (reversed)"), (p[:, 1], p[:, 0]))):
+                self.acc.setdefault(name, _MeanOver())
+                if len(p):
+                    w = np.asarray(attn[..., src, dst], dtype=np.float64)  # (L, H, k)
+                    self.acc[name].add(w.max(-1) if self.reduce == "max" else w.mean(-1),
+                                       1.0 / m)
+            self.dist.setdefault(rel, []).extend(np.abs(p[:, 1] - p[:, 0]).tolist())
+
+    def frame(self) -> pd.DataFrame:
+        if self.shape is None:
+            raise ValueError("no examples")
+        values = {k: (a.mean(self.shape), np.full(self.shape, a.count))
+                  for k, a in self.acc.items()}
+        df = _long_frame(self.shape, "relation", values, ("score", "n_examples"))
+        df["n_examples"] = df["n_examples"].astype(int)
+        df.attrs["uniform"] = {k: a.uniform / a.count if a.count else np.nan
+                               for k, a in self.acc.items()}
+        df.attrs["pairs"] = {k: len(v) for k, v in self.dist.items()}
+        df.attrs["mean_distance"] = {k: float(np.mean(v)) if v else np.nan
+                                     for k, v in self.dist.items()}
+        df.attrs["adjacent_share"] = {k: float(np.mean(np.asarray(v) == 1)) if v else np.nan
+                                      for k, v in self.dist.items()}
+        return df
+
+
+def relation_attention(examples: Iterable, reduce: str = "max") -> pd.DataFrame:
+    """Per-head attention along relation pairs (Section 4.5; see the module docstring).
+
+    examples: ``(attn, pairs)`` with ``attn (L, H, m, m)`` and ``pairs``:
+    ``{relation: (k, 2) (from, to) positions}`` (:func:`relation_pairs`). Each relation is
+    scored in both directions (``verb->subject`` and ``subject->verb``, ...). Returns
+    ``relation, layer, head, score, n_examples``; ``attrs``: ``uniform`` (a uniform head:
+    ``1/m``), ``pairs``, ``mean_distance`` and ``adjacent_share`` (pairs one word apart).
+    """
+    acc = _RelationAcc(reduce)
+    for ex in examples:
+        attn, pairs = ex if not isinstance(ex, Mapping) else (ex["attn"], ex["pairs"])
+        acc.add(np.asarray(attn), pairs)
+    return acc.frame()
+
+
+# ---------------------------------------------------------------------------------------
+# one pass over a store
+
+
+def feature_statistics(store, aligned: Sequence, cls_id: int, sep_id: int,
+                       punct_ids: Iterable[int] = (), *, level: str = "word",
+                       max_examples: int | None = 1000, cls_layer: int = -1,
+                       antecedent: str = "nearest", reduce: str = "max") -> dict[str, pd.DataFrame]:
+    """Every Section 4.4-4.5 statistic of one model in ONE pass over its maps.
+
+    store: an AttentionStore (or any sequence of ``(L, H, n, n)`` piece-level maps) extracted
+    from ``[a.as_input() for a in aligned]`` (the ids of ``glue.encode``); ``aligned``:
+    :class:`~analysis_utils.data.silver.AlignedInput` records. level: ``"word"`` (maps
+    converted to silver-aligned words) or ``"piece"`` (every piece of a flagged word flagged,
+    as the authors' code worked on pieces). Only the first ``max_examples`` inputs are read,
+    one at a time.
+
+    Returns ``{"features": feature_attention (linguistic features, [CLS], [SEP], punctuation),
+    "cls_row": cls_row_attention in layer cls_layer, "relations": relation_attention}``.
+    """
+    if level not in LEVELS:
+        raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
+    if len(store) != len(aligned):
+        raise ValueError(f"store has {len(store)} inputs, aligned {len(aligned)}: they must "
+                         "come from the same encoded examples")
+    n = len(aligned) if max_examples is None else min(max_examples, len(aligned))
+    feats = _FeatureAcc((*FEATURES, *SPECIAL_CLASSES))
+    cls_row = _ClsRowAcc(cls_layer, (*SPECIAL_CLASSES, *FEATURES))
+    rels = _RelationAcc(reduce)
+    punct_ids = list(punct_ids)
+    num_layers = None
+    for i in range(n):
+        a = aligned[i]
+        attn = np.asarray(store[i])
+        if attn.shape[-1] != len(a):
+            raise ValueError(f"input {i}: the map has {attn.shape[-1]} tokens, the aligned "
+                             f"input {len(a)}: store and alignment do not belong together")
+        num_layers = attn.shape[0]
+        wmask = word_feature_masks(a)
+        pairs = relation_pairs(a, antecedent)
+        if level == "word":
+            attn = word_level(attn, a.tok2word)
+            masks = {**wmask, **special_masks(a.input_ids, cls_id, sep_id, punct_ids,
+                                              a.tok2word)}
+        else:
+            attn = np.asarray(attn, dtype=np.float32)
+            masks = {**piece_masks(wmask, a.tok2word),
+                     **special_masks(a.input_ids, cls_id, sep_id, punct_ids)}
+            pairs = {r: _first_pieces(p, a.tok2word) for r, p in pairs.items()}
+        feats.add(attn, masks)
+        cls_row.add(attn, masks)
+        rels.add(attn, pairs)
+    return {"features": feats.frame(), "cls_row": cls_row.frame(num_layers),
+            "relations": rels.frame()}
+
+
+def _first_pieces(pairs: np.ndarray, tok2word: np.ndarray) -> np.ndarray:
+    """Word pairs -> pairs of the words' first pieces (the piece-level variant)."""
+    first = np.full(int(tok2word.max()) + 1, -1, dtype=np.int64)
+    for t in range(len(tok2word) - 1, -1, -1):
+        first[tok2word[t]] = t
+    return first[pairs] if len(pairs) else pairs
