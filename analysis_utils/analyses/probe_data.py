@@ -1,8 +1,10 @@
 """Glue between the attention cache and the Section 5 probes (Clark et al. 2019): streams
 :class:`~analysis_utils.analyses.probes.ProbeSentence` records one sentence at a time from an
-attention store (piece-level maps -> word-level maps -> probe features; nothing is kept once
-the next sentence is read), per-word predictions (argmax and Chu-Liu/Edmonds tree), UAS tables
-(punctuation excluded) and the averaged head weights of an Attention + GloVe probe.
+attention store, in file order or a seed's order (piece-level maps -> word-level maps -> probe
+features; nothing is kept once the next sentence is read), per-word predictions (argmax and
+Chu-Liu/Edmonds tree), UAS tables (punctuation excluded), the averaged head weights of an
+Attention + GloVe probe, and, over several training seeds, mean/sd summaries and the
+comparisons that hold in every seed (:func:`order_claims`).
 """
 
 from __future__ import annotations

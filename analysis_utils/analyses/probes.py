@@ -1,7 +1,8 @@
 """Attention-based probing classifiers for dependency parsing (Clark et al. 2019, Section 5,
 Table 3): features (:func:`attention_features`), graph-based head selectors
 (:class:`AttentionOnlyProbe`, :class:`AttentionGloveProbe`, :class:`DistanceGloveProbe`,
-:func:`right_branching`), training (:func:`train_probe`) and UAS (:func:`evaluate_uas`). For
+:func:`right_branching`), training (:func:`train_probe`; :func:`train_probes` for several probes
+on one stream) and UAS (:func:`evaluate_uas`). For
 dependent ``i`` the candidates are ROOT (0) and word ``j`` (``j + 1``), the word itself
 excluded; a probe returns scores ``(n, n + 1)``, gold heads use the same numbering. The probes,
 ROOT, OOV words, training and decoding: notebook 04.
