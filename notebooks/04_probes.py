@@ -378,6 +378,7 @@ orderings = pd.concat([
     probe_data.order_claims(per_seed, claims, col, fixed={"Right-branching": rb_scores[col]},
                             label=f"{col} UAS").assign(column=col)
     for col in ("dev argmax", "test argmax")], ignore_index=True)
+orderings = orderings[["column", *orderings.columns.drop("column")]]
 run.table(orderings, "orderings", key=["column", "claim"],
           tolerance={"seeds": EXACT, "above": within(abs=1), "below": within(abs=1),
                      "tied": within(abs=1), "diff *": within(abs=1.0), "statement": IGNORE},
