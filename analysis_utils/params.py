@@ -74,6 +74,25 @@ class Matches:
         return self.expected
 
 
+@dataclass(frozen=True)
+class SeedList:
+    """A comma-separated list of at least ``min_count`` distinct integer seeds in
+    ``[0, 2**32)`` (numpy seeds are 32-bit), e.g. ``"0,1,2,3,4"``."""
+
+    min_count: int = 2
+
+    def ok(self, value) -> bool:
+        if not isinstance(value, str) or not re.fullmatch(r"\d+(?:,\d+)*", value):
+            return False
+        seeds = [int(x) for x in value.split(",")]
+        return (len(seeds) >= self.min_count and len(set(seeds)) == len(seeds)
+                and all(x < 2**32 for x in seeds))
+
+    def __str__(self) -> str:
+        return (f"at least {self.min_count} distinct seeds in [0, 4294967295], "
+                "comma-separated, e.g. '0,1,2,3,4'")
+
+
 def one_of(*options: str) -> Matches:
     return Matches("|".join(re.escape(o) for o in options),
                    "one of " + ", ".join(repr(o) for o in options))
@@ -94,7 +113,7 @@ _UNIT = r"(?:0(?:\.\d*)?|1(?:\.0*)?|\.\d+)"  # a decimal in [0, 1]
 
 # One rule per parameter name, for every notebook that has that name. A test checks that every
 # numeric parameter of every notebook has a rule and that every default satisfies its rule.
-CONSTRAINTS: dict[str, Range | Matches] = {
+CONSTRAINTS: dict[str, Range | Matches | SeedList] = {
     # shared by several notebooks
     "model": Matches(r"\S+", "a model name, local folder or hub id (not empty)"),
     "control_init": one_of("pretrained", "random", "random_keep_embeddings"),  # models.INITS
@@ -130,6 +149,7 @@ CONSTRAINTS: dict[str, Range | Matches] = {
     "epochs": POSITIVE,
     "distance_hidden": POSITIVE,
     "num_threads": POSITIVE,
+    "seeds": SeedList(2),  # training seeds of every trained probe; two give an sd
     # 05 head clustering
     "smoothing": Range(0),
     "js_threads": POSITIVE,

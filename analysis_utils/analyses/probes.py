@@ -1,7 +1,8 @@
 """Attention-based probing classifiers for dependency parsing (Clark et al. 2019, Section 5,
 Table 3): features (:func:`attention_features`), graph-based head selectors
 (:class:`AttentionOnlyProbe`, :class:`AttentionGloveProbe`, :class:`DistanceGloveProbe`,
-:func:`right_branching`), training (:func:`train_probe`) and UAS (:func:`evaluate_uas`). For
+:func:`right_branching`), training (:func:`train_probe`; :func:`train_probes` for several probes
+on one stream) and UAS (:func:`evaluate_uas`). For
 dependent ``i`` the candidates are ROOT (0) and word ``j`` (``j + 1``), the word itself
 excluded; a probe returns scores ``(n, n + 1)``, gold heads use the same numbering. The probes,
 ROOT, OOV words, training and decoding: notebook 04.
@@ -10,7 +11,8 @@ ROOT, OOV words, training and decoding: notebook 04.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable, Iterator, Sequence
+import math
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -374,12 +376,6 @@ def _iterate(source) -> Iterable[ProbeSentence]:
     return source() if callable(source) else source
 
 
-def _sentence_loss(probe: HeadSelector, sentence: ProbeSentence) -> tuple[torch.Tensor, int]:
-    """Mean cross-entropy of the gold heads over the sentence's words, and the word count."""
-    gold = torch.from_numpy(sentence.heads)
-    return nn.functional.cross_entropy(probe(sentence), gold), sentence.n
-
-
 def train_probe(
     probe: HeadSelector,
     sentences_iterable_factory: Callable[[], Iterable[ProbeSentence]] | Iterable[ProbeSentence],
@@ -396,19 +392,71 @@ def train_probe(
     re-iterable collection; empty sentences are skipped. ``reset``: re-initialise the
     parameters from ``seed`` first (default), which makes the run independent of anything
     that touched the RNG before. ``num_threads``: torch threads while training (see
-    :func:`torch_threads`). The loop is :func:`analysis_utils.training.fit`.
+    :func:`torch_threads`). The loop is :func:`analysis_utils.training.fit`; the data order
+    is the stream's own (pass a stream in a seeded order to vary it with the seed).
     """
-    if reset:
-        with training.seeded(seed):
-            probe.reset_parameters()
+    return train_probes({"probe": probe}, sentences_iterable_factory, epochs=epochs, lr=lr,
+                        seed=seed, reset=reset, num_threads=num_threads)["probe"]
 
-    def batches(_generator):  # the stream's own order; nothing is shuffled
+
+def train_probes(
+    probes: Mapping[str, HeadSelector],
+    sentences_iterable_factory: Callable[[], Iterable[ProbeSentence]] | Iterable[ProbeSentence],
+    epochs: int = 1,
+    lr: float = 0.002,
+    seed: int = 0,
+    reset: bool = True,
+    num_threads: int | None = 1,
+) -> dict[str, TrainLog]:
+    """Train several probes on one stream in one pass; returns ``{name: TrainLog}``.
+
+    Each sentence's features are built (read from the cache) once and used by every probe, so
+    k probes on the same maps cost one pass, not k. The result is the same as calling
+    :func:`train_probe` on each probe alone with the same ``seed`` and stream: each probe is
+    re-initialised from ``seed`` on its own (``reset``), the probes share no parameter, the
+    summed loss gives every parameter exactly its own probe's gradient and Adam updates each
+    parameter from its own gradient only. Per probe, the log holds its own losses; ``seconds``
+    is the wall time of the shared pass.
+    """
+    probes = dict(probes)
+    if not probes:
+        raise ValueError("no probes to train")
+    if reset:
+        for probe in probes.values():
+            with training.seeded(seed):
+                probe.reset_parameters()
+    names = list(probes)
+    bundle = nn.ModuleList(probes.values())
+    losses: dict[str, list[float]] = {name: [] for name in names}
+    sizes: list[int] = []
+    epoch_starts: list[int] = []
+
+    def batches(_generator):  # the stream's own order; nothing is shuffled here
+        epoch_starts.append(len(sizes))
         return (s for s in _iterate(sentences_iterable_factory) if s.n)
 
-    log = training.fit(probe, batches, _sentence_loss,
+    def loss_fn(_model, sentence):
+        gold = torch.from_numpy(sentence.heads)
+        each = [nn.functional.cross_entropy(p(sentence), gold) for p in probes.values()]
+        for name, loss in zip(names, each, strict=True):
+            losses[name].append(float(loss.detach()))
+        sizes.append(sentence.n)
+        return torch.stack(each).sum(), sentence.n
+
+    log = training.fit(bundle, batches, loss_fn,
                        optimizer=functools.partial(torch.optim.Adam, lr=lr), epochs=epochs,
                        seed=seed, num_threads=num_threads)
-    return TrainLog(**vars(log))
+    bounds = [*epoch_starts, len(sizes)]
+    n = np.asarray(sizes, dtype=np.float64)
+    out = {}
+    for name in names:
+        steps = np.asarray(losses[name])
+        epoch_losses = [float(np.dot(steps[a:b], n[a:b]) / n[a:b].sum()) if b > a else math.nan
+                        for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+        out[name] = TrainLog(steps=log.steps, examples=log.examples, epoch_losses=epoch_losses,
+                             step_losses=list(losses[name]),
+                             epoch_seconds=list(log.epoch_seconds), seconds=log.seconds)
+    return out
 
 
 def probe_log_probs(probe: HeadSelector, sentence: ProbeSentence) -> np.ndarray:
