@@ -494,14 +494,16 @@ def _epoch_seeded_length_sampler(batch_size: int, lengths: list[int], seed: int)
 def build_trainer(model: nn.Module, tokenizer, train: TaskDataset, dev: TaskDataset | None,
                   settings: FinetuneSettings, seed: int, output_dir: str | os.PathLike, *,
                   device: torch.device | None = None, checkpoint_steps: int | None = None,
-                  progress: bool | None = None, callbacks: Sequence = ()):
+                  save_checkpoints: bool = True, progress: bool | None = None,
+                  callbacks: Sequence = ()):
     """A ``transformers.Trainer`` configured from ``settings``.
 
     Checkpoints go to ``output_dir`` every epoch (or every ``checkpoint_steps`` steps), one
-    kept; the dev set is scored after each epoch when ``dev`` is given and
-    ``settings.eval_each_epoch``. Without progress bars the Trainer's PrinterCallback is
-    removed too (it prints every log line). Length grouping uses a sampler seeded per epoch
-    (:func:`_epoch_seeded_length_sampler`), so resuming reproduces the uninterrupted run."""
+    kept (none with ``save_checkpoints=False``, e.g. for timing); the dev set is scored
+    after each epoch when ``dev`` is given and ``settings.eval_each_epoch``. Without progress
+    bars the Trainer's PrinterCallback is removed too (it prints every log line). Length
+    grouping uses a sampler seeded per epoch (:func:`_epoch_seeded_length_sampler`), so
+    resuming reproduces the uninterrupted run."""
     from transformers import PrinterCallback, Trainer, TrainingArguments
 
     device = resolve_device(device)
@@ -525,7 +527,8 @@ def build_trainer(model: nn.Module, tokenizer, train: TaskDataset, dev: TaskData
         logging_steps=settings.logging_steps,
         logging_first_step=True,
         eval_strategy="epoch" if evaluate_epochs else "no",
-        save_strategy="steps" if checkpoint_steps else "epoch",
+        save_strategy=("no" if not save_checkpoints
+                       else "steps" if checkpoint_steps else "epoch"),
         save_steps=checkpoint_steps or 500,
         save_total_limit=1,
         seed=seed,
