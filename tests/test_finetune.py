@@ -128,8 +128,14 @@ def test_cached_entry_is_a_model_folder(mrpc_run):
     assert weights_fingerprint(lm.model) == weights_fingerprint(ft.model.base_model)
 
 
-def test_regression_task_sts_b(tiny_model_dir, data, tmp_path):
+def test_regression_task_sts_b_prints_nothing_when_not_a_terminal(tiny_model_dir, data,
+                                                                    tmp_path, capfd):
+    assert not ftm.progress_enabled()  # pytest captures stderr: not a terminal
     ft = run(tiny_model_dir, "STS-B", data, tmp_path)
+    out, err = capfd.readouterr()
+    for text in (out, err):  # no bars (Trainer, weight loading, saving), no printed logs
+        assert "it/s" not in text and "%|" not in text and "s/it" not in text
+        assert "'loss'" not in text
     assert ft.model.config.num_labels == 1 and ft.model.config.problem_type == "regression"
     assert ft.logits.shape == (12, 1) and ft.predictions.dtype.kind == "f"
     assert list(ft.metrics) == ["pearson", "spearman"]
@@ -137,9 +143,10 @@ def test_regression_task_sts_b(tiny_model_dir, data, tmp_path):
         glue_metrics.pearson(ft.labels, ft.predictions))
 
 
-def test_string_labels_rte(tiny_model_dir, data, tmp_path):
-    ft = run(tiny_model_dir, "RTE", data, tmp_path, settings=FinetuneSettings(
+def test_string_labels_rte_with_progress_bars(tiny_model_dir, data, tmp_path, capfd):
+    ft = run(tiny_model_dir, "RTE", data, tmp_path, progress=True, settings=FinetuneSettings(
         epochs=1, batch_size=8, max_length=32, eval_each_epoch=False))
+    assert "%|" in capfd.readouterr().err  # asked for: the Trainer's bar
     expected = [0 if ex.label == "entailment" else 1 for ex in data["RTE"][1]]
     np.testing.assert_array_equal(ft.labels, expected)
     assert ft.model.config.id2label == {0: "entailment", 1: "not_entailment"}
@@ -227,12 +234,8 @@ def test_half_written_entries_never_read_as_complete(mrpc_run, tiny_model_dir, d
     assert (entry / "COMPLETE").is_file() and not list(entry.parent.glob("*.tmp-*"))
     # the same training gives the same weights (seeded)
     assert weights_fingerprint(again.model) == weights_fingerprint(ft.model)
-    # a result.json edited after completion no longer matches the marker
-    record = json.loads((entry / "result.json").read_text())
-    record["metrics"]["f1"] = 1.0
-    (entry / "result.json").write_text(json.dumps(record))
-    run(tiny_model_dir, "MRPC", data, cache)
-    assert calls == [1, 1]
+    assert ftm._complete(entry, ft.key) is not None
+    assert ftm._complete(entry, "another-key") is None
     # weights that are not the ones recorded: retrained, with a warning
     weights = load_file(entry / "model.safetensors")
     name = sorted(weights)[0]
@@ -240,7 +243,12 @@ def test_half_written_entries_never_read_as_complete(mrpc_run, tiny_model_dir, d
     save_file(weights, entry / "model.safetensors", metadata={"format": "pt"})
     with pytest.warns(UserWarning, match="fingerprint"):
         fixed = run(tiny_model_dir, "MRPC", data, cache)
-    assert calls == [1, 1, 1] and not fixed.from_cache
+    assert calls == [1, 1] and not fixed.from_cache
+    # a result.json edited after completion no longer matches the marker
+    record = json.loads((entry / "result.json").read_text())
+    record["metrics"]["f1"] = 1.0
+    (entry / "result.json").write_text(json.dumps(record))
+    assert ftm._complete(entry, ft.key) is None
 
 
 class Interrupt(TrainerCallback):
@@ -293,24 +301,6 @@ def test_random_init_differs_from_pretrained(tiny_model_dir, data, tmp_path, mrp
             != ft.record["key_inputs"]["model"]["weights_fingerprint"])
     with pytest.raises(ValueError, match="init must be one of"):
         run(tiny_model_dir, "MRPC", data, tmp_path, init="random_keep_embeddings")
-
-
-# ------------------------------------------------------------------------------ output
-
-
-def test_no_progress_output_when_stderr_is_not_a_terminal(tiny_model_dir, data, tmp_path, capfd):
-    assert not ftm.progress_enabled()  # pytest captures stderr: not a terminal
-    run(tiny_model_dir, "SST-2", data, tmp_path)
-    out, err = capfd.readouterr()
-    for text in (out, err):
-        assert "it/s" not in text and "%|" not in text and "s/it" not in text
-        assert "'loss'" not in text  # the Trainer's PrinterCallback is removed too
-
-
-def test_progress_bars_when_asked(tiny_model_dir, data, tmp_path, capfd):
-    run(tiny_model_dir, "SST-2", data, tmp_path, progress=True)
-    _, err = capfd.readouterr()
-    assert "%|" in err
 
 
 # ------------------------------------------------------------------------------ data
