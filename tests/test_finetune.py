@@ -249,6 +249,12 @@ def test_half_written_entries_never_read_as_complete(mrpc_run, tiny_model_dir, d
     record["metrics"]["f1"] = 1.0
     (entry / "result.json").write_text(json.dumps(record))
     assert ftm._complete(entry, ft.key) is None
+    # so do damaged predictions
+    fixed2 = run(tiny_model_dir, "MRPC", data, cache)
+    assert calls == [1, 1, 1] and ftm._complete(entry, ft.key) is not None
+    (entry / "predictions.npz").write_bytes(b"damaged")
+    assert ftm._complete(entry, ft.key) is None
+    assert weights_fingerprint(fixed2.model) == weights_fingerprint(ft.model)
 
 
 class Interrupt(TrainerCallback):
@@ -271,9 +277,13 @@ def test_interrupted_run_resumes_from_its_last_checkpoint(mrpc_run, tiny_model_d
     work = cache / "finetune" / f"{ft.key}.work"
     assert not (cache / "finetune" / ft.key).exists()  # nothing published
     assert sorted(p.name for p in work.glob("checkpoint-*")) == ["checkpoint-6"]
-    # a checkpoint cut off while being written (no trainer_state.json) is not resumed from
+    # checkpoints cut off while being written are not resumed from: one before its
+    # trainer_state.json (written last), one in the middle of writing it
     (work / "checkpoint-7").mkdir()
     (work / "checkpoint-7" / "model.safetensors").write_bytes(b"partial")
+    shutil.copytree(work / "checkpoint-6", work / "checkpoint-8")
+    state = work / "checkpoint-8" / "trainer_state.json"
+    state.write_text(state.read_text()[:40])
     resumed = run(tiny_model_dir, "MRPC", data, cache, checkpoint_steps=2)
     assert resumed.record["resumed_from_step"] == 6 and resumed.record["global_steps"] == 10
     assert not work.exists()
@@ -327,6 +337,9 @@ def test_missing_train_split_says_what_to_do(tmp_path):
         ftm.read_task("QNLI", "train", data_dir=tmp_path)
     with pytest.raises(ValueError, match="no column layout"):
         ftm.read_task("QQP", "train", data_dir=tmp_path)
+    # a file the manifest lists keeps the manifest's message (the command that fetches it)
+    with pytest.raises(DataMissingError, match="fetch-data --dataset glue"):
+        ftm.read_task("MRPC", "train", data_dir=tmp_path)
 
 
 @pytest.mark.gold_data

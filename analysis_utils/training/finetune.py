@@ -36,7 +36,8 @@ opens, plus ``predictions.npz`` (dev ``logits``, ``predictions``, ``labels``),
 ``log_history.json`` / ``.csv`` (the Trainer's training curve: loss, learning rate, gradient
 norm every ``logging_steps`` steps, dev metrics after each epoch), ``result.json`` (what the
 key was derived from, metrics, train subset, wall time, weights fingerprint, versions) and
-``COMPLETE`` (the key and the sha256 of ``result.json``). An entry is assembled in
+``COMPLETE`` (the key and the sha256 of every other file but the weights, which are checked
+against their recorded fingerprint when loaded). An entry is assembled in
 ``<key>.tmp-<pid>/``, ``COMPLETE`` written last, then the folder renamed into place: a folder
 named ``<key>`` is complete or absent. Training checkpoints live in ``<key>.work/`` (one kept,
 written every epoch or every ``checkpoint_steps``); a later call with the same key resumes from
@@ -262,8 +263,8 @@ def read_task(task: str, split: str, data_dir: str | os.PathLike | None = None,
     try:
         return glue.read_glue(task, split, data_dir=data_dir, max_examples=max_examples)
     except DataMissingError as err:
-        if glue.glue_path(task, split, data_dir).exists():
-            raise
+        if task in glue.available_tasks(split, data_dir):
+            raise  # a manifest file: its own message names the command that fetches it
         raise DataMissingError(
             f"{task} has no {split} split in the data directory ({err}). The bundle ships "
             f"train and dev for {', '.join(finetune_tasks(data_dir)) or 'no task'}; to use "
@@ -470,10 +471,10 @@ def evaluate(model, tokenizer, task: str, examples, *, max_length: int = 128,
 def _epoch_seeded_length_sampler(batch_size: int, lengths: list[int], seed: int):
     """transformers' ``LengthGroupedSampler`` whose shuffle is drawn from ``(seed, epoch)``.
 
-    The stock sampler draws from torch's global RNG when an epoch starts, i.e. after the
-    previous epoch's dropout and evaluation: a run resumed in the middle of an epoch then
-    sees another order than the uninterrupted run did, and switching per-epoch evaluation on
-    or off changes training. The Trainer calls ``set_epoch`` before every epoch."""
+    The stock sampler draws from torch's global RNG when an epoch starts, whose state then
+    depends on everything before (dropout, evaluation); a run resumed in the middle of an
+    epoch restores that state only after the epoch's order was drawn, so it saw another
+    order than the uninterrupted run. The Trainer calls ``set_epoch`` before every epoch."""
     from transformers.trainer_pt_utils import LengthGroupedSampler
 
     class EpochSeeded(LengthGroupedSampler):
@@ -627,13 +628,18 @@ def _file_sha(path: Path) -> str:
 
 
 def _complete(folder: Path, key: str) -> dict | None:
-    """``result.json`` of a complete entry whose marker matches ``key``, else None."""
+    """``result.json`` of a complete entry: its ``COMPLETE`` marker names ``key`` and every
+    file it lists still has its recorded sha256 (weights are checked by fingerprint when
+    loaded instead). None for anything else."""
     marker = folder / "COMPLETE"
     if not marker.is_file():
         return None
     try:
         done = json.loads(marker.read_text())
-        if done.get("key") != key or done.get("result_sha256") != _file_sha(folder / "result.json"):
+        files = done.get("sha256", {})
+        if done.get("key") != key or "result.json" not in files:
+            return None
+        if any(_file_sha(folder / name) != sha for name, sha in files.items()):
             return None
         return json.loads((folder / "result.json").read_text())
     except (OSError, ValueError):
@@ -641,8 +647,11 @@ def _complete(folder: Path, key: str) -> dict | None:
 
 
 def _publish(tmp: Path, final: Path, key: str) -> None:
-    """Mark ``tmp`` complete (last file written) and rename it to ``final``."""
-    _write_json(tmp / "COMPLETE", {"key": key, "result_sha256": _file_sha(tmp / "result.json"),
+    """Mark ``tmp`` complete (the marker, written last, holds the key and the sha256 of every
+    file but the weights) and rename it to ``final``."""
+    files = {p.name: _file_sha(p) for p in sorted(tmp.iterdir())
+             if p.is_file() and p.suffix != ".safetensors"}
+    _write_json(tmp / "COMPLETE", {"key": key, "sha256": files,
                                    "finetune_version": FINETUNE_VERSION})
     if final.exists():  # an incomplete leftover (a complete one was returned before we trained)
         if _complete(final, key) is not None:
@@ -668,9 +677,18 @@ def _last_checkpoint(work: Path) -> Path | None:
         tail = p.name.rsplit("-", 1)[-1]
         return int(tail) if tail.isdigit() else -1
 
-    needed = ("trainer_state.json", "model.safetensors", "optimizer.pt", "scheduler.pt")
+    def complete(ckpt: Path) -> bool:
+        needed = ("trainer_state.json", "model.safetensors", "optimizer.pt", "scheduler.pt")
+        if step(ckpt) < 0 or not all((ckpt / f).is_file() for f in needed):
+            return False
+        try:  # written last, and not atomically
+            json.loads((ckpt / "trainer_state.json").read_text())
+        except (OSError, ValueError):
+            return False
+        return True
+
     for ckpt in sorted(work.glob("checkpoint-*"), key=step, reverse=True):
-        if step(ckpt) >= 0 and all((ckpt / f).is_file() for f in needed):
+        if complete(ckpt):
             return ckpt
         shutil.rmtree(ckpt, ignore_errors=True)
     return None
