@@ -405,3 +405,16 @@ def test_untrained_head_baseline(tiny_model_dir, data, tmp_path):
     again = untrained_head_baseline(str(tiny_model_dir), "MRPC", seed=0, dev_examples=dev,
                                     cache_dir=tmp_path, device="cpu", max_length=32)
     assert again.from_cache and again.metrics == b.metrics
+
+
+@pytest.mark.packaged_model
+@pytest.mark.gold_data
+def test_packaged_minilm_on_real_mrpc(gold_data_dir, tmp_path):
+    """The real path: the "minilm" alias, the gold MRPC files, a seeded train subset."""
+    settings = FinetuneSettings(epochs=1, batch_size=8, eval_each_epoch=False, num_threads=1)
+    ft = finetune("minilm", "MRPC", seed=42, settings=settings, max_train=16, max_dev=16,
+                  cache_dir=tmp_path, device="cpu")
+    assert ft.identity["name"] == "all-MiniLM-L6-v2 + MRPC"
+    assert (ft.loaded.num_layers, ft.loaded.num_heads) == (6, 12)
+    assert ft.record["train_subset"]["n_available"] == 3668 and ft.record["global_steps"] == 2
+    assert ft.predictions.shape == (16,) and set(ft.metrics) == {"f1", "accuracy"}

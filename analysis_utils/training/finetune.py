@@ -938,9 +938,8 @@ def _cached_baseline(root: Path, key: str, task: str, kind: str, start: float) -
     with np.load(folder / "predictions.npz") as z:
         preds, labels = z["predictions"], z["labels"]
     return Baseline(task=task, kind=kind, metrics=_ordered(task, record["metrics"]),
-                    predictions=preds,
-                    labels=labels, seconds=time.perf_counter() - start, from_cache=True,
-                    folder=folder, details=record["details"])
+                    predictions=preds, labels=labels, seconds=time.perf_counter() - start,
+                    from_cache=True, folder=folder, details=record["details"])
 
 
 def _store_baseline(root: Path, key: str, key_inputs: dict, task: str, kind: str,
