@@ -1,0 +1,420 @@
+"""Fine-tuning engine on the tiny random BERT of conftest.py with hand-made examples: an end
+to end run, cache keys, a rerun that trains nothing, resuming after an interruption, entries
+that must not read as complete, progress output, and the two no-fine-tuning baselines."""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+
+import numpy as np
+import pytest
+import torch
+from safetensors.torch import load_file, save_file
+from transformers import Trainer, TrainerCallback
+
+from analysis_utils.analyses import glue_metrics
+from analysis_utils.data.glue import GlueExample
+from analysis_utils.data.manifest import DataMissingError
+from analysis_utils.engine.fingerprint import weights_fingerprint
+from analysis_utils.engine.interventions import intervene
+from analysis_utils.engine.models import load_model
+from analysis_utils.training import finetune as ftm
+from analysis_utils.training.finetune import (
+    FinetuneSettings,
+    evaluate,
+    finetune,
+    finetune_key,
+    frozen_features_baseline,
+    subsample,
+    untrained_head_baseline,
+)
+
+WORDS = ["the", "cat", "sat", "on", "mat", "a", "dog", "ran", "big", "he", "she", "it", "saw",
+         "and", "."]
+# max_length within the tiny model's 64 positions; 2 epochs of 5 steps of 8 examples
+TINY = FinetuneSettings(epochs=2, batch_size=8, max_length=32, logging_steps=1,
+                        eval_batch_size=8)
+
+
+def _sentence(rng: random.Random) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(2, 12)))
+
+
+def make_examples(task: str, n: int, seed: int) -> list[GlueExample]:
+    """Pairs (single sentences for SST-2) whose label depends on the words, so there is
+    something to learn; STS-B gets a 0-5 score."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        a = _sentence(rng)
+        b = None if task == "SST-2" else _sentence(rng)
+        if task == "STS-B":
+            label = float(len(set(a.split()) & set(b.split()))) % 5.0
+        elif task == "RTE":
+            label = "entailment" if "cat" in a else "not_entailment"
+        else:
+            label = int("cat" in a)
+        out.append(GlueExample(a, b, label))
+    return out
+
+
+@pytest.fixture(scope="module")
+def data():
+    return {task: (make_examples(task, 40, 1), make_examples(task, 12, 2))
+            for task in ("MRPC", "STS-B", "SST-2", "RTE")}
+
+
+def run(model_dir, task, data, cache, **kw):
+    train, dev = data[task]
+    kw.setdefault("settings", TINY)
+    kw.setdefault("seed", 0)
+    return finetune(str(model_dir), task, train_examples=train, dev_examples=dev,
+                    cache_dir=cache, device="cpu", **kw)
+
+
+@pytest.fixture(scope="module")
+def mrpc_run(tiny_model_dir, data, tmp_path_factory):
+    cache = tmp_path_factory.mktemp("ft_cache")
+    return run(tiny_model_dir, "MRPC", data, cache), cache
+
+
+# ------------------------------------------------------------------------------ end to end
+
+
+def test_tiny_end_to_end_fine_tune(mrpc_run, data, tiny_model_dir):
+    ft, cache = mrpc_run
+    dev = data["MRPC"][1]
+    assert not ft.from_cache and ft.task == "MRPC" and ft.seed == 0
+    assert list(ft.metrics) == ["f1", "accuracy"]
+    assert ft.predictions.shape == (len(dev),) and ft.logits.shape == (len(dev), 2)
+    np.testing.assert_array_equal(ft.labels, [ex.label for ex in dev])
+    # the metrics are those of the returned model on the dev set
+    again = evaluate(ft.model, ft.tokenizer, "MRPC", dev, max_length=32)
+    np.testing.assert_allclose(again.logits, ft.logits, atol=1e-5)
+    assert again.metrics == pytest.approx(ft.metrics)
+    # the encoder was trained: its weights moved away from the checkpoint's
+    base = load_model(str(tiny_model_dir), device="cpu")
+    assert weights_fingerprint(ft.model.base_model) != weights_fingerprint(base.model)
+    # the curve: one loss row per step (2 epochs x 5 steps), dev metrics after each epoch
+    curve = ft.curve
+    assert curve["loss"].notna().sum() == 10
+    assert curve["eval_f1"].notna().sum() == 2 and curve["eval_accuracy"].notna().sum() == 2
+    assert ft.record["global_steps"] == 10
+    # the entry: a model folder with safetensors weights, the curve as CSV and JSON
+    for name in ("model.safetensors", "config.json", "predictions.npz", "log_history.csv",
+                 "log_history.json", "result.json", "COMPLETE"):
+        assert (ft.folder / name).is_file(), name
+    assert not list(ft.folder.parent.glob("*.work")) and not list(ft.folder.parent.glob("*.tmp-*"))
+    assert not list(ft.folder.glob("*.bin")) and not list(ft.folder.glob("*.pt"))
+
+
+def test_fine_tuned_model_gives_attention_and_takes_interventions(mrpc_run, data):
+    ft, _ = mrpc_run
+    enc = ft.tokenizer("the cat sat", "a dog ran", return_tensors="pt")
+    out = ft.model(**enc, output_attentions=True)
+    assert len(out.attentions) == 2 and out.attentions[0].shape[1:] == (2, 9, 9)
+    assert ft.loaded.num_layers == 2 and ft.loaded.identity["finetune"]["task"] == "MRPC"
+    plain = evaluate(ft.model, ft.tokenizer, "MRPC", data["MRPC"][1], max_length=32)
+    with intervene(ft.model, uniform=[(0, 0), (0, 1), (1, 0), (1, 1)]):
+        disabled = evaluate(ft.model, ft.tokenizer, "MRPC", data["MRPC"][1], max_length=32)
+    assert not np.allclose(plain.logits, disabled.logits)
+
+
+def test_cached_entry_is_a_model_folder(mrpc_run):
+    ft, _ = mrpc_run
+    lm = load_model(str(ft.folder), device="cpu")  # the engine's loader opens it
+    assert weights_fingerprint(lm.model) == weights_fingerprint(ft.model.base_model)
+
+
+def test_regression_task_sts_b_prints_nothing_when_not_a_terminal(tiny_model_dir, data,
+                                                                    tmp_path, capfd):
+    assert not ftm.progress_enabled()  # pytest captures stderr: not a terminal
+    ft = run(tiny_model_dir, "STS-B", data, tmp_path)
+    out, err = capfd.readouterr()
+    for text in (out, err):  # no bars (Trainer, weight loading, saving), no printed logs
+        assert "it/s" not in text and "%|" not in text and "s/it" not in text
+        assert "'loss'" not in text
+    assert ft.model.config.num_labels == 1 and ft.model.config.problem_type == "regression"
+    assert ft.logits.shape == (12, 1) and ft.predictions.dtype.kind == "f"
+    assert list(ft.metrics) == ["pearson", "spearman"]
+    assert ft.metrics["pearson"] == pytest.approx(
+        glue_metrics.pearson(ft.labels, ft.predictions))
+
+
+def test_string_labels_rte_with_progress_bars(tiny_model_dir, data, tmp_path, capfd):
+    ft = run(tiny_model_dir, "RTE", data, tmp_path, progress=True, settings=FinetuneSettings(
+        epochs=1, batch_size=8, max_length=32, eval_each_epoch=False))
+    assert "%|" in capfd.readouterr().err  # asked for: the Trainer's bar
+    expected = [0 if ex.label == "entailment" else 1 for ex in data["RTE"][1]]
+    np.testing.assert_array_equal(ft.labels, expected)
+    assert ft.model.config.id2label == {0: "entailment", 1: "not_entailment"}
+    assert "eval_accuracy" not in ft.curve  # no per-epoch dev scoring when switched off
+
+
+# ------------------------------------------------------------------------------ cache
+
+
+def test_second_call_trains_nothing(mrpc_run, tiny_model_dir, data, monkeypatch):
+    ft, cache = mrpc_run
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("Trainer.train ran although the entry was complete")
+
+    monkeypatch.setattr(Trainer, "train", refuse)
+    again = run(tiny_model_dir, "MRPC", data, cache)
+    assert again.from_cache and again.folder == ft.folder and again.key == ft.key
+    assert again.metrics == ft.metrics and list(again.metrics) == list(ft.metrics)
+    np.testing.assert_array_equal(again.logits, ft.logits)
+    assert again.log_history == ft.log_history
+    assert weights_fingerprint(again.model) == weights_fingerprint(ft.model)
+    assert again.model.config._attn_implementation == "eager"
+
+
+def test_cache_key_changes_with_what_changes_the_result(tiny_model_dir, data, tmp_path):
+    train, dev = data["MRPC"]
+
+    def key(model=str(tiny_model_dir), task="MRPC", **kw):
+        kw.setdefault("settings", TINY)
+        t, d = data[task]
+        return finetune_key(model, task, train_examples=kw.pop("train", t),
+                            dev_examples=kw.pop("dev", d), **kw)[0]
+
+    base = key(seed=0)
+    assert key(seed=0) == base  # same inputs, same key
+    assert key(seed=0, settings=FinetuneSettings(**{**TINY.as_dict()})) == base
+    changed = {
+        "seed": key(seed=1),
+        "task": key(task="SST-2", seed=0),
+        "learning rate": key(seed=0, settings=FinetuneSettings(**{**TINY.as_dict(),
+                                                                   "learning_rate": 2e-5})),
+        "padding": key(seed=0, settings=FinetuneSettings(**{**TINY.as_dict(),
+                                                             "dynamic_padding": False})),
+        "random init": key(seed=0, init="random"),
+        "train subset": key(seed=0, max_train=20),
+        "subset seed": key(seed=0, max_train=20, subset_seed=1),
+        "one train label": key(seed=0, train=[*train[:-1], GlueExample(
+            train[-1].text_a, train[-1].text_b, 1 - train[-1].label)]),
+        "dev set": key(seed=0, dev=dev[:6]),
+    }
+    # the same architecture and folder name with one weight changed
+    other = tmp_path / tiny_model_dir.name
+    shutil.copytree(tiny_model_dir, other)
+    weights = load_file(other / "model.safetensors")
+    name = next(k for k in weights if k.endswith("word_embeddings.weight"))
+    weights[name][3, 0] += 1.0
+    save_file(weights, other / "model.safetensors", metadata={"format": "pt"})
+    changed["one weight"] = key(model=str(other), seed=0)
+    assert base not in changed.values()
+    assert len(set(changed.values())) == len(changed), changed
+    assert key(seed=0, max_train=20) == changed["train subset"]
+
+
+def test_half_written_entries_never_read_as_complete(mrpc_run, tiny_model_dir, data, tmp_path,
+                                                      monkeypatch):
+    ft, _ = mrpc_run
+    cache = tmp_path / "cache"
+    entry = cache / "finetune" / ft.key
+    calls = []
+    real_train = Trainer.train
+
+    def counting(self, *a, **k):
+        calls.append(1)
+        return real_train(self, *a, **k)
+
+    monkeypatch.setattr(Trainer, "train", counting)
+    # a copy of the entry without its COMPLETE marker (a writer killed before the end)
+    shutil.copytree(ft.folder, entry)
+    (entry / "COMPLETE").unlink()
+    # and a leftover temporary folder of a killed writer
+    (cache / "finetune" / f"{ft.key}.tmp-99999").mkdir()
+    again = run(tiny_model_dir, "MRPC", data, cache)
+    assert calls == [1] and not again.from_cache
+    assert (entry / "COMPLETE").is_file() and not list(entry.parent.glob("*.tmp-*"))
+    # the same training gives the same weights (seeded)
+    assert weights_fingerprint(again.model) == weights_fingerprint(ft.model)
+    assert ftm._complete(entry, ft.key) is not None
+    assert ftm._complete(entry, "another-key") is None
+    # weights that are not the ones recorded: retrained, with a warning
+    weights = load_file(entry / "model.safetensors")
+    name = sorted(weights)[0]
+    weights[name] = weights[name] + 1.0
+    save_file(weights, entry / "model.safetensors", metadata={"format": "pt"})
+    with pytest.warns(UserWarning, match="fingerprint"):
+        fixed = run(tiny_model_dir, "MRPC", data, cache)
+    assert calls == [1, 1] and not fixed.from_cache
+    # a result.json edited after completion no longer matches the marker
+    record = json.loads((entry / "result.json").read_text())
+    record["metrics"]["f1"] = 1.0
+    (entry / "result.json").write_text(json.dumps(record))
+    assert ftm._complete(entry, ft.key) is None
+    # so do damaged predictions
+    fixed2 = run(tiny_model_dir, "MRPC", data, cache)
+    assert calls == [1, 1, 1] and ftm._complete(entry, ft.key) is not None
+    (entry / "predictions.npz").write_bytes(b"damaged")
+    assert ftm._complete(entry, ft.key) is None
+    assert weights_fingerprint(fixed2.model) == weights_fingerprint(ft.model)
+
+
+class Interrupt(TrainerCallback):
+    """Stop training like a Ctrl-C right after optimiser step ``at``."""
+
+    def __init__(self, at: int):
+        self.at = at
+
+    def on_step_end(self, args, state, control, **kwargs):
+        if state.global_step == self.at:
+            raise KeyboardInterrupt
+
+
+def test_interrupted_run_resumes_from_its_last_checkpoint(mrpc_run, tiny_model_dir, data,
+                                                          tmp_path):
+    ft, _ = mrpc_run
+    cache = tmp_path / "cache"
+    with pytest.raises(KeyboardInterrupt):
+        run(tiny_model_dir, "MRPC", data, cache, checkpoint_steps=2, callbacks=[Interrupt(7)])
+    work = cache / "finetune" / f"{ft.key}.work"
+    assert not (cache / "finetune" / ft.key).exists()  # nothing published
+    assert sorted(p.name for p in work.glob("checkpoint-*")) == ["checkpoint-6"]
+    # checkpoints cut off while being written are not resumed from: one before its
+    # trainer_state.json (written last), one in the middle of writing it
+    (work / "checkpoint-7").mkdir()
+    (work / "checkpoint-7" / "model.safetensors").write_bytes(b"partial")
+    shutil.copytree(work / "checkpoint-6", work / "checkpoint-8")
+    state = work / "checkpoint-8" / "trainer_state.json"
+    state.write_text(state.read_text()[:40])
+    resumed = run(tiny_model_dir, "MRPC", data, cache, checkpoint_steps=2)
+    assert resumed.record["resumed_from_step"] == 6 and resumed.record["global_steps"] == 10
+    assert not work.exists()
+    # same weights, predictions and curve as the uninterrupted run
+    assert weights_fingerprint(resumed.model) == weights_fingerprint(ft.model)
+    np.testing.assert_array_equal(resumed.logits, ft.logits)
+    losses = [r["loss"] for r in resumed.log_history if "loss" in r]
+    assert losses == [r["loss"] for r in ft.log_history if "loss" in r]
+
+
+def test_same_seed_same_model_other_seed_other_model(mrpc_run, tiny_model_dir, data, tmp_path):
+    ft, _ = mrpc_run
+    other = run(tiny_model_dir, "MRPC", data, tmp_path, seed=1)
+    assert other.key != ft.key
+    assert weights_fingerprint(other.model) != weights_fingerprint(ft.model)
+
+
+def test_random_init_differs_from_pretrained(tiny_model_dir, data, tmp_path, mrpc_run):
+    ft, _ = mrpc_run
+    rnd = run(tiny_model_dir, "MRPC", data, tmp_path, init="random",
+              settings=FinetuneSettings(epochs=1, batch_size=8, max_length=32,
+                                        eval_each_epoch=False))
+    assert rnd.init == "random" and rnd.identity["init"] == "random"
+    assert (rnd.record["key_inputs"]["model"]["weights_fingerprint"]
+            != ft.record["key_inputs"]["model"]["weights_fingerprint"])
+    with pytest.raises(ValueError, match="init must be one of"):
+        run(tiny_model_dir, "MRPC", data, tmp_path, init="random_keep_embeddings")
+
+
+# ------------------------------------------------------------------------------ data
+
+
+def test_subsample_is_seeded_sorted_and_recorded(tiny_model_dir, data, tmp_path):
+    items = list(range(100))
+    a, ia = subsample(items, 10, seed=3)
+    b, ib = subsample(items, 10, seed=3)
+    c, _ = subsample(items, 10, seed=4)
+    assert a == b and a != c and a == sorted(a) and list(ia) == a
+    assert subsample(items, 200, seed=3) == (items, None)
+    ft = run(tiny_model_dir, "MRPC", data, tmp_path, max_train=16,
+             settings=FinetuneSettings(epochs=1, batch_size=8, max_length=32))
+    sub = ft.record["train_subset"]
+    assert sub["max_train"] == 16 and sub["n_available"] == 40 and len(sub["indices"]) == 16
+    assert sub["indices"] == subsample(data["MRPC"][0], 16, 0)[1].tolist()
+    assert ft.record["global_steps"] == 2
+
+
+def test_missing_train_split_says_what_to_do(tmp_path):
+    (tmp_path / "glue" / "QNLI").mkdir(parents=True)
+    with pytest.raises(DataMissingError, match="no train split.*QNLI/train.tsv"):
+        ftm.read_task("QNLI", "train", data_dir=tmp_path)
+    with pytest.raises(ValueError, match="no column layout"):
+        ftm.read_task("QQP", "train", data_dir=tmp_path)
+    # a file the manifest lists keeps the manifest's message (the command that fetches it)
+    with pytest.raises(DataMissingError, match="fetch-data --dataset glue"):
+        ftm.read_task("MRPC", "train", data_dir=tmp_path)
+
+
+@pytest.mark.gold_data
+def test_tasks_with_train_and_dev_in_the_bundle(gold_data_dir):
+    assert ftm.finetune_tasks() == ["MRPC", "STS-B", "SST-2", "RTE", "CoLA"]
+    assert ftm.finetune_tasks(include_excluded=False) == ["MRPC", "STS-B", "SST-2", "RTE"]
+
+
+# ------------------------------------------------------------------------------ baselines
+
+
+def test_frozen_features_baseline(tiny_model_dir, data, tmp_path, monkeypatch):
+    train, dev = data["MRPC"]
+    kw = dict(train_examples=train, dev_examples=dev, cache_dir=tmp_path, device="cpu",
+              max_length=32)
+    b = frozen_features_baseline(str(tiny_model_dir), "MRPC", **kw)
+    assert b.kind == "frozen_features" and not b.from_cache
+    assert b.details["kind"] == "logistic_regression" and b.details["pooling"] == "cls"
+    assert b.metrics == glue_metrics.compute_metrics("MRPC", b.predictions, b.labels)
+    # an independent reference: the same features and the same scikit-learn head by hand
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    lm = load_model(str(tiny_model_dir), device="cpu")
+
+    def cls(examples):
+        rows = []
+        with torch.no_grad():
+            for ex in examples:
+                enc = lm.tokenizer(ex.text_a, ex.text_b, return_tensors="pt")
+                rows.append(lm.model(**enc).last_hidden_state[0, 0].numpy())
+        return np.stack(rows)
+
+    ref = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
+    ref.fit(cls(train), [ex.label for ex in train])
+    np.testing.assert_array_equal(b.predictions, ref.predict(cls(dev)))
+    # cached: the second call computes no features
+    monkeypatch.setattr(ftm, "_features", lambda *a, **k: pytest.fail("features recomputed"))
+    again = frozen_features_baseline(str(tiny_model_dir), "MRPC", **kw)
+    assert again.from_cache and again.metrics == b.metrics
+
+
+def test_frozen_features_regression_and_mean_pooling(tiny_model_dir, data, tmp_path):
+    train, dev = data["STS-B"]
+    b = frozen_features_baseline(str(tiny_model_dir), "STS-B", pooling="mean",
+                                 train_examples=train, dev_examples=dev, cache_dir=tmp_path,
+                                 device="cpu", max_length=32)
+    assert b.details["kind"] == "ridge" and b.details["pooling"] == "mean"
+    assert list(b.metrics) == ["pearson", "spearman"] and b.predictions.dtype.kind == "f"
+
+
+def test_untrained_head_baseline(tiny_model_dir, data, tmp_path):
+    dev = data["MRPC"][1]
+    b = untrained_head_baseline(str(tiny_model_dir), "MRPC", seed=0, dev_examples=dev,
+                                cache_dir=tmp_path, device="cpu", max_length=32)
+    assert b.kind == "untrained_head" and b.predictions.shape == (len(dev),)
+    # the same model built by hand gives the same predictions
+    lm = load_model(str(tiny_model_dir), device="cpu")
+    model = ftm.build_classifier(lm, "MRPC", seed=0)
+    ev = evaluate(model, lm.tokenizer, "MRPC", dev, max_length=32)
+    np.testing.assert_array_equal(b.predictions, ev.predictions)
+    again = untrained_head_baseline(str(tiny_model_dir), "MRPC", seed=0, dev_examples=dev,
+                                    cache_dir=tmp_path, device="cpu", max_length=32)
+    assert again.from_cache and again.metrics == b.metrics
+
+
+@pytest.mark.packaged_model
+@pytest.mark.gold_data
+def test_packaged_minilm_on_real_mrpc(gold_data_dir, tmp_path):
+    """The real path: the "minilm" alias, the gold MRPC files, a seeded train subset."""
+    settings = FinetuneSettings(epochs=1, batch_size=8, eval_each_epoch=False, num_threads=1)
+    ft = finetune("minilm", "MRPC", seed=42, settings=settings, max_train=16, max_dev=16,
+                  cache_dir=tmp_path, device="cpu")
+    assert ft.identity["name"] == "all-MiniLM-L6-v2 + MRPC"
+    assert (ft.loaded.num_layers, ft.loaded.num_heads) == (6, 12)
+    assert ft.record["train_subset"]["n_available"] == 3668 and ft.record["global_steps"] == 2
+    assert ft.predictions.shape == (16,) and set(ft.metrics) == {"f1", "accuracy"}
