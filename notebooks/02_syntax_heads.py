@@ -238,8 +238,9 @@ print(syntax.describe_margins(tables["model"], wide=wide_margin))
 # [`figures/02_relation_heatmaps_other.png`](../figures/02_relation_heatmaps_other.png) (not
 # shown here: too many panels to read at this width).
 #
-# The random-init control needs no figure: its heads are close to uniform over the sentence,
-# and the sentence under the figure says what that gives.
+# The random-init control gets a sentence instead of a figure: its panels are one flat colour
+# (every head scores about the same, far below the fixed offset), and the sentence under the
+# figure, generated from its Table 1, says how far.
 
 # %%
 paper_rels = [r for r in syntax.TABLE1_UD_RELATIONS if r in set(scores["model"]["relation"])]

@@ -229,7 +229,9 @@ def attention_map_grid(panels: Sequence[Mapping], ncols: int = 2, gamma: float =
                              f"n={len(p['tokens'])} tokens, got {a.shape}")
     ncols = max(1, min(ncols, len(panels)))
     nrows = -(-len(panels) // ncols)
-    n = max(len(p["tokens"]) for p in panels)
+    # Sized for the typical panel: one much longer map (an example no short segment could
+    # give) gets smaller labels instead of making every other panel small.
+    n = int(np.median([len(p["tokens"]) for p in panels]))
     side = token_size * n + 0.9  # the map plus its token labels
     fig = Figure(figsize=(ncols * side + 0.7, nrows * (side + 0.4)), layout="constrained")
     axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
@@ -239,8 +241,9 @@ def attention_map_grid(panels: Sequence[Mapping], ncols: int = 2, gamma: float =
         a = np.asarray(p["attn"], dtype=float)
         k = len(p["tokens"])
         im = ax.imshow(a, cmap="Blues", norm=norm, interpolation="nearest")
-        ax.set_xticks(range(k), p["tokens"], rotation=90, fontsize=8)
-        ax.set_yticks(range(k), p["tokens"], fontsize=8)
+        size = max(3.0, min(8.0, 8.0 * n / k))
+        ax.set_xticks(range(k), p["tokens"], rotation=90, fontsize=size)
+        ax.set_yticks(range(k), p["tokens"], fontsize=size)
         ax.tick_params(length=2, pad=1)
         ax.set_title(p.get("title", ""), fontsize=9)
     for ax in axes[len(panels):]:
