@@ -147,18 +147,67 @@ def setup(prefix: str, namespace: Mapping, *, precision: int = 3,
 
 
 def attention_maps(inputs: Sequence, models: Sequence, what: str = "inputs",
-                   progress: bool = False, **kwargs) -> list:
+                   progress: bool | None = None, **kwargs) -> list:
     """The attention store of each of ``models`` for the same ``inputs``
     (:func:`analysis_utils.engine.attention.extract_attention`: extracted once, then read
-    from the cache); prints how many, their size on disk and the time taken."""
+    from the cache). Prints how many, their size on disk and, per model, how long the
+    extraction took, on which device and when, as the store's manifest records it, beside the
+    time this call took (a cache read takes a fraction of a second; the extraction time is
+    what a first run on another machine should expect). ``progress``: None draws a progress
+    bar only in a terminal."""
     from .engine import attention
 
-    t0 = time.perf_counter()
-    stores = [attention.extract_attention(m, inputs, progress=progress,
-                                          desc=f"maps {m.label}", **kwargs) for m in models]
-    print(f"{len(stores[0])} {what}, {stores[0].nbytes / 1e9:.2f} GB per model on disk; "
-          f"{time.perf_counter() - t0:.1f} s (extraction or cache read)")
+    stores, lines = [], []
+    for m in models:
+        t0 = time.perf_counter()
+        store = attention.extract_attention(m, inputs, progress=progress,
+                                            desc=f"maps {m.label}", **kwargs)
+        took = time.perf_counter() - t0
+        stores.append(store)
+        if store.extracted_now:
+            lines.append(f"  {m.label}: extracted now in {_seconds(took)} on {store.device}")
+        else:
+            lines.append(f"  {m.label}: {store.extraction_note()}; read from the cache in "
+                         f"{took:.2f} s")
+    print(f"{len(stores[0])} {what}, {stores[0].nbytes / 1e9:.2f} GB per model on disk")
+    print("\n".join(lines))
     return stores
+
+
+def _seconds(s: float) -> str:
+    return f"{s:.1f} s" if s < 10 else f"{s:.0f} s"
+
+
+def table_view(df, digits: int | Mapping[str, int] = 1, index: str | Sequence[str] | None = None):
+    """``df`` as a reader sees it in the rendered notebook: floats with ``digits`` decimals
+    (an int, or column -> int, default 1), missing values as ``report.MISSING`` ("–", never
+    ``NaN`` or ``<NA>``), the ``index`` column(s) as row labels. Returns a DataFrame of
+    strings: as a cell's last expression it renders as an HTML table, and its text form
+    depends only on the rounded values (stable for golden checks).
+
+    >>> import pandas as pd
+    >>> view = table_view(pd.DataFrame({"rel": ["det", "prep"], "acc": [94.31, None]}),
+    ...                   index="rel")
+    >>> view["acc"].to_dict()
+    {'det': '94.3', 'prep': '–'}
+    """
+    import numpy as np
+    import pandas as pd
+
+    def cell(v, d: int) -> str:
+        if report._missing(v):
+            return report.MISSING
+        if isinstance(v, (float, np.floating)):
+            return f"{v:.{d}f}"
+        return str(v)
+
+    out = pd.DataFrame(index=df.index)
+    for c in df.columns:
+        d = digits.get(c, 1) if isinstance(digits, Mapping) else digits
+        out[c] = [cell(v, d) for v in df[c]]
+    if index is not None:
+        out = out.set_index(index)
+    return out
 
 
 def peak_rss_mb() -> float:

@@ -141,6 +141,7 @@ CONSTRAINTS: dict[str, Range | Matches | SeedList] = {
     # 03 coreference
     "ontogum_splits": list_of("train", "dev", "test"),
     "max_documents": COUNT,
+    "min_group": COUNT,  # mentions; smaller groups are listed, not scored
     # 04 probes
     "max_train": COUNT,
     "max_dev": COUNT,

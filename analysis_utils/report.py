@@ -96,8 +96,43 @@ def peak_rss_mb() -> float | None:
     return round(peak / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)
 
 
+def _escape_cell(value):
+    """A cell as the Markdown table shows it: ``|`` escaped (a bare one would end the cell and
+    shift every later column), line breaks as spaces; numbers and missing values untouched."""
+    if isinstance(value, str):
+        return value.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+    return value
+
+
+MISSING = "\u2013"  # how every table a reader sees shows a missing value (NaN, None, <NA>)
+
+
+def markdown_table(df: pd.DataFrame, floatfmt: str = ".4g") -> str:
+    """``df`` as a GitHub-flavoured Markdown table (no index): pipes in headers and text cells
+    are escaped so every row keeps its columns (a claim such as ``|grad|`` stays one cell), and
+    missing values show as :data:`MISSING` instead of ``nan`` / ``<NA>``.
+
+    >>> print(markdown_table(pd.DataFrame({"claim": ["|grad| small"], "x": [None]})))
+    | claim          | x   |
+    |:---------------|:----|
+    | \\|grad\\| small | –   |
+    """
+    # Built column by column as object: pandas' own map/where would turn None back into NaN.
+    rows = [[None if _missing(v) else _escape_cell(v) for v in row]
+            for row in df.itertuples(index=False, name=None)]
+    cells = pd.DataFrame(rows, columns=[_escape_cell(str(c)) for c in df.columns], dtype=object)
+    return cells.to_markdown(index=False, floatfmt=floatfmt, missingval=MISSING)
+
+
+def _missing(value) -> bool:
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):  # a list or array in a cell is a value
+        return False
+
+
 def _markdown(df: pd.DataFrame, caption: str | None) -> str:
-    text = df.to_markdown(index=False, floatfmt=".4g")
+    text = markdown_table(df)
     return (f"{caption}\n\n{text}\n" if caption else text + "\n")
 
 
@@ -117,6 +152,11 @@ def _show_inline(fig, png: Path) -> None:
     from IPython.display import Image, display
 
     display(Image(filename=str(png)))
+    _close(fig)
+
+
+def _close(fig) -> None:
+    """Close a figure that pyplot tracks, so the inline backend does not show it on its own."""
     if getattr(fig.canvas, "manager", None) is not None:
         import matplotlib.pyplot as plt
 
@@ -183,13 +223,18 @@ class Run:
             self.written.append(csv.with_suffix(".md").name)
         return csv
 
-    def figure(self, fig, name: str, dpi: int = 130) -> Path:
-        """Save ``fig`` as ``figures/NN_name.png`` (no timestamp metadata, so reruns compare)."""
+    def figure(self, fig, name: str, dpi: int = 130, show: bool = True) -> Path:
+        """Save ``fig`` as ``figures/NN_name.png`` (no timestamp metadata, so reruns compare)
+        and, in a notebook, show it. ``show=False`` saves it only: for a large figure the
+        notebook links (``../figures/NN_name.png``) instead of embedding."""
         _, figures = output_dirs()
         png = self._path(figures, name, ".png")
         fig.savefig(png, dpi=dpi, bbox_inches="tight", metadata={"Software": None})
         self.written.append(png.name)
-        _show_inline(fig, png)
+        if show:
+            _show_inline(fig, png)
+        else:
+            _close(fig)
         return png
 
     def finish(self) -> Path:

@@ -21,7 +21,7 @@
 # 4. entropy of each head's attention, and from `[CLS]` (Figure 4, Section 3.3);
 # 5. the share of words split into several word pieces;
 # 6. example maps of the heads with the strongest behaviours (Figure 1);
-# 7. a "paper vs. this run" table for every number of Section 3.
+# 7. a "paper vs. this run" table for every claim of Section 3, at the end.
 #
 # The logic lives in `analysis_utils.analyses.surface` (statistics), `analysis_utils.analyses.gradients`
 # (Figure 3) and `analysis_utils.engine.attention` (extraction); this notebook only calls them.
@@ -56,6 +56,7 @@ import pandas as pd
 
 from analysis_utils import notebook
 from analysis_utils.analyses import gradients, surface
+from analysis_utils.compare import within
 from analysis_utils.data import wikitext
 from analysis_utils.heads import head_label
 from analysis_utils.plotting import surface as surface_plots
@@ -102,7 +103,7 @@ pd.Series(segset.report).to_frame("value")
 # string, so `<s>`/`</s>` of RoBERTa-like models work the same way.
 
 # %%
-store, store_ctrl = notebook.attention_maps(segments, [lm, control], "segments", progress=True)
+store, store_ctrl = notebook.attention_maps(segments, [lm, control], "segments")
 ids = [np.asarray(s.input_ids) for s in segments]
 special = lm.special_ids
 punct_ids = tok.convert_tokens_to_ids([".", ","])
@@ -116,7 +117,9 @@ for lbl, frames in stats.items():
     per_head = frames["relative_position"]
     for name in ("token_class", "sep_to_sep", "entropy"):
         per_head = per_head.merge(frames[name], on=["layer", "head"])
-    run.table(per_head, f"per_head_{lbl}",
+    # shares (0-1) and nats from float16 maps: another CPU moves them in the 6th decimal
+    run.table(per_head, f"per_head_{lbl}", key=["layer", "head"],
+              tolerance={"*": within(abs=1e-3)},
               caption=f"Section 3 statistics per head; {who}; {data_label}")
 
 # %% [markdown]
@@ -133,7 +136,7 @@ for lbl in ("model", "control"):
           f"on next token: {surface.heads_above(df, 'next', 0.5)}")
 fig = surface_plots.layer_scatter(rp, ["current", "previous", "next"], baselines=rp.attrs["uniform"])
 fig.suptitle(f"Relative position: {lm.label}, {data_label}")
-run.figure(fig, "relative_position")
+_ = run.figure(fig, "relative_position")
 
 # %% [markdown]
 # ## 3.2 Attention to `[CLS]`, `[SEP]`, periods and commas (Figure 2)
@@ -147,14 +150,16 @@ run.figure(fig, "relative_position")
 tc = stats["model"]["token_class"]
 fig = surface_plots.layer_scatter(tc, ["cls", "sep", "punct"], baselines=tc.attrs["uniform"])
 fig.suptitle(f"Attention to token types: {lm.label}")
-run.figure(fig, "token_classes")
+_ = run.figure(fig, "token_classes")
 ss = stats["model"]["sep_to_sep"]
 fig2 = surface_plots.layer_scatter(ss, ["sep_to_sep", "rest_to_sep"], baselines=ss.attrs["uniform"])
 fig2.suptitle(f"Attention to [SEP] from [SEP] and from other tokens: {lm.label}")
-run.figure(fig2, "sep_to_sep")
+_ = run.figure(fig2, "sep_to_sep")
 layer_shares = pd.concat({lbl: surface.layer_means(stats[lbl]["token_class"])
                           for lbl in ("model", "control")}, axis=1)
-run.table(layer_shares.reset_index(), "layer_token_class_shares",
+run.table(layer_shares.set_axis([f"{m} {c}" for m, c in layer_shares.columns], axis=1)
+          .reset_index(), "layer_token_class_shares", key=["layer"],
+          tolerance={"*": within(abs=1e-3)},
           caption=f"Share of each layer's attention per token class; {data_label}")
 layer_shares
 
@@ -176,8 +181,9 @@ layer_shares
 # (`cls.predictions.*` for BERT, `lm_head.*` for RoBERTa-like models, e.g.
 # `bert-base-uncased`) uses that head instead. Gradients through a fitted head measure what
 # matters to that head, so the figure is only as meaningful as the head: its accuracy is
-# printed beside it, and when that is close to the baseline, read this figure as tentative. `[CLS]` is split out from "other" because this
-# model's attention sink is `[CLS]` (section above).
+# printed below and stated in the figure itself, and when that is close to the baseline, read
+# the figure as tentative at most. `[CLS]` is split out from "other" because it is the
+# attention sink of some models (all-MiniLM-L6-v2's, see the section above).
 
 # %%
 in_segments = {(s.article, s.index + k) for s in segments for k in (0, 1)}
@@ -196,13 +202,18 @@ print(gradients.head_quality_note(mlm_report))
 grad = gradients.attention_gradient_importance(lm.model, mlm_head, tok,
                                                segments[:n_grad_segments], seed=seed,
                                                separate_cls=True)
-run.table(grad, "gradient_importance",
+# Gradients pass through a head fitted by gradient descent: on another CPU/BLAS its weights,
+# and so the gradients, differ slightly (5% relative). The attention shares do not.
+run.table(grad, "gradient_importance", key=["layer", "target"],
+          tolerance={"mean_abs_grad": within(rel=0.05), "mean_attention": within(abs=1e-3)},
           caption=f"Mean |d MLM loss / d attention| per layer; {lm.label}; "
                   f"{n_grad_segments} segments; head {mlm_report['head']}")
-fig = surface_plots.gradient_plot(grad, show_attention=True)
-fig.suptitle(f"Gradient importance: {lm.label} (masked-LM head {mlm_report['head']})")
-run.figure(fig, "gradient_importance")
-grad.pivot(index="layer", columns="target", values="mean_abs_grad")
+fig = surface_plots.gradient_plot(grad, show_attention=True,
+                                  title=f"Gradient importance: {lm.label}",
+                                  caveat=gradients.head_quality_caption(mlm_report))
+_ = run.figure(fig, "gradient_importance")
+print("mean |d loss / d attention weight| x 1000, per layer and target:")
+(1000 * grad.pivot(index="layer", columns="target", values="mean_abs_grad")).round(2)
 
 # %% [markdown]
 # ## 3.3 Focused vs. broad attention (Figure 4)
@@ -214,7 +225,7 @@ grad.pivot(index="layer", columns="target", values="mean_abs_grad")
 ent = stats["model"]["entropy"]
 fig = surface_plots.entropy_plot(ent)
 fig.suptitle(f"Attention entropy: {lm.label}")
-run.figure(fig, "entropy")
+_ = run.figure(fig, "entropy")
 pd.concat({lbl: surface.layer_means(stats[lbl]["entropy"]) for lbl in ("model", "control")},
           axis=1)
 
@@ -229,50 +240,74 @@ print(f"{split_share:.1%} of words are split into several word pieces "
 # %% [markdown]
 # ## Example attention maps of the strongest heads (Figure 1)
 #
-# For each behaviour, the head that shows it most strongly on average, drawn on the segment
-# whose length is closest to 40 pieces (chosen by length, not by how the maps look).
+# For each behaviour, the head that shows it most strongly on average (the tables above),
+# drawn on a segment where that head shows it clearly: among the segments of at most 36
+# pieces whose two paragraphs are whole sentences of real text (no WikiText placeholder
+# such as `<formula>`, not truncated), the one on which the head shows the behaviour most.
+# These are illustrations picked to show a pattern, not evidence for it: the averages over
+# all segments are. Colours share one scale (square root of the weight, so that a broad
+# head's few percent per token stay visible); the panel titles give the head's share on this
+# segment.
 
 # %%
-# surface frames number layers and heads from 1; arrays and head_label from 0
-picks = {b: (la - 1, h - 1) for b, (la, h) in surface.strongest_heads(stats["model"]).items()}
-ex = surface.pick_example(store.lengths, target_length=40)
-tokens = list(segments[ex].tokens)
-for behaviour, (layer, head) in picks.items():
-    fig = surface_plots.attention_map(store[ex][layer, head].astype(np.float32), tokens,
-                                      title=f"{behaviour}: head {head_label(layer, head)} "
-                                            f"({lm.label})")
-    name = behaviour.strip("[]").replace(" ", "_").replace(".", "").replace("/", "")
-    run.figure(fig, f"example_{name}")
-pd.DataFrame([(b, head_label(*lh)) for b, lh in picks.items()], columns=["behaviour", "head"])
-
-# %% [markdown]
-# ## Paper vs. this run
-#
-# Every number of Section 3 in `reference_numbers.md`, beside this run's value for the model
-# and for the random-weights control, and what a head attending uniformly over the real
-# tokens scores. The paper's model is BERT-base (12 layers); where the paper names layers,
-# this run uses the layers at the same *relative depth* (layer l of 12 -> ceil(l x L / 12)),
-# named in the last column.
-
-# %%
-# NBVAL_CHECK_OUTPUT
-comparison = surface.section3_comparison(stats, split_share, lm.num_layers, grad)
-run.table(comparison, "paper_vs_run",
-          caption=f"Clark et al. Section 3 (BERT-base) vs. {lm.label} and {control.label}; "
-                  f"{data_label}")
-print(comparison.to_string(index=False))
+picks = surface.strongest_heads(stats["model"])  # 1-based (layer, head) per behaviour
+examples = surface.pick_pattern_examples(store, segments, picks, special["cls"],
+                                         special["sep"], punct_ids, max_length=36)
+fig = surface_plots.attention_map_grid(
+    [dict(attn=store[r.segment][r.layer, r.head].astype(np.float32),
+          tokens=list(segments[r.segment].tokens),
+          title=f"{r.pattern}: head {head_label(r.layer, r.head)}, "
+                f"{surface.pattern_caption(r.pattern, r.here)}")
+     for r in examples.itertuples()],
+    suptitle=f"The heads with the strongest behaviours of Section 3 ({lm.label})")
+_ = run.figure(fig, "examples")
+print("segments drawn: " + ", ".join(f"{r.pattern} #{r.segment} ({r.rule})"
+                                     for r in examples.itertuples()))
 
 # %% [markdown]
 # ## Recap
 #
-# - The table above puts each of the paper's Section 3 findings beside this run; the control
-#   rows show what the architecture and input format produce without training.
+# - The table below puts each of the paper's Section 3 claims beside this run; the control
+#   column shows what the architecture and input format produce without training.
 # - For the packaged all-MiniLM-L6-v2, read the special-token rows together: where BERT-base
 #   parks attention on `[SEP]`, a model may use another always-present token as its sink; the
 #   per-layer table of Section 3.2 shows which.
-# - The gradient figure depends on the masked-LM head; its held-out accuracy is printed above.
+# - The gradient rows depend on the masked-LM head: with a fitted head that predicts masked
+#   tokens hardly better than always guessing the most frequent one, they are "not testable".
 # - Attention weights are not explanations: these statistics describe where attention goes,
 #   not what the model uses.
+#
+# ## Paper vs. this run
+#
+# Every claim of Section 3 (`analysis_utils.papers.CLARK_SECTION3`), the paper's BERT-base
+# figure beside this run's for the model, the random-weights control and a head attending
+# uniformly over the real tokens, whether it held and by which test. The paper's model has 12
+# layers; where it names layers, this run uses the layers at the same *relative depth*
+# (layer l of 12 -> ceil(l x L / 12)), in the last column. "Which" heads in brackets.
+#
+# The claims measured on the attention maps (and the tokenizer):
 
 # %%
-run.finish()
+# NBVAL_CHECK_OUTPUT
+comparison = surface.section3_comparison(stats, split_share, lm.num_layers, grad,
+                                         grad_testable=gradients.head_is_informative(mlm_report))
+# counts, shares (points), layers and nats: argmax/threshold-based or means over many
+# tokens, stable to well under 0.05; the gradient ratios (rows "from" the fitted head) are
+# within 0.05 of ~1, i.e. about 5% relative, as for the gradient table.
+run.table(comparison, "paper_vs_run", key=["claim"],
+          tolerance={"model": within(abs=0.05), "control": within(abs=0.05),
+                     "uniform head": within(abs=1e-3)},
+          caption=f"Clark et al. Section 3 (BERT-base) vs. {lm.label} and {control.label}; "
+                  f"{data_label}")
+fitted = comparison["from"] == "fitted masked-LM head"
+surface.comparison_view(comparison[~fitted])
+
+# %% [markdown]
+# The claim measured through the masked-LM head (Figure 3); a fitted head comes out slightly
+# different on another machine, so these digits are not part of the golden check:
+
+# %%
+surface.comparison_view(comparison[fitted])
+
+# %%
+_ = run.finish()

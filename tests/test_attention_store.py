@@ -294,3 +294,55 @@ def test_check_cache_reports_each_store_and_fix_leads_to_reextraction(counted, t
 def test_check_cache_on_an_empty_cache(tmp_path, capsys):
     assert cli_main(["check-cache", "--cache-dir", str(tmp_path)]) == 0
     assert "no attention stores" in capsys.readouterr().out
+
+
+# --- how the maps were made: recorded once, read back on every warm call -------------------
+
+def test_manifest_records_time_device_and_date_without_changing_the_key(tiny_loaded, tmp_path):
+    from analysis_utils.engine.attention import describe_device
+
+    items = [ModelInput((2, 7, 8, 3)), ModelInput((2, 9, 3))]
+    fresh = extract_attention(tiny_loaded, items, cache_dir=tmp_path, progress=False)
+    assert fresh.extracted_now
+    meta = json.loads((fresh.directory / "manifest.json").read_text())
+    assert meta["device"] == describe_device("cpu") and meta["device"].startswith("cpu (")
+    assert len(meta["completed"]) == 20 and meta["completed"].endswith("Z")
+    assert meta["wall_time_s"] >= 0 and "resumed_with" not in meta
+    again = extract_attention(tiny_loaded, items, cache_dir=tmp_path, progress=False)
+    assert again.directory == fresh.directory and not again.extracted_now
+    assert again.device == meta["device"] and again.completed == meta["completed"]
+    note = again.extraction_note()
+    assert note.startswith("extracted in ") and f" on {meta['device']}, " in note
+    assert note.endswith(meta["completed"][:10])
+
+
+def test_a_store_written_before_device_and_date_were_recorded_still_reads(tiny_loaded,
+                                                                          tmp_path):
+    import hashlib
+    import os
+
+    items = [ModelInput((2, 7, 8, 3))]
+    store = extract_attention(tiny_loaded, items, cache_dir=tmp_path, progress=False)
+    meta = json.loads((store.directory / "manifest.json").read_text())
+    for field in ("device", "completed"):
+        del meta[field]
+    text = json.dumps(meta)  # as engine version 2 wrote it before these fields
+    (store.directory / "manifest.json").write_text(text)
+    (store.directory / "COMPLETE").write_text(
+        f"{meta['key']}\n{hashlib.sha256(text.encode()).hexdigest()}\n")
+    os.utime(store.directory / "COMPLETE", (86400 * 365, 86400 * 365))  # 1971-01-01
+    old = extract_attention(tiny_loaded, items, cache_dir=tmp_path, progress=False)
+    assert not old.extracted_now and old.device is None  # read, not extracted again
+    assert old.extraction_note().endswith("(device not recorded), 1971-01-01")
+
+
+def test_progress_bars_only_in_a_terminal(tiny_loaded, tmp_path, capsys, monkeypatch):
+    extract_attention(tiny_loaded, [ModelInput((2, 7, 3))], cache_dir=tmp_path / "a")
+    assert capsys.readouterr().err == ""  # pytest's stderr is not a terminal: no bar
+    monkeypatch.setattr(attention, "show_progress", lambda: True)  # as in a terminal
+    extract_attention(tiny_loaded, [ModelInput((2, 9, 3))], cache_dir=tmp_path / "b",
+                      desc="bar here")
+    assert "bar here" in capsys.readouterr().err
+    extract_attention(tiny_loaded, [ModelInput((2, 8, 3))], cache_dir=tmp_path / "c",
+                      desc="bar here", progress=False)  # an explicit choice still wins
+    assert capsys.readouterr().err == ""

@@ -350,6 +350,32 @@ def test_antecedent_accuracy_by_hand(doc):
     assert tab.loc["head 1-1", "All"] == pytest.approx(400 / 6)
     assert tab.loc["rule_based", "source"] == "this run"
     assert tab.loc["paper: head 5-4", "All"] == 65
+    assert tab.attrs["too_small"] == {}
+
+    # groups below min_group are listed, not given an accuracy ("All" always stays)
+    base = coref.baseline_accuracy([w])
+    assert coref.small_groups(base, 2) == {"proper": 1, "nominal": 1}
+    small = coref.table2(df, base, min_group=2)
+    mine = small[small["source"] == "this run"]
+    assert mine["proper"].isna().all() and mine["nominal"].isna().all()
+    assert mine["pronoun"].notna().all() and small.attrs["too_small"] == {"proper": 1,
+                                                                           "nominal": 1}
+    person = coref.table2(df, base, breakdown="type_person", with_paper=False, min_group=2)
+    assert list(person.columns) == ["source", "All", "pronoun-3"]  # no column at all
+    assert small.loc["paper: head 5-4", "pronoun"] == 64  # the paper's rows keep theirs
+    assert "All" in coref.table2(df, base, min_group=100).columns
+
+    # the paper's claims about its best head, and whether they held here
+    cmp = coref.paper_comparison(tab).set_index("claim")
+    hm = cmp.loc["best head vs. head-word match"]
+    assert hm["paper"] == 13 and hm["held if"] == "more than 10 points better"
+    here = tab.loc["head 1-1", "All"] - tab.loc["head_match", "All"]
+    assert hm["this run"] == pytest.approx(here) and hm["held"] == ("yes" if here > 10 else "no")
+    assert cmp.loc["best head vs. rule-based system", "paper"] == -4
+    gone = coref.paper_comparison(small).set_index("claim")
+    nominal = gone.loc["best head vs. head-word match, nominal mentions"]
+    assert (nominal["held"], nominal["detail"]) == ("\u2013", "too few mentions")
+    assert np.isnan(nominal["this run"]) and nominal["paper"] == 18
 
 
 def test_word_pos_mismatch_raises(doc):

@@ -184,3 +184,18 @@ def test_fitted_head_is_cached_and_reloaded_identically(tiny_loaded, tmp_path):
     note = gradients.head_quality_note({"head": "x", "heldout_accuracy": 0.08,
                                         "majority_token_accuracy": 0.07})
     assert "uninformative" in note
+
+
+def test_head_quality_verdict_in_words_and_in_one_line():
+    weak = {"head": "fitted on the frozen encoder", "heldout_accuracy": 0.079,
+            "majority_token_accuracy": 0.073}
+    good = {**weak, "heldout_accuracy": 0.40}
+    own = {"head": "the checkpoint's own masked-LM head"}
+    assert not gradients.head_is_informative(weak)
+    assert gradients.head_is_informative(good) and gradients.head_is_informative(own)
+    caption = gradients.head_quality_caption(weak)
+    assert "7.9% held-out masked-token accuracy vs. 7.3%" in caption
+    assert "uninformative" in caption
+    assert "uninformative" not in gradients.head_quality_caption(good)
+    assert gradients.head_quality_caption(own) == f"masked-LM head: {own['head']}"
+    assert "uninformative" in gradients.head_quality_note(weak)

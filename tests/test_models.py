@@ -183,3 +183,42 @@ def test_hub_id_in_the_local_hub_cache_loads_without_the_hub(tiny_model_dir, tmp
     assert (lm.num_layers, lm.num_heads) == (2, 2)
     assert lm.identity["weights_sha256"] == load_model(str(tiny_model_dir),
                                                        device="cpu").identity["weights_sha256"]
+
+
+def test_loading_is_quiet_outside_a_terminal_and_settings_come_back(tiny_model_dir, capfd,
+                                                                    monkeypatch):
+    from transformers.utils import logging as hf_logging
+
+    from analysis_utils.engine import attention
+
+    capfd.readouterr()
+    load_model(str(tiny_model_dir), device="cpu")
+    load_model(str(tiny_model_dir), init="random", device="cpu")
+    err = capfd.readouterr().err
+    assert "Loading weights" not in err and "it/s" not in err, err  # no bars in a log
+    assert hf_logging.is_progress_bar_enabled()  # restored for the caller
+    verbosity = hf_logging.get_verbosity()
+    with models.quiet_loading(quiet=True):
+        assert not hf_logging.is_progress_bar_enabled()
+        assert hf_logging.get_verbosity() == hf_logging.ERROR
+    assert hf_logging.is_progress_bar_enabled() and hf_logging.get_verbosity() == verbosity
+    monkeypatch.setattr(attention, "show_progress", lambda: True)  # a terminal: untouched
+    with models.quiet_loading():
+        assert hf_logging.is_progress_bar_enabled()
+
+
+def test_the_widget_warning_of_tqdm_auto_is_filtered():
+    # A kernel without ipywidgets warns "IProgress not found" when transformers imports
+    # tqdm.auto; once the loader is imported that warning is ignored, even where every other
+    # warning is an error. (A subprocess: pytest resets warning filters around each test.)
+    import subprocess
+    import sys
+
+    code = ("import warnings, analysis_utils.engine.models\n"
+            "from tqdm import TqdmWarning\n"
+            "warnings.warn('IProgress not found. Please update jupyter and ipywidgets.', "
+            "TqdmWarning)\n"
+            "warnings.warn('another tqdm warning', TqdmWarning)\n")
+    done = subprocess.run([sys.executable, "-W", "error", "-c", code], capture_output=True,
+                          text=True)
+    assert "IProgress" not in done.stderr and "another tqdm warning" in done.stderr

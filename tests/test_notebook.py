@@ -91,4 +91,23 @@ def test_setup_returns_model_control_and_run(notebooks_dir, tiny_model_dir, caps
                                                 cache_dir=notebooks_dir / "cache")
     assert len(store) == len(store_ctrl) == 2 and store[0].shape == (2, 2, 4, 4)
     assert not np.array_equal(store[0], store_ctrl[0])
-    assert capsys.readouterr().out.startswith("2 sentences, 0.00 GB per model on disk; ")
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "2 sentences, 0.00 GB per model on disk"
+    assert out[1].startswith(f"  {lm.label}: extracted now in ") and "cpu (" in out[1]
+    notebook.attention_maps(items, [lm, control], "sentences", cache_dir=notebooks_dir / "cache")
+    again = capsys.readouterr().out.splitlines()
+    # a warm read states the recorded extraction (time, device, date) beside the read time
+    assert again[1].startswith(f"  {lm.label}: extracted in ") and "cpu (" in again[1]
+    assert "; read from the cache in " in again[1] and again[1].endswith(" s")
+
+
+def test_table_view_shows_tables_without_nan():
+    import pandas as pd
+
+    df = pd.DataFrame({"rel": ["det", "prep"], "acc": [94.31, np.nan], "n": [3, 4],
+                       "off": pd.array([1, pd.NA], dtype="Int64"), "who": ["8-11", None]})
+    view = notebook.table_view(df, index="rel", digits={"acc": 2})
+    assert view.index.tolist() == ["det", "prep"]
+    assert view.loc["det"].tolist() == ["94.31", "3", "1", "8-11"]
+    assert view.loc["prep"].tolist() == ["\u2013", "4", "\u2013", "\u2013"]
+    assert "NaN" not in view.to_html() and "<NA>" not in view.to_string()

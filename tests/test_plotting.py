@@ -86,3 +86,43 @@ def test_attention_map():
     _render(fig2)
     with pytest.raises(ValueError):
         surface_plots.attention_map(a, tokens[:-1])
+
+
+def test_entropy_legend_sits_under_the_panels(head_df):
+    fig = surface_plots.entropy_plot(head_df)
+    assert all(ax.get_legend() is None for ax in fig.axes)  # none covers the points
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == ["one head", "layer mean",
+                                                          "uniform attention"]
+    _render(fig)
+
+
+def test_gradient_plot_carries_its_caveat():
+    df = pd.DataFrame([{"layer": layer, "target": t, "mean_abs_grad": 1e-3,
+                        "mean_attention": 0.01}
+                       for layer in range(1, 4) for t in ("[SEP]", "other")])
+    caveat = "masked-LM head fitted on the frozen encoder: 7.9% vs. 7.3%; uninformative"
+    fig = surface_plots.gradient_plot(df, title="Gradient importance", caveat=caveat)
+    title = fig._suptitle.get_text()
+    assert title.startswith("Gradient importance\nCaveat: masked-LM head")
+    assert "7.9% vs. 7.3%" in title.replace("\n", " ")
+    assert all(ax.get_legend() is None for ax in fig.axes) and len(fig.legends) == 1
+    _render(fig)
+
+
+def test_attention_map_grid_one_colour_bar_for_every_panel():
+    tokens = ["[CLS]", "the", "cat", ".", "[SEP]"]
+    prev = np.eye(5, k=-1)
+    prev[0, 0] = 1.0
+    panels = [dict(attn=prev, tokens=tokens, title="previous token: head 1-1"),
+              dict(attn=np.full((5, 5), 0.2), tokens=tokens, title="broad: head 1-2"),
+              dict(attn=np.eye(5), tokens=tokens[:5], title="current")]
+    fig = surface_plots.attention_map_grid(panels, ncols=2)
+    maps = [ax for ax in fig.axes if ax.get_images()]
+    assert [ax.get_title() for ax in maps] == [p["title"] for p in panels]
+    assert len(fig.axes) == len(panels) + 1  # the empty fourth cell removed, one colour bar
+    assert {ax.get_images()[0].norm.vmax for ax in maps} == {1.0}  # one scale
+    assert [t.get_text() for t in maps[0].get_yticklabels()] == tokens
+    _render(fig)
+    with pytest.raises(ValueError, match="n=5 tokens"):
+        surface_plots.attention_map_grid([dict(attn=np.eye(4), tokens=tokens, title="x")])

@@ -89,3 +89,19 @@ def test_run_figure_shows_each_figure_once_in_a_kernel(tmp_path, monkeypatch):
     run.figure(pyfig, "pyplot")  # tracked by pyplot: shown here, then closed
     assert len(shown) == 2 and all(isinstance(s, IPython.display.Image) for s in shown)
     assert not plt.fignum_exists(pyfig.number)  # the inline backend will not show it again
+
+
+def test_font_scale_enlarges_text_and_defaults_stay():
+    values = np.arange(12.0).reshape(3, 4)
+    plain = grid.head_grids({"t": values}, colorbar="shared", colorbar_label="x")
+    big = grid.head_grids({"t\nsecond line": values}, colorbar="shared", colorbar_label="x",
+                          font_scale=1.5)
+    small_ax, big_ax = plain.axes[0], big.axes[0]
+    assert small_ax.get_xticklabels()[0].get_fontsize() == grid.TICK_SIZE
+    assert big_ax.get_xticklabels()[0].get_fontsize() == 1.5 * grid.TICK_SIZE
+    assert big_ax.title.get_fontsize() == 1.5 * grid.TITLE_SIZE
+    assert big.axes[1].get_ylabel() == "x" and big.axes[1].yaxis.label.get_fontsize() == \
+        1.5 * (grid.LABEL_SIZE - 1)
+    assert big.get_figheight() > plain.get_figheight()  # room for the larger title lines
+    assert plain.get_size_inches().tolist() == grid.head_grids(
+        {"t": values}, colorbar="shared").get_size_inches().tolist()

@@ -107,8 +107,24 @@ def test_pick_coref_window():
 def test_describe_margins_from_table():
     import pandas as pd
 
-    t = pd.DataFrame({"relation": ["det", "amod"], "head": ["1-2", "2-1"],
-                      "accuracy": [90.0, 70.0], "baseline": [50.0, 68.0], "offset": [1, 1]})
+    t = pd.DataFrame({"relation": ["All", "det", "amod"], "head": ["1-1", "1-2", "2-1"],
+                      "accuracy": [60.0, 90.0, 70.0], "baseline": [30.0, 50.0, 68.0],
+                      "offset": [1, 1, 1]})
     text = syntax.describe_margins(t, wide=10)
-    assert "for 1 of 2 relations: det (head 1-2 90.0% vs. offset +1 50.0%, +40.0)" in text
-    assert "It does not for 1: amod" in text
+    # "All" is not counted among the relations (one count throughout the notebook)
+    assert ("Of the 2 relations in the table, the best head beats its best fixed-offset "
+            "baseline by 10 points or more for 1: det (head 1-2 90.0% vs. offset +1 50.0%, "
+            "+40.0).") in text
+    assert "It does not for the other 1: amod" in text
+    assert text.endswith("Over all words: All (head 1-1 60.0% vs. offset +1 30.0%, +30.0).")
+    assert syntax.clear_wins(t, wide=10).to_dict() == {"det": 40.0}
+
+
+def test_relation_heatmaps_subset_notes_and_font_scale():
+    scores = syntax.score_heads([(SENT, _maps(0)), (SENT, _maps(1))], min_count=0)
+    rels = sorted(set(scores["relation"]) - {syntax.ALL})[:2]
+    fig = syntax_plots.relation_heatmaps(scores, relations=rels, notes={rels[0]: "paper: x"},
+                                         font_scale=1.4)
+    titles = [ax.get_title() for ax in fig.axes if ax.get_images()]
+    assert len(titles) == 2 and titles[0].endswith("\npaper: x")
+    assert titles[0].startswith(f"{rels[0]} (n=") and "paper" not in titles[1]

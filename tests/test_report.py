@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import site
 import sys
@@ -172,3 +173,34 @@ def test_findings_table_reads_each_paper_vs_run_table(tmp_path):
 def test_committed_readme_has_the_findings_block():
     text = (paths.REPO_ROOT / "README.md").read_text()
     assert text.count(report.FINDINGS_START) == 1 and text.count(report.FINDINGS_END) == 1
+
+
+def test_markdown_tables_escape_pipes_and_show_missing_values_as_a_dash(outputs):
+    run = report.start_run("42", {})
+    df = pd.DataFrame({"claim": ["|grad| of the loss", "plain"], "value": [0.5, None],
+                       "a|b": ["x", "y\nz"], "n": pd.array([1, pd.NA], dtype="Int64")})
+    run.table(df, "pipes", caption="a caption")
+    text = (outputs / "42_pipes.md").read_text()
+    rows = [line for line in text.splitlines() if line.startswith("|")]
+    # every row has as many unescaped cell separators as the header: no cell spills over
+    cells = [len(re.split(r"(?<!\\)\|", line)) for line in rows]
+    assert len(set(cells)) == 1 and cells[0] == len(df.columns) + 2
+    assert "\\|grad\\| of the loss" in text and "a\\|b" in text and "y z" in text
+    assert "nan" not in text and "<NA>" not in text and report.MISSING in text
+    # the CSV keeps the data as it is
+    assert pd.read_csv(outputs / "42_pipes.csv")["claim"][0] == "|grad| of the loss"
+
+
+def test_figure_show_false_saves_without_displaying(outputs, monkeypatch):
+    import IPython
+    import IPython.display
+    from matplotlib.figure import Figure
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(obj))
+    monkeypatch.setattr(IPython, "get_ipython", lambda: type("Shell", (), {"kernel": 1})())
+    run = report.start_run("42", {})
+    png = run.figure(Figure(), "linked", show=False)
+    assert png.exists() and png.name == "42_linked.png" and shown == []
+    run.figure(Figure(), "inline")
+    assert len(shown) == 1

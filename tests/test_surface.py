@@ -198,3 +198,120 @@ def test_one_pass_equals_separate_calls():
     for k, df in pd_test.items():
         np.testing.assert_allclose(allst[k].to_numpy(float), df.to_numpy(float))
         assert allst[k].attrs["uniform"] == pytest.approx(df.attrs["uniform"])
+
+
+# --- Figure 1 examples and the paper-vs-run table -------------------------------------------
+
+class _Seg:
+    def __init__(self, tokens, truncated=False):
+        self.tokens = tuple(tokens)
+        vocab = {"[CLS]": CLS, "[SEP]": SEP, ".": PERIOD, ",": COMMA}
+        self.input_ids = tuple(vocab.get(t, 2000 + k) for k, t in enumerate(tokens))
+        self.truncated = truncated
+
+
+PROSE = ["[CLS]", "the", "cat", "sat", "down", ".", "[SEP]", "it", "was", "very", "tired", ".",
+         "[SEP]"]
+FORMULA = ["[CLS]", "<", "formula", ">", "[SEP]", "that", "is", ",", "the", "sum", ".", "[SEP]"]
+LIST = ["[CLS]", "state", "highways", "[SEP]", "route", "19", "[SEP]"]
+
+
+def test_example_candidates_skip_placeholders_and_prefer_whole_sentences():
+    segs = [_Seg(FORMULA), _Seg(LIST), _Seg(PROSE), _Seg(PROSE, truncated=True)]
+    assert surface.example_candidates(segs, max_length=40) == ([2], "prose")
+    assert surface.example_candidates(segs[:2], max_length=40) == ([1], "no placeholder")
+    assert surface.example_candidates(segs[:2], max_length=5) == ([1], "shortest")
+    assert surface.example_candidates([_Seg(FORMULA)], max_length=5) == ([0], "shortest")
+
+
+def test_pattern_strength_by_hand():
+    ids = np.array(_Seg(PROSE).input_ids)
+    n = len(ids)
+    # every row but the first (which has no previous token) on its previous token
+    assert surface.pattern_strength(_shift(n, -1), ids, "previous token", CLS, SEP,
+                                    []) == pytest.approx(1.0)
+    on_sep = np.zeros((n, n))
+    on_sep[:, [6, 12]] = 0.5
+    assert surface.pattern_strength(on_sep, ids, "[SEP]", CLS, SEP, []) == pytest.approx(1.0)
+    assert surface.pattern_strength(on_sep, ids, "punctuation", CLS, SEP, [PERIOD]) == 0.0
+    uniform = np.full((n, n), 1.0 / n)
+    assert surface.pattern_strength(uniform, ids, "broad", CLS, SEP, []) == pytest.approx(1.0)
+    assert surface.pattern_caption("[SEP]", 0.244) == "24% on [SEP]"
+    assert surface.pattern_caption("broad", 0.93) == "entropy 93% of uniform"
+    with pytest.raises(ValueError, match="unknown pattern"):
+        surface.pattern_strength(uniform, ids, "diagonal", CLS, SEP, [])
+
+
+def test_pick_pattern_examples_picks_where_the_head_shows_it():
+    segs = [_Seg(FORMULA), _Seg(PROSE), _Seg(PROSE[:6] + ["[SEP]"] + PROSE[7:])]
+    store = []
+    for k, s in enumerate(segs):
+        n = len(s.tokens)
+        a = np.zeros((1, 2, n, n))
+        a[0, 0] = _shift(n, -1) if k == 2 else np.eye(n)  # head 1-1: previous token on #2
+        a[0, 1] = np.full((n, n), 1.0 / n)
+        store.append(a)
+    picks = surface.pick_pattern_examples(
+        store, segs, {"previous token": (1, 1), "punctuation": (1, 2)}, CLS, SEP, [PERIOD])
+    prev = picks.set_index("pattern").loc["previous token"]
+    assert (prev["segment"], prev["layer"], prev["head"], prev["rule"]) == (2, 0, 0, "prose")
+    assert prev["here"] == pytest.approx(1.0)
+    assert picks.set_index("pattern").loc["punctuation", "segment"] in (1, 2)  # not #0
+    no_punct = [_Seg(LIST)]
+    one = surface.pick_pattern_examples([np.full((1, 1, 7, 7), 1 / 7)], no_punct,
+                                        {"punctuation": (1, 1)}, CLS, SEP, [PERIOD])
+    assert one["segment"].tolist() == [0]  # nothing better to show: still one panel
+
+
+def _stats(prev_share: float, sep_share: float, cls_entropy: float, layers: int = 3):
+    """Surface frames for a model with ``layers`` layers of 2 heads, built by hand."""
+    import pandas as pd
+
+    idx = pd.DataFrame({"layer": np.repeat(np.arange(1, layers + 1), 2),
+                        "head": np.tile([1, 2], layers)})
+    rp = idx.assign(current=0.1, previous=0.1, next=0.1)
+    rp.loc[0, "previous"] = prev_share
+    tc = idx.assign(cls=0.1, sep=sep_share, punct=0.05, other=0.85 - sep_share)
+    tc.loc[tc["layer"] == layers, "punct"] = 0.5  # most ./, in the last layer
+    tc.loc[tc["layer"] == 1, "cls"] = 0.6  # most [CLS] in the first
+    ss = idx.assign(sep_to_sep=0.2, rest_to_sep=0.1)
+    ent = idx.assign(entropy=3.0, entropy_cls=cls_entropy, max_weight=0.3, max_weight_cls=0.3)
+    ent.loc[1, "max_weight"] = 0.07
+    for df, uni in ((rp, {}), (tc, {"cls": 0.02, "sep": 0.04}), (ss, {"sep_to_sep": 0.04}),
+                    (ent, {"entropy": 4.5, "entropy_cls": 4.5, "max_weight": 0.01})):
+        df.attrs["uniform"] = uni
+    return {"relative_position": rp, "token_class": tc, "sep_to_sep": ss, "entropy": ent}
+
+
+def test_section3_comparison_says_whether_each_claim_held():
+    import pandas as pd
+
+    stats = {"model": _stats(0.9, 0.6, 3.8), "control": _stats(0.1, 0.04, 4.5)}
+    grad = pd.DataFrame([{"layer": la, "target": t, "mean_abs_grad": g}
+                         for la in (1, 2, 3) for t, g in (("[SEP]", 0.1), ("other", 1.0),
+                                                          ("[CLS]", 0.5))])
+    table = surface.section3_comparison(stats, 0.07, num_layers=3, grad=grad)
+    t = table.set_index("claim")
+    prev = t.loc["heads > 50% on the previous token"]
+    assert (prev["model"], prev["control"], prev["which"], prev["held"]) == (1, 0, "1-1", "yes")
+    sep = t.loc["attention to [SEP] in the paper's layers 6-10"]
+    assert sep["model"] == pytest.approx(60.0) and sep["held"] == "yes"
+    assert sep["uniform head"] == pytest.approx(4.0) and sep["layers of this model"] == "2-3"
+    assert t.loc["layer with the most attention to [CLS]", "held"] == "yes"  # layer 1 of 3
+    assert t.loc["layer with the most attention to ./,", "model"] == 3
+    g = t.loc["|grad| of the MLM loss w.r.t. attention to [SEP], vs. other tokens"]
+    assert g["model"] == pytest.approx(0.1) and g["held"] == "yes"
+    assert g["from"] == "fitted masked-LM head" and np.isnan(g["control"])
+    assert t.loc["|grad| of the MLM loss w.r.t. attention to [CLS], vs. other tokens",
+                 "held"] == "\u2013"  # no claim in the paper
+    assert t.loc["layer 1: lowest mean max weight of a head", "which"] == "head 1-2"
+    assert t.loc["entropy from [CLS], last layer", "held"] == "yes"  # 3.8 vs 3.89
+    assert t.loc["words split into several pieces", "model"] == pytest.approx(7.0)
+    weak = surface.section3_comparison(stats, 0.07, 3, grad, grad_testable=False)
+    assert weak.set_index("claim").loc[g.name, "held"] == "not testable"
+    view = surface.comparison_view(table)
+    assert view.loc["heads > 50% on the previous token", "this run"] == "1 (1-1)"
+    assert view.loc[sep.name, "this run"] == "60.0%"
+    assert view.loc["entropy from [CLS], last layer", "uniform head"] == "4.50 nats"
+    assert view.loc[g.name, "this run"] == "x0.10" and view.loc[g.name, "control"] == "\u2013"
+    assert list(surface.COMPARISON_VALUES) == ["model", "control", "uniform head"]

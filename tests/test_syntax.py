@@ -260,3 +260,34 @@ def test_ewt_dev_speed_and_right_branching(gold_data_dir):
     assert base.loc[("All", 1), "total"] == 25147
     # random attention is far below the right-branching baseline
     assert scores[scores.relation == "All"].accuracy.max() < rb / 25147
+
+
+def test_paper_comparison_one_row_per_paper_row():
+    t = pd.DataFrame({"relation": ["All", "case", "det", "compound"],
+                      "head": ["1-1", "1-2", "2-1", "2-2"], "direction": ["dep2head"] * 4,
+                      "accuracy": [40.0, 70.0, 60.0, 90.0], "baseline": [30.0, 40.0, 55.0, 70.0],
+                      "offset": [1, 1, 1, 1], "n": [100, 50, 40, 30]})
+    cmp = syntax.paper_comparison(t, wide=10).set_index("paper relation")
+    assert list(cmp.index) == list(syntax.CLARK_TABLE1)  # All, prep, pobj, ...
+    assert cmp.loc["pobj", "relation here"] == "case"
+    assert cmp.loc["pobj", ["paper head", "paper direction"]].tolist() == ["9-6", "head2dep"]
+    assert cmp.loc["pobj", "margin"] == 30.0 and cmp.loc["pobj", "held"] == "yes"
+    assert cmp.loc["det", "held"] == "no"  # the paper's det clears its baseline by 42.6
+    assert cmp.loc["nn", "held"] == "no"  # paper: +0.2 points; here +20
+    assert cmp.loc["All", "held"] == "no"  # paper +8.2 (< 10), here +10
+    assert cmp.loc["prep", "held"] == "\u2013" and cmp.loc["prep", "relation here"] == "\u2013"
+    assert cmp.loc["dobj", "held"] == "\u2013"  # obj not in this table (too rare here)
+    assert syntax.paper_note("case") == "paper (pobj): 9-6 76.3%, offset -2 34.6%"
+    assert syntax.paper_note("det") == "paper: 8-11 94.3%, offset +1 51.7%"
+    assert syntax.paper_note("punct") == ""
+
+
+def test_describe_control_counts_relations_without_all():
+    t = pd.DataFrame({"relation": ["All", "det", "amod"], "head": ["1-1", "1-2", "2-1"],
+                      "accuracy": [10.0, 12.0, 30.0], "baseline": [30.0, 50.0, 20.0],
+                      "offset": [1, 1, -1]})
+    text = syntax.describe_control(t)
+    assert text.startswith("its best head scores 10.0% over all words (head 1-1) against "
+                           "30.0% for the best fixed offset (+1); ")
+    assert text.endswith("a head beats the fixed-offset baseline for 1 of 2 relations "
+                         "(largest margin: amod, 30.0% vs. 20.0%, +10.0 points)")

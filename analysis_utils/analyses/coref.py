@@ -308,15 +308,31 @@ def best_head(head_scores: pd.DataFrame) -> tuple[int, int]:
     return int(a.iloc[0]["layer"]), int(a.iloc[0]["head"])
 
 
+def small_groups(scores: pd.DataFrame, min_group: int) -> dict[str, int]:
+    """Groups (any breakdown) with fewer than ``min_group`` evaluated mentions -> their count,
+    from the ``group``/``total`` columns of :func:`baseline_accuracy` or
+    :func:`antecedent_accuracy`: too few for an accuracy to mean anything (one mention reads
+    as 0% or 100%)."""
+    totals = scores.drop_duplicates(["breakdown", "group"]).set_index("group")["total"]
+    return {str(g): int(n) for g, n in totals.items() if n < min_group}
+
+
 def table2(head_scores: pd.DataFrame, baseline_scores: pd.DataFrame,
            breakdown: str = "type", head: tuple[int, int] | None = None,
-           with_paper: bool = True) -> pd.DataFrame:
+           with_paper: bool = True, min_group: int = 0) -> pd.DataFrame:
     """Table 2: accuracy (%) of the baselines and of one head (default: the best overall),
     columns ``All`` plus the groups of ``breakdown``; the row ``head L-H`` is 1-based. With
     ``with_paper`` (and ``breakdown="type"``) the paper's rows follow, indexed
-    ``"paper: <system>"`` (source ``paper``)."""
+    ``"paper: <system>"`` (source ``paper``). Groups with fewer than ``min_group`` mentions
+    get no column (:func:`small_groups`); ``attrs["too_small"]`` names them with their
+    counts."""
     layer, h = head if head is not None else best_head(head_scores)
-    keep = lambda df: df[df["breakdown"].isin(["all", breakdown])]  # noqa: E731
+    too_small = {g: n for g, n in small_groups(baseline_scores, min_group).items()
+                 if g != "All"}
+
+    def keep(df: pd.DataFrame) -> pd.DataFrame:
+        return df[df["breakdown"].isin(["all", breakdown]) & ~df["group"].isin(too_small)]
+
     b = keep(baseline_scores).pivot_table(index="system", columns="group",
                                           values="accuracy", sort=False)
     hs = keep(head_scores)
@@ -332,4 +348,45 @@ def table2(head_scores: pd.DataFrame, baseline_scores: pd.DataFrame,
             index=[f"paper: {k}" for k in CLARK_TABLE2],
             columns=["source", "All", "pronoun", "proper", "nominal"])
         out = pd.concat([out, paper])
+    listed = set(baseline_scores.loc[baseline_scores["breakdown"] == breakdown, "group"])
+    out.attrs["too_small"] = {g: n for g, n in too_small.items() if g in listed}
     return out
+
+
+def paper_comparison(table: pd.DataFrame) -> pd.DataFrame:
+    """The "paper vs. this run" table of Section 4.3, from a :func:`table2` table with the
+    paper's rows: the paper's claims about its best head, each with the paper's figure
+    (BERT-base, CoNLL-2012) and this run's (points of accuracy), and whether it held.
+
+    Claims (Clark et al. Section 4.3): the best head beats the head-word-match baseline by
+    over 10 points; it comes within 5 points of the rule-based system; it is particularly good
+    with nominal mentions (beats head-word match there by over 10 points); and, implied by
+    Table 2, it beats the nearest-mention baseline. Columns: ``claim``, ``paper``, ``this
+    run`` (the margin in points; the accuracies are in ``paper detail`` / ``detail``),
+    ``held`` (``–`` where the group has too few mentions here to have a column), ``held
+    if``."""
+    mine = table[table["source"] == "this run"]
+    head_row = [i for i in mine.index if str(i).startswith("head ")][0]
+    paper_head = [i for i in table.index if str(i).startswith("paper: head ")][0]
+    rows = []
+    for claim, group, system, test, held_if in (
+            ("best head vs. head-word match", "All", "head_match", lambda m: m > 10,
+             "more than 10 points better"),
+            ("best head vs. rule-based system", "All", "rule_based", lambda m: m > -5,
+             "at most 5 points worse"),
+            ("best head vs. head-word match, nominal mentions", "nominal", "head_match",
+             lambda m: m > 10, "more than 10 points better"),
+            ("best head vs. nearest mention", "All", "nearest", lambda m: m > 0, "better")):
+        p_head, p_base = table.loc[paper_head, group], table.loc[f"paper: {system}", group]
+        row = {"claim": claim, "paper": p_head - p_base, "this run": np.nan,
+               "paper detail": f"{paper_head.removeprefix('paper: ')} {p_head:.0f}% vs. "
+                               f"{p_base:.0f}%",
+               "detail": "too few mentions", "held": "\u2013", "held if": held_if}
+        r_head = mine[group].get(head_row, np.nan) if group in mine else np.nan
+        r_base = mine[group].get(system, np.nan) if group in mine else np.nan
+        if not (pd.isna(r_head) or pd.isna(r_base)):  # a group below min_group has no column
+            row.update({"this run": r_head - r_base,
+                        "detail": f"{head_row} {r_head:.1f}% vs. {r_base:.1f}%",
+                        "held": "yes" if test(r_head - r_base) else "no"})
+        rows.append(row)
+    return pd.DataFrame(rows)

@@ -453,109 +453,272 @@ def strongest_heads(stats: dict[str, pd.DataFrame]) -> dict[str, tuple[int, int]
     """The head (layer, head; 1-based) with the strongest score of each behaviour, from the
     frames of :func:`surface_statistics`: previous / next token, [CLS], [SEP], ./, and the
     broadest (highest entropy) head."""
-    picks = {"previous token": ("relative_position", "previous"),
-             "next token": ("relative_position", "next"),
-             "[CLS]": ("token_class", "cls"), "[SEP]": ("token_class", "sep"),
-             "punctuation": ("token_class", "punct"), "broad": ("entropy", "entropy")}
     out = {}
-    for name, (frame, col) in picks.items():
+    for name, (frame, col) in PATTERNS.items():
         row = stats[frame].loc[stats[frame][col].idxmax()]
         out[name] = (int(row["layer"]), int(row["head"]))
     return out
 
 
-def pick_example(lengths: Sequence[int], target_length: int = 40) -> int:
-    """Index of the first example whose length is closest to ``target_length`` (short enough
-    to read a whole map; chosen by length only, never by its attention)."""
-    lengths = np.asarray(lengths)
-    return int(np.argmin(np.abs(lengths - target_length)))
+#: Tokens that only occur where WikiText replaced something by a placeholder: ``<formula>``
+#: is encoded as ``<``, ``formula``, ``>``; ``[UNK]`` stands for ``<unk>``-like gaps.
+PLACEHOLDER_TOKENS = frozenset({"<", ">", "[UNK]", "@"})
+SENTENCE_END = frozenset({".", "!", "?"})
+#: The behaviours of :func:`strongest_heads`, each as (statistic frame, column).
+PATTERNS = {"previous token": ("relative_position", "previous"),
+            "next token": ("relative_position", "next"),
+            "[CLS]": ("token_class", "cls"), "[SEP]": ("token_class", "sep"),
+            "punctuation": ("token_class", "punct"), "broad": ("entropy", "entropy")}
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:.1f}%"
+def example_candidates(segments: Sequence, max_length: int = 40,
+                       min_paragraph: int = 5) -> tuple[list[int], str]:
+    """Segments fit to be drawn as an example map, and which rule found them.
+
+    segments: objects with ``tokens`` (word pieces, special tokens included) and
+    ``truncated``. Tried in order, the first rule that finds any wins:
+
+    1. ``"prose"``: at most ``max_length`` pieces, not truncated, no placeholder token
+       (:data:`PLACEHOLDER_TOKENS`: WikiText's ``<formula>``, ``[UNK]``), both paragraphs at
+       least ``min_paragraph`` pieces and ending with ``.``, ``!`` or ``?``;
+    2. ``"no placeholder"``: at most ``max_length`` pieces, no placeholder token;
+    3. ``"shortest"``: the shortest segment without a placeholder (else the shortest).
+    """
+    def clean(s) -> bool:
+        return not PLACEHOLDER_TOKENS.intersection(s.tokens)
+
+    def prose(s) -> bool:
+        seps = [i for i, t in enumerate(s.tokens) if t == s.tokens[-1]]
+        if len(seps) < 2 or getattr(s, "truncated", False):
+            return False
+        first, second = seps[0], seps[-1]
+        return (first - 1 >= min_paragraph and second - first - 1 >= min_paragraph
+                and s.tokens[first - 1] in SENTENCE_END and s.tokens[second - 1] in SENTENCE_END)
+
+    short = [i for i, s in enumerate(segments) if len(s.tokens) <= max_length and clean(s)]
+    found = [i for i in short if prose(segments[i])]
+    if found:
+        return found, "prose"
+    if short:
+        return short, "no placeholder"
+    pool = [i for i, s in enumerate(segments) if clean(s)] or list(range(len(segments)))
+    return [min(pool, key=lambda i: len(segments[i].tokens))], "shortest"
 
 
-def _heads(df: pd.DataFrame, col: str, thr: float) -> str:
-    heads = heads_above(df, col, thr)
-    return f"{len(heads)}" + (f" ({', '.join(heads)})" if heads else "")
+def pattern_strength(attn: np.ndarray, token_ids, pattern: str, cls_id: int | None,
+                     sep_id: int | None, punct_ids: Sequence[int] | None) -> float:
+    """How strongly one head shows ``pattern`` (a key of :data:`PATTERNS`) on one segment.
+
+    attn: ``(n, n)`` map of one head (rows sum to 1); token_ids: ``(n,)``. Returns the mean
+    over attending tokens of the weight on the previous / next token or on the token class
+    (``[CLS]``, ``[SEP]``, punctuation); for ``"broad"``, the mean row entropy as a share of
+    ``log n`` (1 = uniform)."""
+    a = np.asarray(attn, dtype=np.float64)
+    n = a.shape[-1]
+    if pattern == "previous token":
+        return float(np.diagonal(a, -1).mean()) if n > 1 else 0.0
+    if pattern == "next token":
+        return float(np.diagonal(a, 1).mean()) if n > 1 else 0.0
+    if pattern == "broad":
+        return float(_row_entropy(a).mean() / np.log(n)) if n > 1 else 0.0
+    masks = _class_masks(np.asarray(token_ids), cls_id, sep_id, punct_ids)
+    key = {"[CLS]": "cls", "[SEP]": "sep", "punctuation": "punct"}.get(pattern)
+    if key is None:
+        raise ValueError(f"unknown pattern {pattern!r}; one of {list(PATTERNS)}")
+    return float(a[:, masks[key]].sum(-1).mean())
 
 
-def _argmax_layers(tc: pd.DataFrame) -> str:
-    means = layer_means(tc, ["cls", "sep", "punct"])
-    return ", ".join(f"{lbl} L{int(means[c].idxmax())}"
-                     for c, lbl in [("cls", "[CLS]"), ("sep", "[SEP]"), ("punct", "./,")])
+def pick_pattern_examples(store, segments: Sequence, heads: dict[str, tuple[int, int]],
+                          cls_id: int | None, sep_id: int | None,
+                          punct_ids: Sequence[int] | None, max_length: int = 40) -> pd.DataFrame:
+    """For each behaviour, the segment among :func:`example_candidates` on which its head
+    shows it most: an illustration chosen to show the pattern, not evidence for it (the
+    averages over all segments are).
+
+    store: the maps, ``store[i]`` ``(layers, heads, n, n)``; segments: with ``input_ids``,
+    ``tokens``, ``truncated``; heads: behaviour -> 1-based ``(layer, head)``, as
+    :func:`strongest_heads` returns. Returns one row per behaviour: ``pattern``, ``layer``,
+    ``head`` (0-based, for indexing ``store``), ``segment``, ``here`` (its
+    :func:`pattern_strength` on that segment), ``rule`` (how the candidates were found;
+    ``"shortest"`` for a pattern none of them can show, e.g. punctuation in a segment without
+    any: then the shortest segment holding such tokens)."""
+    cands, rule = example_candidates(segments, max_length)
+    needs = {"[CLS]": [cls_id], "[SEP]": [sep_id], "punctuation": list(punct_ids or [])}
+    rows = []
+    for pattern, (layer, head) in heads.items():
+        ids = [x for x in needs.get(pattern, []) if x is not None]
+        pool, how = cands, rule
+        if ids and not any(np.isin(segments[i].input_ids, ids).any() for i in pool):
+            # no candidate has the tokens the pattern is about: the shortest segment that has
+            with_ids = [i for i, s in enumerate(segments) if np.isin(s.input_ids, ids).any()]
+            if with_ids:
+                pool, how = [min(with_ids, key=lambda i: len(segments[i].input_ids))], "shortest"
+        scores = [pattern_strength(store[i][layer - 1, head - 1], segments[i].input_ids,
+                                   pattern, cls_id, sep_id, punct_ids) for i in pool]
+        best = int(np.argmax(scores))
+        rows.append({"pattern": pattern, "layer": layer - 1, "head": head - 1,
+                     "segment": pool[best], "here": scores[best], "rule": how})
+    return pd.DataFrame(rows)
 
 
-def _grad_ratio(grad: pd.DataFrame | None, target: str, layers: Sequence[int]) -> str:
+def pattern_caption(pattern: str, value: float) -> str:
+    """``value`` of :func:`pattern_strength` in words, e.g. ``"62% on the previous token"``."""
+    if pattern == "broad":
+        return f"entropy {100 * value:.0f}% of uniform"
+    where = {"previous token": "the previous token", "next token": "the next token",
+             "punctuation": ". and ,"}.get(pattern, pattern)
+    return f"{100 * value:.0f}% on {where}"
+
+
+def _argmax_layer(tc: pd.DataFrame, column: str) -> int:
+    return int(layer_means(tc, [column])[column].idxmax())
+
+
+def _grad_ratio(grad: pd.DataFrame | None, target: str, layers: Sequence[int]) -> float:
+    """Mean over ``layers`` of the gradient importance of attention to ``target`` divided by
+    that of attention to other tokens (NaN when not computed)."""
     if grad is None or target not in set(grad["target"]):
-        return "not computed"
+        return np.nan
     g = grad.pivot(index="layer", columns="target", values="mean_abs_grad")
     ratio = g[target] / g["other"]
-    late = ratio.loc[[lyr for lyr in layers if lyr in ratio.index]]
-    early = ratio.drop(index=late.index)
-    parts = [f"x{late.mean():.2f} of other in L{late.index.min()}-{late.index.max()}"]
-    if len(early):
-        parts.append(f"x{early.mean():.2f} before")
-    return ", ".join(parts)
+    return float(ratio.loc[[lyr for lyr in layers if lyr in ratio.index]].mean())
+
+
+#: Columns of :func:`section3_comparison` that hold numbers (``unit`` says in what).
+COMPARISON_VALUES = ("model", "control", "uniform head")
+_THIRDS = {"early": 0, "middle": 1, "deep": 2}
+
+
+def _third(layer: int, num_layers: int) -> int:
+    """0, 1 or 2: whether a 1-based layer lies in the first, middle or last third."""
+    return min(2, int(3 * (layer - 1) / num_layers))
+
+
+def _yes(ok: bool) -> str:
+    return "yes" if ok else "no"
 
 
 def section3_comparison(stats: dict[str, dict[str, pd.DataFrame]], split_share: float,
-                        num_layers: int, grad: pd.DataFrame | None = None) -> pd.DataFrame:
-    """The "paper vs. this run" table of Section 3.
+                        num_layers: int, grad: pd.DataFrame | None = None,
+                        grad_testable: bool = True) -> pd.DataFrame:
+    """The "paper vs. this run" table of Section 3: one row per claim of the paper.
 
     stats: ``{"model": surface_statistics(...), "control": surface_statistics(...)}``;
     split_share: :func:`split_word_share` of the segments; grad: the frame of
-    :func:`analysis_utils.analyses.gradients.attention_gradient_importance` for the model (None: not
-    computed). Columns: claim, paper (BERT-base), model, control, uniform (what a head
-    attending uniformly over the real tokens scores), layers (which layers of this model
-    the row covers when the paper names layers).
+    :func:`analysis_utils.analyses.gradients.attention_gradient_importance` for the model (None:
+    not computed); grad_testable: False when the masked-LM head behind ``grad`` is too weak
+    to test the gradient claim (``gradients.head_is_informative``), which then reads
+    "not testable".
+
+    Columns: ``claim``; ``paper (BERT-base)`` (as the paper words it); ``model``,
+    ``control``, ``uniform head`` (numbers in ``unit``: heads, %, layer, nats or the ratio
+    "x other"; ``uniform head`` is what a head attending uniformly over the real tokens
+    scores); ``which`` (the model's heads, or a maximum, where that helps); ``layers of this
+    model`` (the layers at the paper's relative depth, :func:`matching_layers`); ``from``
+    (``attention maps``, ``fitted masked-LM head`` or ``tokenizer``: rows from a fitted head
+    vary slightly between machines); ``held`` (``yes`` / ``no`` / ``not testable`` / ``–``
+    where the paper makes no claim) and ``held if`` (the test applied).
     """
     mid = matching_layers(range(6, 11), num_layers)
     late = matching_layers(range(5, BERT_BASE_LAYERS + 1), num_layers)
     uni = stats["model"]["token_class"].attrs["uniform"]
     uni_ent = stats["model"]["entropy"].attrs["uniform"]
+    has_control = "control" in stats
     rows = []
 
-    def row(claim, key, fn, uniform="", layers=""):
-        rows.append({"claim": claim, "paper (BERT-base)": CLARK_SECTION3.get(key, ""),
-                     "model": fn(stats["model"]),
-                     "control": fn(stats["control"]) if "control" in stats else "",
-                     "uniform head": uniform, "layers of this model": layers})
+    def span(layers: Sequence[int]) -> str:
+        return f"{layers[0]}-{layers[-1]}" if len(layers) > 1 else str(layers[0])
 
-    row("heads > 50% on previous token", "previous",
-        lambda s: _heads(s["relative_position"], "previous", 0.5))
-    row("heads > 50% on next token", "next",
-        lambda s: _heads(s["relative_position"], "next", 0.5))
-    row("attention to [SEP], paper layers 6-10", "sep_share",
-        lambda s: _pct(share_in_layers(s["token_class"], "sep", mid)), _pct(uni["sep"]),
-        f"{mid[0]}-{mid[-1]}")
-    row("attention to [CLS], paper layers 6-10", "",
-        lambda s: _pct(share_in_layers(s["token_class"], "cls", mid)), _pct(uni["cls"]),
-        f"{mid[0]}-{mid[-1]}")
-    row("heads > 90% from [SEP] to [SEP] (max)", "sep_to_sep",
-        lambda s: f"{len(heads_above(s['sep_to_sep'], 'sep_to_sep', 0.9))} "
-                  f"(max {_pct(s['sep_to_sep']['sep_to_sep'].max())})",
-        _pct(stats["model"]["sep_to_sep"].attrs["uniform"]["sep_to_sep"]))
-    row("layer with most attention to [CLS] / [SEP] / ./,", "layer_order",
-        lambda s: _argmax_layers(s["token_class"]), "", f"1-{num_layers}")
-    rows.append({"claim": "|grad| of MLM loss w.r.t. attention to [SEP], vs. other tokens",
-                 "paper (BERT-base)": CLARK_SECTION3["sep_gradient"],
-                 "model": _grad_ratio(grad, "[SEP]", late), "control": "not computed",
-                 "uniform head": "", "layers of this model": f"{late[0]}-{late[-1]}"})
-    if grad is not None and "[CLS]" in set(grad["target"]):
-        rows.append({"claim": "|grad| of MLM loss w.r.t. attention to [CLS], vs. other tokens",
-                     "paper (BERT-base)": "", "model": _grad_ratio(grad, "[CLS]", late),
-                     "control": "not computed", "uniform head": "",
-                     "layers of this model": f"{late[0]}-{late[-1]}"})
-    row("layer-1 heads: mean max weight (broadest head)", "broad_layer1",
-        lambda s: (lambda e: f"{_pct(e['max_weight'].min())} "
-                   f"(head {head_label(0, e.loc[e['entropy'].idxmax(), 'head'] - 1)}, "
-                   f"{e['entropy'].max():.2f} nats)")(s["entropy"][s["entropy"]["layer"] == 1]),
-        f"{_pct(uni_ent['max_weight'])}, {uni_ent['entropy']:.2f} nats", "1")
-    row("entropy from [CLS], last layer (nats)", "cls_entropy_last",
-        lambda s: f"{layer_means(s['entropy'], ['entropy_cls'])['entropy_cls'].iloc[-1]:.2f}",
-        f"{uni_ent['entropy_cls']:.2f}", str(num_layers))
-    rows.append({"claim": "words split into several pieces", "paper (BERT-base)":
-                 CLARK_SECTION3["split_words"], "model": _pct(split_share),
-                 "control": "(same tokenizer)", "uniform head": "", "layers of this model": ""})
+    def add(claim, paper, value, unit, held, held_if, uniform=np.nan, which="",
+            layers="", source="attention maps", control=None):
+        ctrl = np.nan
+        if has_control and source == "attention maps":
+            ctrl = value(stats["control"]) if control is None else control
+        rows.append({"claim": claim, "paper (BERT-base)": paper,
+                     "model": value(stats["model"]) if callable(value) else value,
+                     "control": ctrl, "uniform head": uniform, "unit": unit, "which": which,
+                     "layers of this model": layers, "from": source, "held": held,
+                     "held if": held_if})
+
+    rp = stats["model"]["relative_position"]
+    for key, col in (("previous", "previous"), ("next", "next")):
+        heads = heads_above(rp, col, 0.5)
+        add(f"heads > 50% on the {col} token", CLARK_SECTION3[key],
+            lambda s, c=col: len(heads_above(s["relative_position"], c, 0.5)), "heads",
+            _yes(len(heads) > 0), "at least one head", which=", ".join(heads))
+    def sep_share(s) -> float:
+        return 100 * share_in_layers(s["token_class"], "sep", mid)
+
+    add("attention to [SEP] in the paper's layers 6-10", CLARK_SECTION3["sep_share"],
+        sep_share, "%", _yes(sep_share(stats["model"]) > 50), "> 50%",
+        uniform=100 * uni["sep"], layers=span(mid))
+    add("attention to [CLS] in the paper's layers 6-10", "\u2013",
+        lambda s: 100 * share_in_layers(s["token_class"], "cls", mid), "%", "\u2013",
+        "\u2013", uniform=100 * uni["cls"], layers=span(mid))
+    ss = stats["model"]["sep_to_sep"]
+    n90 = len(heads_above(ss, "sep_to_sep", 0.9))
+    add("heads > 90% from [SEP] to [SEP]", CLARK_SECTION3["sep_to_sep"],
+        lambda s: len(heads_above(s["sep_to_sep"], "sep_to_sep", 0.9)), "heads",
+        _yes(n90 > 0), "at least one head",
+        which=f"max {100 * ss['sep_to_sep'].max():.1f}%")
+    tc = stats["model"]["token_class"]
+    for col, label, where in (("cls", "[CLS]", "early"), ("sep", "[SEP]", "middle"),
+                              ("punct", "./,", "deep")):
+        layer = _argmax_layer(tc, col)
+        add(f"layer with the most attention to {label}", f"{where} layers (Figure 2)",
+            lambda s, c=col: _argmax_layer(s["token_class"], c), "layer",
+            _yes(_third(layer, num_layers) == _THIRDS[where]),
+            f"in the {where} third of the layers", layers=f"1-{num_layers}")
+    for target, paper in (("[SEP]", CLARK_SECTION3["sep_gradient"]), ("[CLS]", "\u2013")):
+        if grad is None or target not in set(grad["target"]):
+            continue
+        ratio = _grad_ratio(grad, target, late)
+        claim_made = paper != "\u2013"
+        held = ("\u2013" if not claim_made else "not testable" if not grad_testable
+                else _yes(ratio < 0.5))
+        add(f"|grad| of the MLM loss w.r.t. attention to {target}, vs. other tokens", paper,
+            ratio, "x other", held,
+            "ratio < 0.5, through a masked-LM head that predicts masked tokens"
+            if claim_made else "\u2013",
+            layers=span(late), source="fitted masked-LM head")
+    ent = stats["model"]["entropy"]
+    first = ent[ent["layer"] == 1]
+    low = first.loc[first["max_weight"].idxmin()]
+
+    def lowest(s) -> float:
+        return 100 * s["entropy"].loc[s["entropy"]["layer"] == 1, "max_weight"].min()
+
+    add("layer 1: lowest mean max weight of a head", CLARK_SECTION3["broad_layer1"], lowest,
+        "%", _yes(lowest(stats["model"]) <= 10), "<= 10%", uniform=100 * uni_ent["max_weight"],
+        which=f"head {head_label(0, int(low['head']) - 1)}", layers="1")
+
+    def cls_last(s) -> float:
+        return float(layer_means(s["entropy"], ["entropy_cls"])["entropy_cls"].iloc[-1])
+
+    add("entropy from [CLS], last layer", CLARK_SECTION3["cls_entropy_last"], cls_last,
+        "nats", _yes(abs(cls_last(stats["model"]) - 3.89) <= 0.5), "within 0.5 nats of 3.89",
+        uniform=uni_ent["entropy_cls"], layers=str(num_layers))
+    add("words split into several pieces", CLARK_SECTION3["split_words"], 100 * split_share,
+        "%", _yes(abs(100 * split_share - 8) <= 3), "within 3 points of 8%",
+        source="tokenizer")
     return pd.DataFrame(rows)
+
+
+def comparison_view(table: pd.DataFrame) -> pd.DataFrame:
+    """:func:`section3_comparison` as a reader sees it: each number with its unit ("2.8%",
+    "3.80 nats", "L5", "x0.88", "1: 1-3"), blanks as "\u2013", the claim as the row label."""
+    def fmt(v, unit: str, which: str = "") -> str:
+        if pd.isna(v):
+            return "\u2013"
+        text = {"heads": f"{int(v)}", "%": f"{v:.1f}%", "layer": f"L{int(v)}",
+                "nats": f"{v:.2f} nats", "x other": f"x{v:.2f}"}.get(unit, f"{v:g}")
+        return f"{text} ({which})" if which else text
+
+    view = pd.DataFrame({
+        "claim": table["claim"], "paper (BERT-base)": table["paper (BERT-base)"],
+        "this run": [fmt(r["model"], r["unit"], r["which"]) for _, r in table.iterrows()],
+        "control": [fmt(r["control"], r["unit"]) for _, r in table.iterrows()],
+        "uniform head": [fmt(r["uniform head"], r["unit"]) for _, r in table.iterrows()],
+        "held": table["held"], "held if": table["held if"],
+        "layers here": table["layers of this model"].replace("", "\u2013")})
+    return view.set_index("claim")

@@ -322,10 +322,13 @@ def paper_table1() -> pd.DataFrame:
 
 
 def describe_margins(table: pd.DataFrame, wide: float = 10.0) -> str:
-    """Plain-language summary of a :func:`table1` table: the relations whose best head beats
-    the best fixed-offset baseline by at least ``wide`` percentage points, and the others
-    (head within ``wide`` points of, or below, the baseline). Numbers come from ``table``."""
+    """Plain-language summary of a :func:`table1` table: of its relations (every row but
+    "All", which is reported on its own line), those whose best head beats the best
+    fixed-offset baseline by at least ``wide`` percentage points, and the others (head within
+    ``wide`` points of, or below, the baseline). Numbers come from ``table``."""
     rows = table.dropna(subset=["baseline"])
+    overall = rows[rows["relation"] == ALL]
+    rows = rows[rows["relation"] != ALL]
     if rows.empty:
         return "No relation has a baseline to compare with."
 
@@ -337,9 +340,80 @@ def describe_margins(table: pd.DataFrame, wide: float = 10.0) -> str:
     order = margin.sort_values(ascending=False).index
     wide_rows = [fmt(rows.loc[i]) for i in order if margin[i] >= wide]
     other = [fmt(rows.loc[i]) for i in order if margin[i] < wide]
-    parts = [f"The best head beats its best fixed-offset baseline by {wide:g} points or more "
-             f"for {len(wide_rows)} of {len(rows)} relations: "
+    parts = [f"Of the {len(rows)} relations in the table, the best head beats its best "
+             f"fixed-offset baseline by {wide:g} points or more for {len(wide_rows)}: "
              + ("; ".join(wide_rows) if wide_rows else "none") + "."]
-    parts.append(f"It does not for {len(other)}: " + ("; ".join(other) if other else "none")
-                 + ".")
+    parts.append(f"It does not for the other {len(other)}: "
+                 + ("; ".join(other) if other else "none") + ".")
+    if len(overall):
+        parts.append(f"Over all words: {fmt(overall.iloc[0])}.")
     return "\n".join(parts)
+
+
+def clear_wins(table: pd.DataFrame, wide: float = 10.0) -> pd.Series:
+    """Margin (points) of each relation of a :func:`table1` table ("All" excluded) whose best
+    head beats its best fixed-offset baseline by at least ``wide`` points, largest first: the
+    relations :func:`describe_margins` lists as clear wins."""
+    t = table[table["relation"] != ALL].dropna(subset=["baseline"]).set_index("relation")
+    margin = (t["accuracy"] - t["baseline"]).sort_values(ascending=False)
+    return margin[margin >= wide]
+
+
+def describe_control(table: pd.DataFrame) -> str:
+    """One sentence on a random-init control's :func:`table1` table: its best head on "All"
+    beside the fixed-offset baseline, and how many relations any of its heads beats the
+    baseline on (with the best of them)."""
+    t = table.dropna(subset=["baseline"]).set_index("relation")
+    rel = t.drop(index=ALL, errors="ignore")
+    margin = rel["accuracy"] - rel["baseline"]
+    text = ""
+    if ALL in t.index:
+        a = t.loc[ALL]
+        text = (f"its best head scores {a['accuracy']:.1f}% over all words (head {a['head']}) "
+                f"against {a['baseline']:.1f}% for the best fixed offset ({int(a['offset']):+d}); ")
+    best = margin.idxmax()
+    text += (f"a head beats the fixed-offset baseline for {int((margin > 0).sum())} of "
+             f"{len(rel)} relations (largest margin: {best}, {rel.loc[best, 'accuracy']:.1f}% vs. "
+             f"{rel.loc[best, 'baseline']:.1f}%, {margin[best]:+.1f} points)")
+    return text
+
+
+def paper_note(relation: str) -> str:
+    """The paper's Table 1 row for a UD ``relation`` in one line (``""`` when it has none),
+    e.g. ``"paper (pobj): 9-6 76.3%, offset -2 34.6%"``."""
+    sd = UD_TO_SD.get(relation)
+    if sd not in CLARK_TABLE1:
+        return ""
+    head, acc, base, offset, _ = CLARK_TABLE1[sd]
+    name = "" if sd == relation else f" ({sd})"
+    return f"paper{name}: {head} {acc:.1f}%, offset {offset:+d} {base:.1f}%"
+
+
+def paper_comparison(table: pd.DataFrame, wide: float = 10.0) -> pd.DataFrame:
+    """The "paper vs. this run" table of Section 4.2: one row per row of the paper's Table 1.
+
+    table: :func:`table1` of this run (with the paper's columns or without). Columns: ``paper
+    relation`` (SD), ``relation here`` (UD; "–" for SD ``prep``, which has none), the
+    paper's ``paper head``, ``paper direction``, ``paper accuracy``, ``paper baseline``,
+    ``paper margin`` (points), this run's ``head``, ``direction``, ``accuracy``, ``baseline``,
+    ``margin``, and ``held``: ``yes`` when this run's best head clears its baseline by at
+    least ``wide`` points exactly where the paper's did (and stays within ``wide`` points where
+    the paper's did), ``no`` otherwise, ``–`` without a counterpart. Accuracies in %."""
+    t = table.set_index("relation")
+    rows = []
+    for sd, (p_head, p_acc, p_base, _, p_dir) in CLARK_TABLE1.items():
+        ud = SD_TO_UD.get(sd)
+        row = {"paper relation": sd, "relation here": ud or "\u2013", "paper head": p_head,
+               "paper direction": p_dir, "paper accuracy": p_acc, "paper baseline": p_base,
+               "paper margin": round(p_acc - p_base, 1)}
+        if ud is not None and ud in t.index:
+            r = t.loc[ud]
+            m = r["accuracy"] - r["baseline"]
+            row.update({"head": r["head"], "direction": r["direction"],
+                        "accuracy": r["accuracy"], "baseline": r["baseline"], "margin": m,
+                        "held": "yes" if (m >= wide) == (p_acc - p_base >= wide) else "no"})
+        else:
+            row.update({"head": "\u2013", "direction": "\u2013", "accuracy": np.nan,
+                        "baseline": np.nan, "margin": np.nan, "held": "\u2013"})
+        rows.append(row)
+    return pd.DataFrame(rows)

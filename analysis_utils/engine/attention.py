@@ -12,7 +12,8 @@ Data flow::
 Cache layout, ``<cache>/attention/<key>/`` (engine version 2):
 
 - ``manifest.json``: key, what the key was derived from, lengths and offsets (written first;
-  rewritten at completion with ``checksums``, one per entry);
+  rewritten at completion with ``checksums``, one per entry, and how the extraction went:
+  ``wall_time_s``, ``device``, ``completed`` (UTC date and time), none of them part of the key);
 - ``maps.f16``: the flat float16 array, preallocated to its final size; entry i starts at
   ``offsets[i]`` (items), rounded up to 8 bytes;
 - ``progress.json``: indices and checksums of the entries flushed to disk (atomic replace after
@@ -41,6 +42,7 @@ import hashlib
 import json
 import os
 import shutil
+import sys
 import time
 import warnings
 from collections.abc import Iterator, Sequence
@@ -432,7 +434,29 @@ class AttentionStore:
                                shape=(total,))
         self.verify_reads = verify_reads
         self._verified = np.zeros(len(self.lengths), dtype=bool)
+        #: How the maps were made, as the manifest records it (None where a store written
+        #: before these fields were recorded lacks one): seconds the extraction took, the
+        #: device, and the UTC time it completed.
         self.wall_time_s: float | None = meta.get("wall_time_s")
+        self.device: str | None = meta.get("device")
+        self.completed: str | None = meta.get("completed")
+        #: False when this object came from the cache, True when the call extracted (or
+        #: completed) the maps; set by :func:`extract_attention`.
+        self.extracted_now: bool = False
+
+    def extraction_note(self) -> str:
+        """When and how the maps were extracted, for a reader: ``"extracted in 157 s on cpu
+        (2 cores), 2025-05-01"``. A store that predates the ``device``/``completed`` fields
+        gives the date its COMPLETE marker was written instead."""
+        t = self.wall_time_s
+        took = ("extraction time not recorded" if t is None
+                else f"extracted in {t:.1f} s" if t < 10 else f"extracted in {t:.0f} s")
+        when = self.completed[:10] if self.completed else None
+        if when is None:
+            stamp = (self.directory / "COMPLETE").stat().st_mtime
+            when = time.strftime("%Y-%m-%d", time.gmtime(stamp))
+        on = f" on {self.device}" if self.device else " (device not recorded)"
+        return f"{took}{on}, {when}"
 
     def __len__(self) -> int:
         return len(self.lengths)
@@ -528,7 +552,7 @@ def extract_attention(
     max_tokens: int = 8192,
     max_batch: int = 64,
     flush_every_s: float = 20.0,
-    progress: bool = True,
+    progress: bool | None = None,
     desc: str = "attention",
     verify: bool = False,
 ) -> AttentionStore:
@@ -542,7 +566,12 @@ def extract_attention(
     are re-extracted (the whole store when its manifest cannot be trusted). ``verify=True``
     also checks every entry up front (reads the whole store); so does the first call after a
     read found a damaged entry.
+
+    progress: show a progress bar on stderr; None (default): only when stderr is a terminal,
+    so a notebook rendered by papermill or a log file carries no bar.
     """
+    if progress is None:
+        progress = show_progress()
     inputs = as_inputs(items)
     if not inputs:
         raise ValueError("extract_attention got no inputs")
@@ -642,13 +671,36 @@ def extract_attention(
         os.close(fd)
         bar.close()
     manifest["wall_time_s"] = round(time.perf_counter() - t0, 3)
+    manifest["device"] = describe_device(device)
+    manifest["completed"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    if done_before := len(inputs) - len(todo):  # a resumed run timed only what it extracted
+        manifest["resumed_with"] = done_before
     manifest["checksums"] = [f"{done[i]:016x}" for i in range(len(inputs))]
     text = json.dumps(manifest)
     _atomic_write_text(manifest_path, text)
     (root / "DAMAGED").unlink(missing_ok=True)
     _atomic_write_text(root / "COMPLETE", f"{key}\n{hashlib.sha256(text.encode()).hexdigest()}\n")
     progress_path.unlink(missing_ok=True)
-    return AttentionStore(root)
+    store = AttentionStore(root)
+    store.extracted_now = True
+    return store
+
+
+def show_progress() -> bool:
+    """Whether to draw progress bars: only when stderr is a terminal (a notebook rendered by
+    papermill, a CI log or a redirected run gets none)."""
+    try:
+        return sys.stderr.isatty()
+    except (AttributeError, ValueError):  # replaced or closed stderr
+        return False
+
+
+def describe_device(device) -> str:
+    """The device as provenance names it: the GPU's name, or ``cpu (N cores, T threads)``."""
+    device = torch.device(device)
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return f"{device.type} ({os.cpu_count()} cores, {torch.get_num_threads()} threads)"
 
 
 def _open_or_repair(root: Path, verify: bool) -> AttentionStore | None:

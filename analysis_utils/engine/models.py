@@ -14,6 +14,10 @@ Controls (``init=``):
 The model always runs with eager attention (the only implementation that returns attention
 probabilities in transformers 5.x) and is refused, with an explanation, when a probe forward
 pass returns no attention maps. ``trust_remote_code`` is never enabled.
+
+Loading is quiet unless stderr is a terminal: no "Loading weights" or download progress bars
+and only errors from transformers' logging in a rendered notebook or a log
+(:func:`quiet_loading`).
 """
 
 from __future__ import annotations
@@ -24,12 +28,23 @@ import socket
 import threading
 import urllib.parse
 import urllib.request
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
 import torch
-from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel
+from tqdm import TqdmWarning
+
+# transformers imports the hub client, whose progress bars come from tqdm.auto: in a Jupyter
+# kernel without ipywidgets that import warns "IProgress not found" once per process, into
+# every rendered notebook. Bars are drawn only in a terminal here (quiet_loading), so the
+# widget it asks for is never needed.
+warnings.filterwarnings("ignore", message="IProgress not found", category=TqdmWarning)
+
+from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel  # noqa: E402
 
 MINILM_ALIASES = ("minilm", "all-minilm-l6-v2", "sentence-transformers/all-MiniLM-L6-v2")
 INITS = ("pretrained", "random", "random_keep_embeddings")
@@ -300,6 +315,34 @@ def _randomise(model: PreTrainedModel, pretrained: PreTrainedModel | None, seed:
         pos.weight.data.copy_(src_pos.weight.data)
 
 
+@contextmanager
+def quiet_loading(quiet: bool | None = None) -> Iterator[None]:
+    """Within the block, transformers' and the hub client's progress bars are off and
+    transformers logs errors only; the previous settings come back afterwards.
+
+    quiet: None (default) quiets only when stderr is not a terminal (papermill, CI logs,
+    redirected runs), so an interactive terminal still sees download progress.
+    """
+    from transformers.utils import logging as hf_logging
+
+    from .attention import show_progress
+
+    if quiet is None:
+        quiet = not show_progress()
+    if not quiet:
+        yield
+        return
+    bars, verbosity = hf_logging.is_progress_bar_enabled(), hf_logging.get_verbosity()
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        hf_logging.set_verbosity(verbosity)
+        if bars:
+            hf_logging.enable_progress_bar()
+
+
 def check_attentions(model: PreTrainedModel, tokenizer, device: torch.device) -> None:
     """Refuse a model whose forward pass returns no attention maps."""
     enc = tokenizer("attention check", return_tensors="pt").to(device)
@@ -342,22 +385,23 @@ def load_model(
     else:
         hub = _hub_access(source)
     dev = resolve_device(device)
-    tokenizer = _load_tokenizer(source, **hub)
-    try:
-        pretrained = AutoModel.from_pretrained(
-            source, attn_implementation="eager", trust_remote_code=False, **hub
-        )
-    except (OSError, ValueError) as err:
-        raise ModelError(
-            f"Could not load model {name!r} from {source!r}: {err}. Pass 'minilm', a local "
-            "folder with config.json and weights, or a reachable hub id."
-        ) from err
-    if init == "pretrained":
-        model = pretrained
-    else:
-        config = AutoConfig.from_pretrained(source, trust_remote_code=False, **hub)
-        model = AutoModel.from_config(config, attn_implementation="eager")
-        _randomise(model, pretrained if init == "random_keep_embeddings" else None, seed)
+    with quiet_loading():
+        tokenizer = _load_tokenizer(source, **hub)
+        try:
+            pretrained = AutoModel.from_pretrained(
+                source, attn_implementation="eager", trust_remote_code=False, **hub
+            )
+        except (OSError, ValueError) as err:
+            raise ModelError(
+                f"Could not load model {name!r} from {source!r}: {err}. Pass 'minilm', a local "
+                "folder with config.json and weights, or a reachable hub id."
+            ) from err
+        if init == "pretrained":
+            model = pretrained
+        else:
+            config = AutoConfig.from_pretrained(source, trust_remote_code=False, **hub)
+            model = AutoModel.from_config(config, attn_implementation="eager")
+            _randomise(model, pretrained if init == "random_keep_embeddings" else None, seed)
     model.eval().to(dev)
     check_attentions(model, tokenizer, dev)
 

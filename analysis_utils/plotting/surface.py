@@ -13,7 +13,9 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
+from matplotlib.colors import PowerNorm
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from .grid import head_grids
 
@@ -103,29 +105,42 @@ def entropy_plot(df: pd.DataFrame, uniform: float | Mapping[str, float] | None =
     if uniform is None:
         uniform = df.attrs.get("uniform")
     cols = ["entropy"] + (["entropy_cls"] if show_cls and "entropy_cls" in df else [])
-    fig = Figure(figsize=(4.2 * len(cols), 3.2), layout="constrained")
+    fig = Figure(figsize=(4.2 * len(cols), 3.5), layout="constrained")
     axes = np.atleast_1d(fig.subplots(1, len(cols), squeeze=False).ravel())
     top = float(np.nanmax(df[cols].to_numpy(float)))
+    has_uniform = False
     for ax, col in zip(axes, cols, strict=True):
         _points(ax, df, col, COLORS[col])
         u = uniform.get(col) if isinstance(uniform, Mapping) else uniform
         if u is not None:
             ax.axhline(u, color="k", ls="--", lw=1, label="uniform attention")
             top = max(top, float(u))
+            has_uniform = True
         ax.set_title("Attention entropy" if col == "entropy" else "Entropy from [CLS]")
         ax.set_ylabel("Avg. entropy (nats)")
         ax.set_ylim(0, top * 1.08)
         _layer_axis(ax, df["layer"])
-        ax.legend(fontsize=7, loc="lower right")
+    # One legend under the panels: inside an axes it covered heads' points.
+    handles = [Line2D([], [], ls="", marker="o", ms=4, color="#7f8c8d", label="one head"),
+               Line2D([], [], color="#7f8c8d", lw=1.5, label="layer mean")]
+    if has_uniform:
+        handles.append(Line2D([], [], color="k", ls="--", lw=1, label="uniform attention"))
+    fig.legend(handles=handles, loc="outside lower center", ncol=len(handles), fontsize=8,
+               frameon=False)
     return fig
 
 
-def gradient_plot(df: pd.DataFrame, show_attention: bool = False, log: bool = False) -> Figure:
+def gradient_plot(df: pd.DataFrame, show_attention: bool = False, log: bool = False,
+                  title: str = "", caveat: str = "") -> Figure:
     """Figure 3: mean |d loss / d attention weight| per layer for attention to [SEP], to
     periods/commas and to other tokens (one line each). ``show_attention`` adds a panel
-    with the mean attention weight on one token of each class. One or two axes."""
+    with the mean attention weight on one token of each class. One or two axes.
+
+    title: the figure's title; caveat: lines under it (wrapped to the figure's width, after
+    "Caveat:"): what a reader must know before reading the curves (e.g.
+    ``gradients.head_quality_caption``: how well the masked-LM head predicts)."""
     cols = ["mean_abs_grad"] + (["mean_attention"] if show_attention else [])
-    fig = Figure(figsize=(4.2 * len(cols), 3.2), layout="constrained")
+    fig = Figure(figsize=(4.2 * len(cols), 3.4), layout="constrained")
     axes = np.atleast_1d(fig.subplots(1, len(cols), squeeze=False).ravel())
     for ax, col in zip(axes, cols, strict=True):
         for target, sub in df.groupby("target", sort=False):
@@ -141,7 +156,16 @@ def gradient_plot(df: pd.DataFrame, show_attention: bool = False, log: bool = Fa
         else:
             ax.set_ylim(bottom=0)
         _layer_axis(ax, df["layer"])
-        ax.legend(fontsize=8)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=8,
+               frameon=False)
+    if title or caveat:
+        import textwrap
+
+        width = int(14 * fig.get_figwidth())  # characters of 9-10 pt text across the figure
+        lines = [title] if title else []
+        lines += textwrap.wrap(f"Caveat: {caveat}", width) if caveat else []
+        fig.suptitle("\n".join(lines), fontsize=10)
     return fig
 
 
@@ -183,4 +207,53 @@ def attention_map(attn_2d, tokens: Sequence[str], title: str | None = None,
         raise ValueError(f"style must be 'heatmap' or 'lines', got {style!r}")
     if title:
         ax.set_title(title)
+    return fig
+
+
+def attention_map_grid(panels: Sequence[Mapping], ncols: int = 2, gamma: float = 0.5,
+                       suptitle: str = "", token_size: float = 0.13) -> Figure:
+    """Figure 1 as one figure: several heads' maps side by side, one shared colour bar.
+
+    panels: dicts with ``attn`` (an ``(n, n)`` map of one head, rows = attending tokens),
+    ``tokens`` (``n`` labels) and ``title``. Every panel uses the same colour scale, 0 to 1 with
+    a power norm (``gamma`` 0.5: the square root), so a broad head's weights of a few percent
+    are visible beside a head that puts everything on one token; the colour bar reads in
+    attention weights. ``token_size``: inches per token row. Returns the figure (panels and
+    one colour bar)."""
+    if not panels:
+        raise ValueError("no panels to draw")
+    for p in panels:
+        a = np.asarray(p["attn"])
+        if a.ndim != 2 or a.shape[0] != a.shape[1] or a.shape[0] != len(p["tokens"]):
+            raise ValueError(f"panel {p.get('title', '')!r}: need an (n, n) map for "
+                             f"n={len(p['tokens'])} tokens, got {a.shape}")
+    ncols = max(1, min(ncols, len(panels)))
+    nrows = -(-len(panels) // ncols)
+    # Sized for the typical panel: one much longer map (an example no short segment could
+    # give) gets smaller labels instead of making every other panel small.
+    n = int(np.median([len(p["tokens"]) for p in panels]))
+    side = token_size * n + 0.9  # the map plus its token labels
+    fig = Figure(figsize=(ncols * side + 0.7, nrows * (side + 0.4)), layout="constrained")
+    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    norm = PowerNorm(gamma, vmin=0.0, vmax=1.0)
+    im = None
+    for ax, p in zip(axes, panels, strict=False):
+        a = np.asarray(p["attn"], dtype=float)
+        k = len(p["tokens"])
+        im = ax.imshow(a, cmap="Blues", norm=norm, interpolation="nearest")
+        size = max(3.0, min(8.0, 8.0 * n / k))
+        ax.set_xticks(range(k), p["tokens"], rotation=90, fontsize=size)
+        ax.set_yticks(range(k), p["tokens"], fontsize=size)
+        ax.tick_params(length=2, pad=1)
+        ax.set_title(p.get("title", ""), fontsize=9)
+    for ax in axes[len(panels):]:
+        fig.delaxes(ax)
+    axes[0].set_ylabel("attending token", fontsize=8)
+    axes[0].set_xlabel("attended-to token", fontsize=8)
+    cb = fig.colorbar(im, ax=list(axes[:len(panels)]), shrink=min(0.6, 2.0 / nrows), pad=0.01)
+    cb.set_label(f"attention weight (colour ~ weight^{gamma:g})", fontsize=8)
+    cb.set_ticks([0, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0])
+    cb.ax.tick_params(labelsize=7)
+    if suptitle:
+        fig.suptitle(suptitle, fontsize=10)
     return fig

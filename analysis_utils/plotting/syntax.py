@@ -13,7 +13,7 @@ are labelled 1-based, as in the papers.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -35,11 +35,15 @@ def _grid(n: int, ncols: int) -> tuple[int, int]:
 
 def relation_heatmaps(scores: pd.DataFrame, baselines: pd.DataFrame | None = None,
                       relations: Sequence[str] | None = None, ncols: int = 3,
-                      suptitle: str = "") -> Figure:
+                      suptitle: str = "", notes: Mapping[str, str] | None = None,
+                      font_scale: float = 1.0, cell: float = 0.35) -> Figure:
     """One panel per relation: accuracy (%) of every head in the relation's best direction
     (the direction of its best head), on a shared 0-100 scale; a box marks the best head.
     The panel title gives the best head and, with ``baselines`` (``syntax.offset_baselines``
-    output), the best fixed-offset baseline.
+    output), the best fixed-offset baseline; ``notes`` adds a line per relation (e.g. the
+    paper's row, ``syntax.paper_note``). ``font_scale`` and ``cell`` as in
+    :func:`.grid.head_grids` (a figure read at a git host's width wants few columns and
+    ``font_scale`` about 1.4).
 
     scores: ``syntax.score_heads`` output (layer/head 0-based, accuracy a fraction)."""
     from ..analyses.syntax import best_baseline, best_heads
@@ -60,10 +64,13 @@ def relation_heatmaps(scores: pd.DataFrame, baselines: pd.DataFrame | None = Non
         if bb is not None and rel in bb.index:
             title += (f"; offset {int(bb.loc[rel, 'offset']):+d}: "
                       f"{100 * bb.loc[rel, 'accuracy']:.1f}%")
+        if notes and notes.get(rel):
+            title += "\n" + notes[rel]
         panels[title] = grid
         marks[title] = (int(b["layer"]), int(b["head"]))
     return head_grids(panels, ncols=ncols, vmin=0, vmax=100, marks=marks, colorbar="shared",
-                      colorbar_label="accuracy (%)", suptitle=suptitle)
+                      colorbar_label="accuracy (%)", suptitle=suptitle, font_scale=font_scale,
+                      cell=cell)
 
 
 def attention_lines(words: Sequence[str], attn: np.ndarray, gold: Sequence[tuple[int, int]] = (),
