@@ -304,7 +304,9 @@ def evaluate_changes(model, inputs, changes: Sequence[Change], *, fast: bool = T
     ``input_ids`` and optional ``token_type_ids``), batched by length: at most ``max_tokens``
     padded tokens and ``max_batch`` examples per batch. fast: per batch, one plain pass caches
     what enters each layer, then each change runs from its lowest layer upward (bit-identical
-    to ``fast=False``, one full evaluation per change over the same batches).
+    to ``fast=False``, one full evaluation per change over the same batches). On a GPU a
+    larger ``max_tokens`` (16k-32k) keeps it busy; that is also why the batch is not
+    replicated per head: K copies with one head each cost what a K times larger batch does.
     inspect: ``inspect(change, example_indices, batch, intervention)`` after each changed
     pass, with the maps recorded from the change's lowest layer upward
     (``intervention.attentions``, layer order), e.g. to check that a disabled head is uniform.

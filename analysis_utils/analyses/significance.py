@@ -152,9 +152,11 @@ def _resample_blocks(n: int, n_boot: int, seed: int, block: int):
         done += m
 
 
-def _metric_on(metric: Metric, y: np.ndarray, p: np.ndarray, idx: np.ndarray) -> np.ndarray:
+def _metric_on(metric: Metric, y: np.ndarray, y_idx: np.ndarray, p: np.ndarray,
+               idx: np.ndarray) -> np.ndarray:
+    """``metric`` on each resample: ``idx`` (m, n) indices, ``y_idx = y[idx]``."""
     if is_vectorized(metric):
-        return np.asarray(metric(y[idx], p[idx]), dtype=float)
+        return np.asarray(metric(y_idx, p[idx]), dtype=float)
     return np.array([metric(y[i], p[i]) for i in idx], dtype=float)
 
 
@@ -188,9 +190,10 @@ def bootstrap_many(y_true, pred_base, preds, metric: Metric, *, n_boot: int = 10
     diffs = np.empty((len(preds), n_boot))
     start = 0
     for idx in _resample_blocks(len(y), n_boot, seed, block):
-        ref = _metric_on(metric, y, base, idx)
+        y_idx = y[idx]
+        ref = _metric_on(metric, y, y_idx, base, idx)
         for k, p in enumerate(preds):
-            diffs[k, start:start + len(idx)] = _metric_on(metric, y, p, idx) - ref
+            diffs[k, start:start + len(idx)] = _metric_on(metric, y, y_idx, p, idx) - ref
         start += len(idx)
     alpha = (1 - ci) / 2
     lo, hi = np.quantile(diffs, [alpha, 1 - alpha], axis=1)
