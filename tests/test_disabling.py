@@ -4,6 +4,7 @@ heads, the config of conftest's tiny BERT) with random labels."""
 
 from __future__ import annotations
 
+import contextlib
 import copy
 
 import numpy as np
@@ -82,19 +83,11 @@ def test_fast_sweep_equals_naive_sweep_exactly(clf, data, mode):
 
 def _plain_logits(model, inputs, **kw):
     out = []
-    with torch.no_grad(), intervene(model, **kw) if kw else _nullcontext():
+    with torch.no_grad(), intervene(model, **kw) if kw else contextlib.nullcontext():
         for x in inputs:
             enc = {k: torch.tensor([v]) for k, v in x.items()}
             out.append(model(**enc).logits[0].numpy())
     return np.stack(out)
-
-
-class _nullcontext:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False
 
 
 @pytest.mark.parametrize("fast", [True, False])
