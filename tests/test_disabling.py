@@ -1,0 +1,297 @@
+"""Head and layer disabling (Kovaleva et al. 2019, Section 4.6), gate importance and pruning
+curves (Michel et al. 2019) on a tiny random BertForSequenceClassification (2 layers x 2
+heads, the config of conftest's tiny BERT) with random labels."""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from transformers import (
+    BertConfig,
+    BertForSequenceClassification,
+    DistilBertConfig,
+    DistilBertForSequenceClassification,
+)
+
+from analysis_utils import training
+from analysis_utils.analyses import disabling as dis
+from analysis_utils.analyses import significance as sig
+from analysis_utils.engine.interventions import intervene
+
+N_EXAMPLES = 48
+MAX_TOKENS = 96  # several padded batches of different lengths
+
+
+@pytest.fixture(autouse=True, scope="module")
+def one_thread():
+    """Tiny matrices: a thread pool only adds contention on a shared machine."""
+    with training.torch_threads(1):
+        yield
+
+
+@pytest.fixture(scope="module")
+def clf(tiny_model_dir):
+    """The tiny BERT's config with a 2-class head and large random weights: at the usual
+    init (std 0.02) attention is nearly uniform and disabling a head moves the logits by
+    ~1e-7, which would make "same predictions" vacuous."""
+    config = BertConfig.from_pretrained(tiny_model_dir, num_labels=2, initializer_range=0.4)
+    torch.manual_seed(0)
+    model = BertForSequenceClassification._from_config(config, attn_implementation="eager")
+    return model.eval()
+
+
+@pytest.fixture(scope="module")
+def data():
+    """Random pairs ``[CLS] a [SEP] b [SEP]`` of 4-22 tokens and random labels."""
+    rng = np.random.default_rng(0)
+    inputs = []
+    for _ in range(N_EXAMPLES):
+        a, b = rng.integers(1, 10, 2)
+        ids = [2, *rng.integers(5, 26, a), 3, *rng.integers(5, 26, b), 3]
+        inputs.append({"input_ids": ids, "token_type_ids": [0] * (a + 2) + [1] * (b + 1)})
+    labels = rng.integers(0, 2, N_EXAMPLES)
+    return inputs, labels
+
+
+def _all_changes(mode):
+    return ([dis.baseline_change()] + dis.head_changes(2, 2, mode) + dis.layer_changes(2, 2, mode))
+
+
+@pytest.mark.parametrize("mode", dis.MODES)
+def test_fast_sweep_equals_naive_sweep_exactly(clf, data, mode):
+    inputs, _ = data
+    changes = _all_changes(mode) + [dis.Change(((0, 1), (1, 0)), mode, "pruned", name="both")]
+    fast = dis.evaluate_changes(clf, inputs, changes, fast=True, max_tokens=MAX_TOKENS)
+    naive = dis.evaluate_changes(clf, inputs, changes, fast=False, max_tokens=MAX_TOKENS)
+    assert fast.shape == (len(changes), N_EXAMPLES, 2)
+    assert np.array_equal(fast, naive)  # bit for bit, not just the same predictions
+    preds = dis.predictions_from_logits(fast)
+    assert np.array_equal(preds, dis.predictions_from_logits(naive))
+    # not vacuous: every change moves the logits, and some flip predictions
+    for k in range(1, len(changes)):
+        assert np.abs(fast[k] - fast[0]).max() > 1e-3, changes[k].name
+    assert (preds[1:] != preds[0]).any(axis=1).sum() >= 3
+    # the baseline is the plain model (no intervention), in input order
+    plain = _plain_logits(clf, inputs)
+    np.testing.assert_allclose(fast[0], plain, rtol=1e-5, atol=1e-6)
+
+
+def _plain_logits(model, inputs, **kw):
+    out = []
+    with torch.no_grad(), intervene(model, **kw) if kw else contextlib.nullcontext():
+        for x in inputs:
+            enc = {k: torch.tensor([v]) for k, v in x.items()}
+            out.append(model(**enc).logits[0].numpy())
+    return np.stack(out)
+
+
+@pytest.mark.parametrize("fast", [True, False])
+def test_disabled_head_is_uniform_inside_the_sweep(clf, data, fast):
+    inputs, _ = data
+    seen = []
+
+    def inspect(change, idx, batch, iv):
+        lengths = batch["attention_mask"].sum(1)
+        first = iv.attentions[0]  # the change's lowest layer comes first
+        assert len(iv.attentions) == 2 - change.lowest_layer
+        n = first.shape[-1]
+        for layer, head in change.heads:
+            if layer != change.lowest_layer:
+                continue
+            for b, length in enumerate(lengths.tolist()):
+                expected = torch.zeros(n, n)
+                expected[:, :length] = 1.0 / length
+                assert torch.equal(first[b, head], expected)
+        untouched = [h for h in range(2) if (change.lowest_layer, h) not in change.heads]
+        for h in untouched:  # the other head of the layer keeps its (peaked) map
+            assert float(first[:, h].amax()) > 0.5
+        seen.append((change.name, len(idx)))
+
+    changes = _all_changes("uniform")
+    dis.evaluate_changes(clf, inputs, changes, fast=fast, max_tokens=MAX_TOKENS,
+                         inspect=inspect)
+    names = {name for name, _ in seen}
+    assert names == {c.name for c in changes[1:]}
+    assert sum(n for name, n in seen if name == "1-2") == N_EXAMPLES
+
+
+def test_layer_disabling_equals_all_heads_of_the_layer(clf, data):
+    inputs, _ = data
+    layer = dis.layer_changes(2, 2)[1]
+    assert layer.heads == ((1, 0), (1, 1)) and layer.name == "layer 2"
+    both = dis.Change(((1, 1), (1, 0)), "uniform", "pruned", name="heads 2-1, 2-2")
+    single = dis.head_changes(2, 2)[2:]
+    logits = dis.evaluate_changes(clf, inputs, [layer, both, *single], max_tokens=MAX_TOKENS)
+    assert np.array_equal(logits[0], logits[1])
+    assert not np.array_equal(logits[0], logits[2]) and not np.array_equal(logits[0], logits[3])
+    direct = _plain_logits(clf, inputs, uniform=[(1, 0), (1, 1)])
+    np.testing.assert_allclose(logits[0], direct, rtol=1e-5, atol=1e-6)
+
+
+def test_sweep_table_significance_and_summary(clf, data):
+    inputs, labels = data
+    res = dis.sweep(clf, inputs, labels, sig.accuracy, max_tokens=MAX_TOKENS)
+    t = res.table
+    assert list(t["kind"]) == ["baseline"] + ["head"] * 4 + ["layer"] * 2
+    assert list(t["label"]) == ["baseline", "1-1", "1-2", "2-1", "2-2", "layer 1", "layer 2"]
+    assert t["delta"].iloc[0] == 0 and t["mode"].iloc[0] == "none"
+    for k, row in t.iterrows():
+        assert row["value"] == sig.accuracy(labels, res.predictions[k])
+        assert row["delta"] == pytest.approx(row["value"] - t["value"].iloc[0])
+    grid = dis.head_grid(t)
+    assert grid.shape == (2, 2) and grid[1, 0] == t.loc[3, "delta"]
+
+    table = dis.compare_to_baseline(res, sig.accuracy, n_boot=500, seed=0)
+    assert list(table["test"]) == ["mcnemar"] * 7 + ["bootstrap"]  # last: mean over heads
+    heads = table[table["kind"] == "head"]
+    correct = res.predictions == labels
+    assert heads["p_value"].iloc[1] == sig.mcnemar(correct[0], correct[2]).p_value
+    np.testing.assert_allclose(heads["p_holm"], sig.holm(heads["p_value"]))
+    np.testing.assert_allclose(heads["p_bh"], sig.benjamini_hochberg(heads["p_value"]))
+    layers = table[table["kind"] == "layer"]
+    np.testing.assert_allclose(layers["p_holm"], sig.holm(layers["p_value"]))
+    tested = table["ci_lo"].notna()
+    assert (table.loc[tested, "ci_lo"] <= table.loc[tested, "delta"] + 1e-12).all()
+    assert (table.loc[tested, "ci_hi"] >= table.loc[tested, "delta"] - 1e-12).all()
+    mean_row = table[table["kind"] == "mean over heads"].iloc[0]
+    assert mean_row["delta"] == pytest.approx(heads["delta"].mean())
+    assert mean_row["ci_lo"] <= mean_row["delta"] <= mean_row["ci_hi"]
+    assert table.equals(dis.compare_to_baseline(res, sig.accuracy, n_boot=500, seed=0))
+    boot = dis.compare_to_baseline(res, sig.f1, n_boot=200)
+    assert (boot["test"] == "bootstrap").all() and boot["p_holm"].notna().sum() == 6
+
+    row = dis.summarize(table).iloc[0]
+    assert row["baseline"] == t["value"].iloc[0]
+    assert row["mean_head_delta"] == pytest.approx(heads["delta"].mean())
+    assert row["share_helping"] == pytest.approx((heads["delta"] > 0).mean())
+    assert row["best_head_delta"] == heads["delta"].max()
+    assert row["best_layer"] in ("layer 1", "layer 2")
+    assert set(dis.summarize(t).columns) < set(dis.summarize(table).columns)
+
+
+def test_gate_importance_equals_finite_differences(clf, data):
+    inputs, labels = data
+    inputs, labels = inputs[:6], labels[:6]
+    model = copy.deepcopy(clf).double()
+    absolute, signed = dis.head_importance(model, inputs, labels, max_tokens=64,
+                                           return_signed=True)
+    assert absolute.shape == (2, 2) and (absolute > 0).all()
+    assert (absolute >= np.abs(signed) - 1e-12).all()
+    assert all(p.grad is None for p in model.parameters())
+
+    def loss(gate, xs, ys):
+        total = 0.0
+        with torch.no_grad(), intervene(model, gate=gate):
+            for x, y in zip(xs, ys, strict=True):
+                enc = {k: torch.tensor([v]) for k, v in x.items()}
+                logits = model(**enc).logits
+                total += float(torch.nn.functional.cross_entropy(logits, torch.tensor([y])))
+        return total
+
+    eps = 1e-6
+    layer, head = 1, 0
+    per_example = []
+    for x, y in zip(inputs, labels, strict=True):
+        values = []
+        for sign in (1, -1):
+            g = torch.ones(2, 2, dtype=torch.float64)
+            g[layer, head] += sign * eps
+            values.append(loss(g, [x], [int(y)]))
+        per_example.append((values[0] - values[1]) / (2 * eps))
+    per_example = np.array(per_example)
+    assert np.abs(per_example).min() > 1e-6  # every example really depends on the head
+    assert signed[layer, head] == pytest.approx(per_example.sum(), rel=1e-6)
+    assert absolute[layer, head] == pytest.approx(np.abs(per_example).sum(), rel=1e-6)
+    assert np.sign(per_example).min() != np.sign(per_example).max()  # |sum| != sum of |.|
+
+
+def test_importance_normalisation_and_order():
+    raw = np.array([[3.0, 4.0], [1.0, 1.0], [2.0, 0.0]])
+    # per layer / L2 norm: [.6, .8], [.7071, .7071], [1, 0]; then min-max over the model
+    np.testing.assert_allclose(dis.normalize_importance(raw),
+                               [[0.6, 0.8], [2 ** -0.5, 2 ** -0.5], [1.0, 0.0]])
+    assert dis.importance_order(dis.normalize_importance(raw)) == \
+        [(2, 1), (0, 0), (1, 0), (1, 1), (0, 1), (2, 0)]
+    table = dis.importance_table(raw)
+    assert list(table.sort_values("rank")["label"]) == ["3-2", "1-1", "2-1", "2-2", "1-2", "3-1"]
+    assert not dis.normalize_importance(np.ones((2, 2))).any()
+
+
+def test_pruning_steps():
+    assert dis.pruning_steps(144) == [0, 14, 29, 43, 58, 72, 86, 101, 115, 130, 144]
+    assert dis.pruning_steps(72) == [0, 7, 14, 22, 29, 36, 43, 50, 58, 65, 72]
+    assert dis.pruning_steps(4) == [0, 1, 2, 3, 4]
+    with pytest.raises(ValueError, match="divide 1"):
+        dis.pruning_steps(10, 0.3)
+
+
+def test_pruning_curves(clf, data):
+    inputs, labels = data
+    imp = np.array([[0.2, 0.9], [0.0, 0.5]])
+    curves = dis.pruning_curves(clf, inputs, labels, sig.accuracy, imp, n_random=2, seed=0,
+                                max_tokens=MAX_TOKENS)
+    assert set(curves["order"]) == {"importance", "random"}
+    ours = curves[curves["order"] == "importance"]
+    assert list(ours["n_removed"]) == [0, 1, 2, 3, 4]
+    assert list(ours["removed"])[:3] == ["", "2-1", "2-1 1-1"]
+    assert ours["delta"].iloc[0] == 0
+    ends = curves[curves["n_removed"] == 4]["value"]
+    assert ends.nunique() == 1  # every order ends with all heads removed
+    # a point of the curve is the metric with those heads zeroed
+    logits = dis.evaluate_changes(clf, inputs, [dis.Change(((1, 0), (0, 0)), "zero", "pruned")],
+                                  max_tokens=MAX_TOKENS)
+    assert ours["value"].iloc[2] == sig.accuracy(labels, dis.predictions_from_logits(logits[0]))
+    assert curves.equals(dis.pruning_curves(clf, inputs, labels, sig.accuracy, imp, n_random=2,
+                                            seed=0, max_tokens=MAX_TOKENS))
+
+
+def test_seed_agreement_hand_made():
+    def table(deltas, holm):
+        rows = [{"kind": "baseline", "label": "baseline", "layer": None, "head": None,
+                 "delta": 0.0, "holm": False}]
+        for k, (d, h) in enumerate(zip(deltas, holm, strict=True)):
+            rows.append({"kind": "head", "label": f"1-{k + 1}", "layer": 0, "head": k,
+                         "delta": d, "holm": h})
+        return pd.DataFrame(rows)
+
+    tables = {1: table([0.5, -0.2, 0.1, 0.0], [True, False, False, False]),
+              2: table([0.4, 0.3, -0.1, -0.2], [False, True, False, False])}
+    per_head, pairs = dis.seed_agreement(tables)
+    assert list(per_head["n_helping"]) == [2, 1, 1, 0]
+    assert list(per_head["helps_in_all"]) == [True, False, False, False]
+    assert pairs.loc[0, "jaccard"] == pytest.approx(1 / 3)
+    assert pairs.loc[0, "spearman"] == pytest.approx(0.4)  # ranks 4,1,3,2 vs 4,3,2,1
+    _, strict = dis.seed_agreement(tables, significant="holm")
+    assert strict.loc[0, "n_both"] == 0 and strict.loc[0, "jaccard"] == 0
+
+
+def test_fast_sweep_on_distilbert_layout(data):
+    """DistilBERT: other module names, no token types, no layer_idx."""
+    inputs, _ = data
+    inputs = [{"input_ids": x["input_ids"]} for x in inputs]
+    torch.manual_seed(0)
+    model = DistilBertForSequenceClassification(DistilBertConfig(
+        vocab_size=30, dim=16, n_layers=2, n_heads=2, hidden_dim=32, num_labels=3,
+        initializer_range=0.4, attn_implementation="eager")).eval()
+    changes = _all_changes("uniform")
+    fast = dis.evaluate_changes(model, inputs, changes, max_tokens=MAX_TOKENS)
+    naive = dis.evaluate_changes(model, inputs, changes, fast=False, max_tokens=MAX_TOKENS)
+    assert fast.shape == (len(changes), N_EXAMPLES, 3)
+    assert np.array_equal(fast, naive)
+    assert np.abs(fast[1:] - fast[0]).max() > 1e-3
+
+
+def test_model_state_is_restored(clf, data):
+    inputs, labels = data
+    model = copy.deepcopy(clf).train()
+    dis.evaluate_changes(model, inputs[:4], _all_changes("zero"))
+    dis.head_importance(model, inputs[:4], labels[:4])
+    assert model.training and model.config._attn_implementation == "eager"
+    assert not any("forward" in vars(m) for m in model.modules())
+    with pytest.raises(ValueError, match="mode must be"):
+        dis.Change(((0, 0),), "mean")
