@@ -107,14 +107,14 @@ def main() -> None:
           f"layers), mode {args.mode}; batches of <= {args.max_tokens} padded tokens")
 
     lengths = np.array([len(x) for x in enc])
-    batches = list(_attention._batches(lengths, np.arange(len(enc)), args.max_tokens, 64))
+    batches = list(_attention.length_batches(lengths, np.arange(len(enc)), args.max_tokens, 64))
     disabling.evaluate_changes(model, enc[:16], changes[:2], max_tokens=args.max_tokens)  # warm-up
     logits = {}
     wall = {True: 0.0, False: 0.0}
     cpu = {True: 0.0, False: 0.0}
     for i, idx in enumerate(batches):
         sub = [enc[j] for j in idx]
-        assert len(list(_attention._batches(lengths[idx], np.arange(len(idx)), args.max_tokens,
+        assert len(list(_attention.length_batches(lengths[idx], np.arange(len(idx)), args.max_tokens,
                                             64))) == 1
         for fast in ((True, False) if i % 2 == 0 else (False, True)):
             out, w, c = _timed(lambda fast=fast, sub=sub: disabling.evaluate_changes(

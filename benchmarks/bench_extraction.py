@@ -40,8 +40,8 @@ def _bare(lm, inputs, max_tokens=8192, max_batch=64) -> float:
     lengths = np.array([len(x) for x in inputs])
     t0 = time.perf_counter()
     with torch.inference_mode():
-        for batch in attention._batches(lengths, np.arange(len(inputs)), max_tokens, max_batch):
-            enc = attention._collate([inputs[i] for i in batch], lm.tokenizer.pad_token_id or 0,
+        for batch in attention.length_batches(lengths, np.arange(len(inputs)), max_tokens, max_batch):
+            enc = attention.collate([inputs[i] for i in batch], lm.tokenizer.pad_token_id or 0,
                                      lm.device)
             lm.model(**enc, output_attentions=False)
     return time.perf_counter() - t0

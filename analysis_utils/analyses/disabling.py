@@ -50,7 +50,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from ..engine import attention as _attention
+from ..engine import attention as engine_attention
 from ..engine.interventions import intervene
 from ..heads import head_label
 from . import significance
@@ -260,14 +260,14 @@ def _device(model: nn.Module) -> torch.device:
 
 
 def _prepare_batches(model: nn.Module, inputs, max_tokens: int, max_batch: int, pad_id: int):
-    items = _attention.as_inputs(inputs)
+    items = engine_attention.as_inputs(inputs)
     if not items:
         raise ValueError("no inputs to evaluate")
     lengths = np.array([len(x) for x in items])
     device = _device(model)
     out = []
-    for idx in _attention._batches(lengths, np.arange(len(items)), max_tokens, max_batch):
-        out.append((np.array(idx), _attention._collate([items[i] for i in idx], pad_id,
+    for idx in engine_attention.length_batches(lengths, np.arange(len(items)), max_tokens, max_batch):
+        out.append((np.array(idx), engine_attention.collate([items[i] for i in idx], pad_id,
                                                        device)))
     return out, len(items)
 

@@ -510,7 +510,7 @@ class AttentionStore:
         return int(self._maps.nbytes)
 
 
-def _batches(lengths: np.ndarray, todo: np.ndarray, max_tokens: int, max_batch: int):
+def length_batches(lengths: np.ndarray, todo: np.ndarray, max_tokens: int, max_batch: int):
     """Group example indices of similar length: sort by length, cut when the padded size
     (batch * longest) would pass ``max_tokens`` or the batch holds ``max_batch`` examples."""
     order = todo[np.argsort(lengths[todo], kind="stable")]
@@ -527,7 +527,7 @@ def _batches(lengths: np.ndarray, todo: np.ndarray, max_tokens: int, max_batch: 
         yield batch
 
 
-def _collate(inputs: list[ModelInput], pad_id: int, device: torch.device) -> dict:
+def collate(inputs: list[ModelInput], pad_id: int, device: torch.device) -> dict:
     n = max(len(x) for x in inputs)
     ids = torch.full((len(inputs), n), pad_id, dtype=torch.long)
     mask = torch.zeros((len(inputs), n), dtype=torch.long)
@@ -637,8 +637,8 @@ def extract_attention(
                unit="input")
     try:
         with torch.inference_mode():
-            for batch in _batches(lengths, todo, max_tokens, max_batch):
-                enc = _collate([inputs[i] for i in batch], pad_id, device)
+            for batch in length_batches(lengths, todo, max_tokens, max_batch):
+                enc = collate([inputs[i] for i in batch], pad_id, device)
                 out = model(**enc, output_attentions=True)
                 if not out.attentions:
                     raise RuntimeError("the model returned no attentions; load it with "
