@@ -271,22 +271,43 @@ def open_reader(data_dir=None, cache_dir=None, verify_hashes: bool = True, manif
                         ("luIndex.xml", fn.lu_ids_and_names),
                         ("frRelation.xml", fn.frame_relation_types),
                         ("semTypes.xml", fn.semtypes)):
-        with _names_file(root / name):
+        with _names_file(root / name, root):
             build()
     return fn
 
 
+def _xml_problem(path: Path) -> tuple[int, str] | None:
+    """(line, message) of the first XML syntax error in ``path`` (None when it parses)."""
+    import xml.etree.ElementTree as ET
+
+    try:
+        ET.parse(path)
+    except ET.ParseError as exc:
+        return exc.position[0], str(exc).split(":")[0]
+    except OSError:
+        return None
+    return None
+
+
 @contextlib.contextmanager
-def _names_file(path: Path, what: str = ""):
+def _names_file(path: Path, root: Path):
     """Re-raise any failure of the NLTK call inside the block as ``CorpusFormatError`` naming
-    ``path`` (NLTK reports malformed FrameNet XML as assertion, key, value or parse errors)."""
+    ``path`` (and its line, for an XML syntax error) and where the file came from. NLTK reports
+    malformed FrameNet XML as assertion, key, value, type or parse errors."""
     try:
         yield
     except (CorpusFormatError, manifest.DataMissingError):
         raise
     except Exception as exc:  # NLTK's errors for a malformed file have no common base class
-        detail = str(exc) or "(no message)"
-        raise CorpusFormatError(f"{path}: {what}{type(exc).__name__}: {detail}") from exc
+        rel = path.relative_to(root).as_posix()
+        origin = (f"unpacked from the data directory's {LU_ARCHIVE}" if rel.startswith("lu/")
+                  else f"a copy of the data directory's {DATASET}/{rel}")
+        where = _xml_problem(path)
+        if where is not None:
+            msg = f"{path}:{where[0]}: {where[1]} ({origin})"
+        else:
+            msg = f"{path}: {type(exc).__name__}: {exc} ({origin})"
+        raise CorpusFormatError(msg) from exc
 
 
 # --------------------------------------------------------------------------- records
@@ -403,13 +424,13 @@ def iter_exemplars(fn) -> Iterator[Exemplar]:
     read raises :class:`CorpusFormatError` naming it."""
     root = Path(str(fn.root))
     for fid, fname in sorted(fn.frame_ids_and_names().items()):
-        with _names_file(root / "frame" / f"{fname}.xml"):
+        with _names_file(root / "frame" / f"{fname}.xml", root):
             frame = fn.frame_by_id(fid)
             core_set = {fe.name for group in frame.FEcoreSets for fe in group}
             lus = sorted(frame.lexUnit.values(), key=lambda lu: lu.ID)
         for lu in lus:
             source = f"lu/lu{lu.ID}.xml"
-            with _names_file(root / source):
+            with _names_file(root / source, root):
                 exemplars = list(lu.exemplars)
             for ex in exemplars:
                 yield _from_nltk(ex, lu, frame.FE, core_set, root / source, source)
