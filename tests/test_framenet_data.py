@@ -103,7 +103,7 @@ def fixture_data(tmp_path):
 @pytest.fixture
 def exemplars(fixture_data):
     data, man, cache = fixture_data
-    return fnd.read_exemplars(data, cache, manifest_=man, use_cache=False)
+    return fnd.read_exemplars(data, cache, data_manifest=man, use_cache=False)
 
 
 def _by_id(exs):
@@ -198,7 +198,7 @@ def test_rules_are_checked():
 def test_exemplar_cache_is_reused_and_rebuilt_when_unreadable(fixture_data, exemplars,
                                                               monkeypatch):
     data, man, cache = fixture_data
-    first = fnd.read_exemplars(data, cache, manifest_=man)
+    first = fnd.read_exemplars(data, cache, data_manifest=man)
     assert first == exemplars
     (cached,) = (cache / DS).glob("exemplars-*.json.gz")
 
@@ -206,10 +206,10 @@ def test_exemplar_cache_is_reused_and_rebuilt_when_unreadable(fixture_data, exem
         raise AssertionError("the cached exemplars should have been used")
 
     monkeypatch.setattr(fnd, "open_reader", no_nltk)
-    assert fnd.read_exemplars(data, cache, manifest_=man) == exemplars
+    assert fnd.read_exemplars(data, cache, data_manifest=man) == exemplars
     monkeypatch.undo()
     cached.write_bytes(b"not gzip")
-    assert fnd.read_exemplars(data, cache, manifest_=man) == exemplars
+    assert fnd.read_exemplars(data, cache, data_manifest=man) == exemplars
     assert fnd._read_json_gz(cached) is not None  # rewritten
 
 
@@ -230,7 +230,7 @@ def _root_of(cache: Path) -> Path:
 
 def test_corpus_root_is_assembled_in_the_cache_and_reused(fixture_data):
     data, man, cache = fixture_data
-    root = fnd.corpus_root(data, cache, manifest_=man)
+    root = fnd.corpus_root(data, cache, data_manifest=man)
     assert root.parent == cache / DS
     assert sorted(p.name for p in (root / "lu").iterdir()) == ["lu8776.xml", "lu98.xml"]
     assert (root / "frame" / "Emotion_directed.xml").read_bytes() == \
@@ -238,7 +238,7 @@ def test_corpus_root_is_assembled_in_the_cache_and_reused(fixture_data):
     marker = json.loads((root / fnd.MARKER).read_text())
     assert marker["lu_archive_sha256"] == _sha(data / DS / "lu.tar.xz")
     stamp = (root / fnd.MARKER).stat().st_mtime_ns
-    assert fnd.corpus_root(data, cache, manifest_=man) == root
+    assert fnd.corpus_root(data, cache, data_manifest=man) == root
     assert (root / fnd.MARKER).stat().st_mtime_ns == stamp  # reused, not rebuilt
     assert not list((cache / DS).glob(".partial-*"))
 
@@ -247,7 +247,7 @@ def test_corpus_root_goes_to_the_cache_dir_never_the_data_dir(fixture_data, monk
     data, man, cache = fixture_data
     before = sorted(p.relative_to(data) for p in data.rglob("*"))
     monkeypatch.setenv(paths.CACHE_ENV, str(cache / "from-env"))
-    root = fnd.corpus_root(data, manifest_=man)
+    root = fnd.corpus_root(data, data_manifest=man)
     assert root.parent == cache / "from-env" / DS
     assert sorted(p.relative_to(data) for p in data.rglob("*")) == before
 
@@ -264,11 +264,11 @@ def test_interrupted_unpack_leaves_nothing_that_reads_as_complete(fixture_data, 
 
     monkeypatch.setattr(tarfile.TarFile, "extract", extract_then_fail)
     with pytest.raises(KeyboardInterrupt):
-        fnd.corpus_root(data, cache, manifest_=man)
+        fnd.corpus_root(data, cache, data_manifest=man)
     assert calls  # it did start unpacking
     assert not list((cache / DS).glob("nltk-*")) and not list((cache / DS).glob(".partial-*"))
     monkeypatch.undo()
-    root = fnd.corpus_root(data, cache, manifest_=man)
+    root = fnd.corpus_root(data, cache, data_manifest=man)
     assert (root / fnd.MARKER).is_file() and len(list((root / "lu").iterdir())) == 2
 
 
@@ -286,7 +286,7 @@ def test_killed_unpack_is_not_reused_and_is_cleaned_up(fixture_data, tmp_path):
             real(self, member, *a, **k)
             os._exit(9)
         tarfile.TarFile.extract = extract_then_die
-        fnd.corpus_root({str(data)!r}, {str(cache)!r}, manifest_={str(man_path)!r})
+        fnd.corpus_root({str(data)!r}, {str(cache)!r}, data_manifest={str(man_path)!r})
     """)
     env = {**os.environ, "PYTHONPATH": str(paths.REPO_ROOT)}
     proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
@@ -294,7 +294,7 @@ def test_killed_unpack_is_not_reused_and_is_cleaned_up(fixture_data, tmp_path):
     (partial,) = (cache / DS).glob(".partial-*")
     assert partial.name.startswith(f".partial-{socket.gethostname()}-")
     assert not list((cache / DS).glob("nltk-*"))
-    root = fnd.corpus_root(data, cache, manifest_=man)
+    root = fnd.corpus_root(data, cache, data_manifest=man)
     assert root.name.startswith("nltk-") and (root / fnd.MARKER).is_file()
     assert not partial.exists()
 
@@ -302,7 +302,7 @@ def test_killed_unpack_is_not_reused_and_is_cleaned_up(fixture_data, tmp_path):
 @pytest.mark.parametrize("damage", ["no marker", "stale marker", "missing file", "edited file"])
 def test_a_damaged_root_is_rebuilt(fixture_data, damage):
     data, man, cache = fixture_data
-    root = fnd.corpus_root(data, cache, manifest_=man)
+    root = fnd.corpus_root(data, cache, data_manifest=man)
     lu = root / "lu" / "lu8776.xml"
     if damage == "no marker":
         (root / fnd.MARKER).unlink()
@@ -316,9 +316,9 @@ def test_a_damaged_root_is_rebuilt(fixture_data, damage):
         b = bytearray(lu.read_bytes())
         b[-3] = ord("X")
         lu.write_bytes(bytes(b))
-        assert fnd.corpus_root(data, cache, manifest_=man, verify_hashes=False) == root
+        assert fnd.corpus_root(data, cache, data_manifest=man, verify_hashes=False) == root
         assert lu.read_bytes() == bytes(b)  # size-only checks reuse it, as documented
-    again = fnd.corpus_root(data, cache, manifest_=man)
+    again = fnd.corpus_root(data, cache, data_manifest=man)
     assert again == root and (root / fnd.MARKER).is_file()
     assert lu.read_bytes() == (FIXTURE / "lu" / "lu8776.xml").read_bytes()
     assert not list((cache / DS).glob(".stale-*"))
@@ -331,7 +331,7 @@ def test_missing_file_gives_the_manifest_error(fixture_data):
     data, man, cache = fixture_data
     (data / DS / "frame" / "Body_movement.xml").unlink()
     with pytest.raises(manifest.DataMissingError) as err:
-        fnd.read_exemplars(data, cache, manifest_=man)
+        fnd.read_exemplars(data, cache, data_manifest=man)
     assert "framenet-1.7/frame/Body_movement.xml" in str(err.value)
     assert "fetch-data --dataset framenet-1.7" in str(err.value)
     assert not isinstance(err.value, manifest.DataCorruptError)
@@ -344,7 +344,7 @@ def test_corrupt_archive_gives_the_manifest_error(fixture_data):
     b[100] ^= 0xFF
     archive.write_bytes(bytes(b))
     with pytest.raises(manifest.DataCorruptError, match="lu.tar.xz.*corrupt.*sha256"):
-        fnd.corpus_root(data, cache, manifest_=man)
+        fnd.corpus_root(data, cache, data_manifest=man)
     assert not (cache / DS).exists() or not list((cache / DS).glob("nltk-*"))
 
 
@@ -373,7 +373,7 @@ def _edit(path: str, old: str, new: str):
 def test_malformed_input_names_the_file(tmp_path, path, old, new, match):
     data, man = make_data(tmp_path, _edit(path, old, new))
     with pytest.raises(CorpusFormatError, match=match):
-        fnd.read_exemplars(data, tmp_path / "cache", manifest_=man, use_cache=False)
+        fnd.read_exemplars(data, tmp_path / "cache", data_manifest=man, use_cache=False)
 
 
 def test_malformed_lu_table_names_file_and_line(tmp_path):
@@ -382,7 +382,7 @@ def test_malformed_lu_table_names_file_and_line(tmp_path):
     table.write_text(table.read_text() + "lu/notes.txt\tabc\t12\t0\n")
     man = _write_manifest(data)
     with pytest.raises(CorpusFormatError, match=r"lu_manifest\.tsv:4: expected"):
-        fnd.corpus_root(data, tmp_path / "cache", manifest_=man)
+        fnd.corpus_root(data, tmp_path / "cache", data_manifest=man)
 
 
 @pytest.mark.parametrize("name", ["lu/../../evil.xml", "lu/notes.txt", "lu/lu5.xml"])
@@ -399,7 +399,7 @@ def test_archive_with_an_unexpected_member_is_refused(tmp_path, name):
         tar.addfile(extra, io.BytesIO(b"bad"))
     man = _write_manifest(data)
     with pytest.raises(CorpusFormatError, match=r"lu\.tar\.xz: .*member"):
-        fnd.corpus_root(data, tmp_path / "cache", manifest_=man)
+        fnd.corpus_root(data, tmp_path / "cache", data_manifest=man)
     assert not (tmp_path / "evil.xml").exists()
     assert not list((tmp_path / "cache" / DS).glob("nltk-*"))
 

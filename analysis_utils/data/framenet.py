@@ -15,13 +15,19 @@ Three layers:
 - :func:`read_exemplars`: every exemplar sentence of every LU, read with NLTK's reader and
   tokenised with NLTK's Treebank-style ``NLTKWordTokenizer`` (no downloaded model), with its
   target and first-layer frame-element spans converted to token indices (:class:`Exemplar`).
-- :func:`select_sentences`: the sentence filter of the authors' notebook (``reading="exact"``,
-  473 sentences on FrameNet 1.7) or the broader reading of the paper's text
-  (``reading="broad"``): see :func:`keep_reason` for the rules and :class:`Selection` for the
-  counts.
+  NLTK takes minutes over the 13,572 LU files, so the exemplars are cached beside the folder
+  (``exemplars-<key>.json.gz``, keyed by the data's sha256s and NLTK's version).
+- :func:`select_sentences`: the sentence filter, in one of the :data:`READINGS`: ``"exact"``,
+  the authors' notebook (473 sentences on FrameNet 1.7); ``"broad"``, the same rules with every
+  Core element in place of the frames' core sets; ``"literal"``, the paper's wording applied
+  to the linked Core elements only. :class:`Rules` spells out each rule, :func:`keep_reason`
+  says which one drops a sentence and :class:`Selection` counts what each step leaves.
 
-Malformed input raises :class:`CorpusFormatError` naming the file (and the sentence), e.g.
-``.../lu/lu123.xml: sentence 4567: target span 30-41 lies outside the 20-character text``.
+Malformed input raises :class:`CorpusFormatError` naming the file, with the line of an XML
+syntax error or the sentence of a bad label, e.g. ``.../lu/lu8776.xml: sentence 1025376: frame
+element 'Experience' is not defined by frame 'Emotion_directed'``. Labels past the end of
+their sentence (a handful in FrameNet 1.7 itself) are not an error: such sentences are
+counted and dropped (the ``"spans inside the text"`` step).
 """
 
 from __future__ import annotations
@@ -47,10 +53,10 @@ from .. import paths
 from . import manifest
 from .treebank import CorpusFormatError
 
-__all__ = ["CorpusFormatError", "DATASET", "MAX_TOKENS", "MAX_FE_TOKENS", "MIN_DISTANCE",
-           "READINGS", "FrameElement", "Exemplar", "LinkedSentence", "Selection",
-           "corpus_root", "open_reader", "tokenize", "read_exemplars", "keep_reason",
-           "select_sentences", "read_framenet"]
+__all__ = ["CorpusFormatError", "DATASET", "MAX_TOKENS", "MAX_FE_TOKENS", "MIN_GAP", "READINGS",
+           "STEPS", "Rules", "FrameElement", "Exemplar", "LinkedSentence", "Selection",
+           "corpus_root", "open_reader", "tokenize", "iter_exemplars", "read_exemplars",
+           "keep_reason", "select_sentences", "read_framenet"]
 
 DATASET = "framenet-1.7"
 INDEX_FILES = ("frRelation.xml", "frameIndex.xml", "luIndex.xml", "semTypes.xml")
@@ -61,11 +67,10 @@ MARKER = "COMPLETE"
 LAYOUT_VERSION = 1
 
 # The authors' filter (Section 4.2): sentences of at most 12 tokens, frame elements of at most
-# 3 tokens, linked tokens at least 2 apart.
+# 3 tokens, at least 2 tokens between the target and every element token.
 MAX_TOKENS = 12
 MAX_FE_TOKENS = 3
-MIN_DISTANCE = 2
-READINGS = ("exact", "broad")
+MIN_GAP = 2
 
 _LU_MEMBER = re.compile(r"^lu/lu\d+\.xml$")
 
@@ -194,7 +199,7 @@ def _unpack_lus(archive: Path, dest: Path, expected: dict[str, tuple[str, int]])
             tar.extract(member, dest, filter="data")
 
 
-def corpus_root(data_dir=None, cache_dir=None, verify_hashes: bool = True, manifest_=None,
+def corpus_root(data_dir=None, cache_dir=None, verify_hashes: bool = True, data_manifest=None,
                 rebuild: bool = False) -> Path:
     """The NLTK ``framenet_v17`` folder assembled in the cache (built on first use, then reused).
 
@@ -206,8 +211,11 @@ def corpus_root(data_dir=None, cache_dir=None, verify_hashes: bool = True, manif
     it, verifies every file (sha256), writes the marker and renames the folder into place;
     an interrupted build leaves only a ``.partial-*`` folder, never read and removed by a later
     call once its process is gone. Returns the folder's path.
+
+    ``data_manifest``: the manifest the files are checked against (default: the packaged
+    ``data_manifest.json``; a path or an already-loaded dict also work, as in the tests).
     """
-    man = manifest_  # None (the packaged manifest), a path or a dict; require() caches by path
+    man = data_manifest  # None (the packaged manifest), a path or a dict; require() caches by path
     archive = manifest.require(LU_ARCHIVE, data_dir, manifest=man)
     table = manifest.require(LU_MANIFEST, data_dir, manifest=man)
     index = _entries(man)
@@ -253,7 +261,7 @@ def corpus_root(data_dir=None, cache_dir=None, verify_hashes: bool = True, manif
     return root
 
 
-def open_reader(data_dir=None, cache_dir=None, verify_hashes: bool = True, manifest_=None):
+def open_reader(data_dir=None, cache_dir=None, verify_hashes: bool = True, data_manifest=None):
     """NLTK's ``FramenetCorpusReader`` over :func:`corpus_root` (which it builds or reuses).
 
     NLTK 3.10+ reads only under ``nltk.data.path``, so the assembled folder is appended to it
@@ -262,7 +270,8 @@ def open_reader(data_dir=None, cache_dir=None, verify_hashes: bool = True, manif
     import nltk
     from nltk.corpus.reader.framenet import FramenetCorpusReader
 
-    root = corpus_root(data_dir, cache_dir, verify_hashes=verify_hashes, manifest_=manifest_)
+    root = corpus_root(data_dir, cache_dir, verify_hashes=verify_hashes,
+                       data_manifest=data_manifest)
     if str(root) not in nltk.data.path:
         nltk.data.path.append(str(root))
     fn = FramenetCorpusReader(str(root), list(INDEX_FILES))
@@ -384,10 +393,12 @@ def _overlapping(spans: Sequence[tuple[int, int]], start: int, end: int) -> tupl
 
 def _make_exemplar(sent_id: int, lu_id: int, lu_name: str, frame: str, text: str,
                    target_chars: Sequence[tuple[int, int]], labels: Sequence[tuple],
-                   annotated: bool, source: str) -> Exemplar:
+                   annotated: bool, source: str,
+                   spans: Sequence[Sequence[int]] | None = None) -> Exemplar:
     """The one constructor of :class:`Exemplar` (from NLTK and from the disk cache alike).
-    ``labels``: ``(start, end, name, core_type, in_core_set)`` of the first FE layer."""
-    spans = tokenize(text)
+    ``labels``: ``(start, end, name, core_type, in_core_set)`` of the first FE layer;
+    ``spans``: the token spans when already known (the cache), else :func:`tokenize`."""
+    spans = tokenize(text) if spans is None else [(int(a), int(b)) for a, b in spans]
     target_chars = tuple((int(a), int(b)) for a, b in target_chars)
     elements = tuple(FrameElement(name=name, core_type=core_type, in_core_set=bool(in_set),
                                   chars=(int(a), int(b)), tokens=_overlapping(spans, a, b))
@@ -437,7 +448,7 @@ def iter_exemplars(fn) -> Iterator[Exemplar]:
 
 
 # Bump when Exemplar or its construction changes: older cached exemplar files are then ignored.
-EXEMPLAR_FORMAT = 1
+EXEMPLAR_FORMAT = 2
 
 
 def _exemplar_cache_key(man) -> str:
@@ -453,7 +464,7 @@ def _exemplar_cache_key(man) -> str:
 def _to_json(ex: Exemplar) -> list:
     return [ex.sent_id, ex.lu_id, ex.lu_name, ex.frame, ex.text, ex.target_chars,
             [(*e.chars, e.name, e.core_type, e.in_core_set) for e in ex.elements],
-            ex.annotated, ex.source]
+            ex.annotated, ex.source, ex.token_chars]
 
 
 def _write_json_gz(path: Path, payload) -> None:
@@ -479,7 +490,7 @@ def _read_json_gz(path: Path):
 
 
 def read_exemplars(data_dir=None, cache_dir=None, use_cache: bool = True,
-                   verify_hashes: bool = True, manifest_=None) -> list[Exemplar]:
+                   verify_hashes: bool = True, data_manifest=None) -> list[Exemplar]:
     """All LU exemplar sentences of FrameNet 1.7 (82,661 in the data bundle, whose LU files keep
     only sentences of at most 20 whitespace tokens), as :class:`Exemplar`, in
     :func:`iter_exemplars` order.
@@ -492,17 +503,18 @@ def read_exemplars(data_dir=None, cache_dir=None, use_cache: bool = True,
     """
     cached = None
     if use_cache:
-        for e in manifest.manifest_entries(DATASET, manifest_):
-            manifest.require(e.path, data_dir, manifest=manifest_)
+        for e in manifest.manifest_entries(DATASET, data_manifest):
+            manifest.require(e.path, data_dir, manifest=data_manifest)
         cached = (paths.cache_dir(cache_dir) / DATASET
-                  / f"exemplars-{_exemplar_cache_key(manifest_)[:16]}.json.gz")
+                  / f"exemplars-{_exemplar_cache_key(data_manifest)[:16]}.json.gz")
         rows = _read_json_gz(cached) if cached.is_file() else None
         if isinstance(rows, list):
             try:
                 return [_make_exemplar(*row) for row in rows]
             except (TypeError, ValueError):
                 pass  # written by other code: rebuild it below
-    fn = open_reader(data_dir, cache_dir, verify_hashes=verify_hashes, manifest_=manifest_)
+    fn = open_reader(data_dir, cache_dir, verify_hashes=verify_hashes,
+                     data_manifest=data_manifest)
     exemplars = list(iter_exemplars(fn))
     if cached is not None:
         _write_json_gz(cached, [_to_json(ex) for ex in exemplars])
@@ -538,7 +550,7 @@ class Rules:
     constrain: str = "all"
     max_tokens: int = MAX_TOKENS
     max_fe_tokens: int = MAX_FE_TOKENS
-    min_gap: int = MIN_DISTANCE
+    min_gap: int = MIN_GAP
     single_target_span: bool = False
 
     def __post_init__(self):
