@@ -254,18 +254,19 @@ def test_corpus_root_goes_to_the_cache_dir_never_the_data_dir(fixture_data, monk
 
 def test_interrupted_unpack_leaves_nothing_that_reads_as_complete(fixture_data, monkeypatch):
     data, man, cache = fixture_data
-    real = tarfile.TarFile.extract
+    real = tarfile.TarFile.extractfile
     calls = []
 
-    def extract_then_fail(self, member, *a, **k):
-        calls.append(member.name)
-        real(self, member, *a, **k)
-        raise KeyboardInterrupt("simulated interruption")
+    def fail_on_second_member(self, member):
+        calls.append(member)
+        if len(calls) > 1:  # the first LU file is written by now
+            raise KeyboardInterrupt("simulated interruption")
+        return real(self, member)
 
-    monkeypatch.setattr(tarfile.TarFile, "extract", extract_then_fail)
+    monkeypatch.setattr(tarfile.TarFile, "extractfile", fail_on_second_member)
     with pytest.raises(KeyboardInterrupt):
         fnd.corpus_root(data, cache, data_manifest=man)
-    assert calls  # it did start unpacking
+    assert len(calls) == 2  # it did start unpacking
     assert not list((cache / DS).glob("nltk-*")) and not list((cache / DS).glob(".partial-*"))
     monkeypatch.undo()
     root = fnd.corpus_root(data, cache, data_manifest=man)
@@ -281,17 +282,21 @@ def test_killed_unpack_is_not_reused_and_is_cleaned_up(fixture_data, tmp_path):
     script = textwrap.dedent(f"""
         import os, tarfile
         from analysis_utils.data import framenet as fnd
-        real = tarfile.TarFile.extract
-        def extract_then_die(self, member, *a, **k):
-            real(self, member, *a, **k)
-            os._exit(9)
-        tarfile.TarFile.extract = extract_then_die
+        real = tarfile.TarFile.extractfile
+        calls = []
+        def die_on_second_member(self, member):
+            calls.append(member)
+            if len(calls) > 1:  # the first LU file is written by now
+                os._exit(9)
+            return real(self, member)
+        tarfile.TarFile.extractfile = die_on_second_member
         fnd.corpus_root({str(data)!r}, {str(cache)!r}, data_manifest={str(man_path)!r})
     """)
     env = {**os.environ, "PYTHONPATH": str(paths.REPO_ROOT)}
     proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
     assert proc.returncode == 9, proc.stderr
     (partial,) = (cache / DS).glob(".partial-*")
+    assert len(list((partial / "lu").iterdir())) == 1  # half unpacked
     assert partial.name.startswith(f".partial-{socket.gethostname()}-")
     assert not list((cache / DS).glob("nltk-*"))
     root = fnd.corpus_root(data, cache, data_manifest=man)
@@ -385,8 +390,11 @@ def test_malformed_lu_table_names_file_and_line(tmp_path):
         fnd.corpus_root(data, tmp_path / "cache", data_manifest=man)
 
 
-@pytest.mark.parametrize("name", ["lu/../../evil.xml", "lu/notes.txt", "lu/lu5.xml"])
-def test_archive_with_an_unexpected_member_is_refused(tmp_path, name):
+@pytest.mark.parametrize("name, kind", [("lu/../../evil.xml", tarfile.REGTYPE),
+                                        ("lu/notes.txt", tarfile.REGTYPE),
+                                        ("lu/lu5.xml", tarfile.REGTYPE),  # not in the table
+                                        ("lu/lu77.xml", tarfile.SYMTYPE)])
+def test_archive_with_an_unexpected_member_is_refused(tmp_path, name, kind):
     data, _ = make_data(tmp_path)
     archive = data / DS / "lu.tar.xz"
     with tarfile.open(archive, "r:xz") as tar:
@@ -395,8 +403,13 @@ def test_archive_with_an_unexpected_member_is_refused(tmp_path, name):
         for m, content in members:
             tar.addfile(m, io.BytesIO(content) if content is not None else None)
         extra = tarfile.TarInfo(name)
-        extra.size = 3
-        tar.addfile(extra, io.BytesIO(b"bad"))
+        extra.type = kind
+        if kind == tarfile.SYMTYPE:
+            extra.linkname = "/etc/passwd"
+            tar.addfile(extra)
+        else:
+            extra.size = 3
+            tar.addfile(extra, io.BytesIO(b"bad"))
     man = _write_manifest(data)
     with pytest.raises(CorpusFormatError, match=r"lu\.tar\.xz: .*member"):
         fnd.corpus_root(data, tmp_path / "cache", data_manifest=man)
