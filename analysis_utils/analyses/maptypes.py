@@ -565,7 +565,8 @@ def summarise_seeds(per_seed: pd.DataFrame, by: Sequence[str], values: Sequence[
 
 
 def count_types(classifiers: dict, attns: Iterable, inputs: Sequence, *, cls_id: int,
-                sep_id: int, punct_ids: Iterable[int] | None = None) -> pd.DataFrame:
+                sep_id: int, punct_ids: Iterable[int] | None = None,
+                threads: int | None = 1) -> pd.DataFrame:
     """How many maps of each type every classifier finds, over every head of every example.
 
     classifiers: ``{key: fitted RuleClassifier or MapCNN}`` (e.g. one per seed); attns:
@@ -573,9 +574,16 @@ def count_types(classifiers: dict, attns: Iterable, inputs: Sequence, *, cls_id:
     at a time); inputs: aligned objects with ``input_ids`` and ``token_type_ids`` (for the
     rule statistics). Per example the CNN inputs are pooled once and the rule statistics
     computed once, then shared by all classifiers, so adding seeds costs only their forward
-    passes. Returns one row per key (index ``key``), a column per :data:`MAP_TYPES` (counts)
-    and ``maps``.
+    passes. threads: torch intra-op threads for the CNNs' forward passes (restored
+    afterwards; None: leave them): on a busy 2-core machine two threads made them about 5x
+    slower than one. Returns one row per key (index ``key``), a column per
+    :data:`MAP_TYPES` (counts) and ``maps``.
     """
+    with training.torch_threads(threads):
+        return _count_types(classifiers, attns, inputs, cls_id, sep_id, punct_ids)
+
+
+def _count_types(classifiers, attns, inputs, cls_id, sep_id, punct_ids) -> pd.DataFrame:
     punct = None if punct_ids is None else list(punct_ids)
     keys = list(classifiers)
     counts = np.zeros((len(keys), len(MAP_TYPES)), dtype=np.int64)
