@@ -13,7 +13,6 @@ from matplotlib.colors import to_rgb  # noqa: E402
 
 from analysis_utils import report  # noqa: E402
 from analysis_utils.analyses import clustering as cl  # noqa: E402
-from analysis_utils.data import labels as sheets  # noqa: E402
 from analysis_utils.plotting import maptypes as mp  # noqa: E402
 
 
@@ -78,11 +77,3 @@ def test_save_only_writes_into_the_run_folder_without_showing(tmp_path, monkeypa
     assert png == tmp_path / "figures" / "05_sheet_1.png" and png.stat().st_size > 100
     assert run.written == ["05_sheet_1.png"]
 
-
-def test_example_per_type_picks_by_length_then_id():
-    df = pd.DataFrame({"id": [0, 1, 2, 3, 4],
-                       "label": ["Vertical", "Vertical", "Block", "Heterogeneous", "Vertical"]})
-    assert sheets.example_per_type(df, [40, 40, 3, 70, 41]) == {
-        "Vertical": 0, "Block": 2, "Heterogeneous": 3}
-    assert sheets.example_per_type(df, [90, 45, 3, 70, 30], target_length=40) == {
-        "Vertical": 1, "Block": 2, "Heterogeneous": 3}
