@@ -95,4 +95,13 @@ KOVALEVA_SECTION41 = {
     "vertical_share": "30%",
     "classifier_f1": "0.86 (8-conv CNN)",  # "8 convolutional layers", F1 average not stated
     "heterogeneous_share": "32% (MRPC) to 61% (QQP)",  # Figure 2, upper bound over tasks
+    "maps_of": "fine-tuned BERT-base, one model per task",  # "the corresponding fine-tuned"
 }
+
+#: Kovaleva et al., Section 3 (Data): the GLUE tasks they fine-tuned on and classified maps of
+#: (CoLA and WNLI excluded).
+KOVALEVA_TASKS = ("MRPC", "STS-B", "SST-2", "QQP", "RTE", "QNLI", "MNLI")
+
+#: Kovaleva et al., Section 4.1 and Figure 2: the share of Heterogeneous maps across tasks, as
+#: numbers (task, share).
+KOVALEVA_HETEROGENEOUS_RANGE = {"low": ("MRPC", 0.32), "high": ("QQP", 0.61)}

@@ -171,6 +171,8 @@ CONSTRAINTS: dict[str, Range | Matches | SeedList] = {
     "cnn_size": POSITIVE,
     "cnn_stages": POSITIVE,
     "glue_max_examples": COUNT,
+    "seeds": Matches(r"\d+(?:,\d+)*", "a comma-separated list of seeds (integers >= 0), "
+                     "e.g. '0,1,2,3,4'"),
 }
 
 # (low, high): where a notebook has both, low <= high after the overrides.

@@ -23,7 +23,7 @@ PROFILES: dict[str, dict[str, dict]] = {
         "02": {"max_sentences": 60, "min_count": 20},
         "03": {"max_documents": 3},
         "05": {"n_segments": 12, "n_perm": 200, "mds_n_init": 1, "n_folds": 3, "cnn_epochs": 3,
-               "glue_max_examples": 4, "n_contact_sheets": 1},
+               "glue_max_examples": 4, "n_contact_sheets": 1, "seeds": "0,1"},
         "04": {"max_train": 200, "max_dev": 50, "max_test": 50, "min_count": 20, "seeds": "0,1"},
     },
     "default": {},

@@ -156,3 +156,30 @@ def test_mds_plot_and_head_index():
     buf = io.BytesIO()
     fig.savefig(buf, format="png")
     assert buf.tell() > 1000
+
+
+def test_stream_reads_each_entry_from_a_store_and_gives_identical_distances(tiny_loaded,
+                                                                            tmp_path):
+    from analysis_utils.engine import attention
+
+    ids = [[2, 7, 8, 9, 3], [2, 12, 13, 14, 15, 3, 7, 8, 3], [2, 21, 24, 3]]
+    store = attention.extract_attention(tiny_loaded, [{"input_ids": x} for x in ids],
+                                        cache_dir=tmp_path, progress=False)
+    streamed = list(cl.stream(store))
+    assert [a.shape[-1] for a in streamed] == [5, 9, 4]
+    for a, i in zip(streamed, range(len(store)), strict=True):
+        assert not isinstance(a, np.memmap)  # a fresh array, not a view of the mapped file
+        np.testing.assert_array_equal(a, store[i])
+    np.testing.assert_array_equal(cl.js_distance_matrix(cl.stream(store)),
+                                  cl.js_distance_matrix(store))
+    plain = [np.ones((1, 1, 2, 2))]
+    assert list(cl.stream(plain))[0] is plain[0]  # anything without read() as it is
+
+
+def test_format_p_bounds_the_floor():
+    assert cl.format_p(1 / 1001, 1000) == "p < 0.001 (1000 permutations)"
+    assert cl.format_p(1 / 201, 200) == "p < 0.005 (200 permutations)"
+    assert cl.format_p(2 / 1001, 1000) == "p = 0.002 (1000 permutations)"
+    assert cl.format_p(0.2128, 1000) == "p = 0.21 (1000 permutations)"
+    res = cl.layer_separation(np.eye(4)[::-1] + 1 - np.eye(4), [0, 0, 1, 1], n_perm=99)
+    assert cl.format_p(res["p_value"], 99).startswith(("p < 0.01", "p = "))

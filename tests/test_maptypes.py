@@ -254,3 +254,117 @@ def test_macro_f1_codes_is_sklearns_macro_f1():
         assert mt._macro_f1_codes(y, p, 5) == ref
     # by hand: class 0 F1 2/3, class 1 never predicted (0), class 2 only predicted (ignored)
     assert mt._macro_f1_codes(np.array([0, 0, 1]), np.array([0, 2, 2]), 3) == pytest.approx(1 / 3)
+
+
+# --- several seeds ---------------------------------------------------------------------------
+
+def test_prepare_maps_pools_equal_size_maps_at_once_as_one_by_one():
+    rng = np.random.default_rng(0)
+    maps = rng.dirichlet(np.ones(45), size=(6, 45)).astype(np.float32)  # (6, 45, 45)
+    np.testing.assert_allclose(mt.prepare_maps(maps, 16).numpy(),
+                               mt.prepare_maps(list(maps), 16).numpy(), rtol=1e-6, atol=1e-7)
+    with pytest.raises(ValueError):
+        mt.prepare_maps(np.zeros((2, 3, 4)))
+
+
+CNNS = {"cnn": {"n_stages": 1, "epochs": 2, "width": 4, "size": 8}}
+
+
+def test_out_of_fold_predicts_each_map_once_and_the_seed_drives_the_split():
+    maps, ids, tts, labels = synthetic(4, seed=5)
+    table = table_of(maps, ids, tts)
+    pred, secs = mt.out_of_fold(table, maps, labels, seed=0, n_folds=4, cnns=CNNS)
+    assert set(pred) == set(secs) == {"rules", "cnn"}
+    assert all(len(p) == len(labels) and all(v in mt.MAP_TYPES for v in p)
+               for p in pred.values())
+    again, _ = mt.out_of_fold(table, maps, labels, seed=0, n_folds=4, cnns=CNNS)
+    for k in pred:
+        np.testing.assert_array_equal(pred[k], again[k])  # same seed, same predictions
+    # rules fitted on folds: out-of-fold scores on clean synthetic types stay high
+    assert np.mean(pred["rules"] == np.asarray(labels, dtype=object)) > 0.8
+    other, _ = mt.out_of_fold(table, maps, labels, seed=1, n_folds=4, cnns=CNNS)
+    assert any((other[k] != pred[k]).any() for k in pred)  # another split / initialisation
+
+
+def test_cross_validate_seeds_and_summary():
+    maps, ids, tts, labels = synthetic(3, seed=6)
+    scores, cost = mt.cross_validate_seeds(table_of(maps, ids, tts), maps, labels, [0, 1],
+                                           n_folds=3, cnns=CNNS)
+    assert len(scores) == 2 * 2 * (len(mt.MAP_TYPES) + 3)  # seeds x classifiers x rows
+    assert set(cost["classifier"]) == {"rules", "cnn"} and (cost["seconds"] >= 0).all()
+    summary = mt.summarise_seeds(scores, ["classifier", "class"], ["f1"])
+    row = summary.set_index(["classifier", "class"]).loc[("rules", "macro avg")]
+    per = scores[(scores.classifier == "rules") & (scores["class"] == "macro avg")]["f1"]
+    assert row["f1_mean"] == pytest.approx(per.mean())
+    assert row["f1_sd"] == pytest.approx(per.std(ddof=1))
+    assert row["f1_min"] <= row["f1_mean"] <= row["f1_max"] and row["n_seeds"] == 2
+
+
+def test_summarise_seeds_one_seed_has_no_sd():
+    df = pd.DataFrame({"task": ["A", "A", "B"], "seed": [0, 1, 0], "share": [0.2, 0.4, 0.5]})
+    out = mt.summarise_seeds(df, ["task"], ["share"]).set_index("task")
+    assert out.loc["A", "share_mean"] == pytest.approx(0.3)
+    assert out.loc["A", "share_sd"] == pytest.approx(math.sqrt(0.02))
+    assert math.isnan(out.loc["B", "share_sd"]) and out.loc["B", "n_seeds"] == 1
+
+
+def test_seed_comparison_states_an_order_only_when_every_seed_agrees():
+    t = pd.DataFrame({"deep": [0.30, 0.45, 0.32, 0.35, 0.40],
+                      "shallow": [0.60, 0.61, 0.58, 0.62, 0.59]})
+    names = {"deep": "the 8-conv CNN", "shallow": "the 4-conv CNN"}
+    text = mt.seed_comparison(t, "deep", "shallow", what="macro-F1", names=names)
+    assert text.startswith("the 8-conv CNN is below the 4-conv CNN in 5 of 5 seeds")
+    assert "0.36 ± 0.06 vs 0.60 ± 0.02" in text
+    assert "is above" in mt.seed_comparison(t, "shallow", "deep", what="x")
+    mixed = t.assign(deep=[0.30, 0.65, 0.32, 0.63, 0.40])
+    text = mt.seed_comparison(mixed, "deep", "shallow", what="macro-F1")
+    assert text.startswith("no consistent order: deep is above shallow in 2 of 5 seeds, "
+                           "below in 3")
+    tied = t.assign(deep=t["shallow"])
+    assert "equal in 5" in mt.seed_comparison(tied, "deep", "shallow", what="x")
+    assert "60 ± 2%" in mt.seed_comparison(t, "shallow", "deep", what="share", percent=True)
+
+
+def test_seed_extremes_counts_the_seeds_that_agree():
+    t = pd.DataFrame({"CoLA": [0.1, 0.1, 0.1], "MRPC": [0.6, 0.5, 0.6], "RTE": [0.5, 0.6, 0.5]})
+    text = mt.seed_extremes(t, what="Heterogeneous share")
+    assert text.startswith("Heterogeneous share lowest on CoLA in 3 of 3 seeds")
+    assert "highest on MRPC in 2 of 3 seeds, RTE in 1" in text
+
+
+def test_mean_sd_pivot():
+    s = pd.DataFrame({"classifier": ["cnn", "cnn", "rules"], "class": ["a", "b", "a"],
+                      "f1_mean": [0.5, 0.25, 0.7], "f1_sd": [0.014, 0.02, float("nan")]})
+    p = mt.mean_sd_pivot(s, "classifier", "class", "f1")
+    assert p.loc["cnn", "a"] == "0.50 ± 0.01" and p.loc["rules", "a"] == "0.70"
+    assert list(p.columns) == ["a", "b"] and list(p.index) == ["cnn", "rules"]
+
+
+def test_count_types_matches_predict_for_rules_and_cnns():
+    from analysis_utils.engine.attention import ModelInput
+
+    maps, ids, tts, labels = synthetic(4, seed=7)
+    rules = mt.RuleClassifier().fit(table_of(maps, ids, tts), labels)
+    cnn = mt.train_cnn(maps, labels, seed=0, epochs=1, width=4, n_stages=1, size=8, threads=1)
+    # two inputs of 2 layers x 5 heads: the maps of one length, grouped
+    rng = np.random.default_rng(0)
+    attns, inputs, flat, flat_stats = [], [], [], []
+    for _ in range(2):
+        la, lb = 5, 6
+        tok, tt = make_input(la, lb)
+        n = len(tok)
+        a = rng.dirichlet(np.ones(n) * 0.5, size=(2, 5, n))
+        a[0, 0] = vertical_map(tok)
+        a[1, 1] = prev_map(tok)
+        attns.append(a.astype(np.float16))
+        inputs.append(ModelInput(tuple(int(i) for i in tok), tuple(int(t) for t in tt)))
+        flat += list(a.astype(np.float16).astype(np.float32).reshape(-1, n, n))
+        flat_stats += [mt.map_statistics(m, tok, tt, CLS, SEP) for m in flat[-10:]]
+    counts = mt.count_types({"r": rules, 0: cnn, 1: cnn}, iter(attns), inputs, cls_id=CLS,
+                            sep_id=SEP)
+    assert list(counts.index) == ["r", 0, 1] and (counts["maps"] == 20).all()
+    want_rules = pd.Series(rules.predict(pd.DataFrame(flat_stats))).value_counts()
+    want_cnn = pd.Series(cnn.predict(flat)).value_counts()
+    for t in mt.MAP_TYPES:
+        assert counts.loc["r", t] == want_rules.get(t, 0)
+        assert counts.loc[0, t] == counts.loc[1, t] == want_cnn.get(t, 0)

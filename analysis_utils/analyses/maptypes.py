@@ -33,6 +33,8 @@ __all__ = [
     "MAP_TYPES", "VERTICAL", "DIAGONAL", "VERTICAL_DIAGONAL", "BLOCK", "HETEROGENEOUS",
     "STAT_COLUMNS", "map_statistics", "head_statistics", "statistics_table",
     "RuleClassifier", "MapCNN", "prepare_maps", "train_cnn", "evaluate",
+    "out_of_fold", "cross_validate_seeds", "summarise_seeds", "count_types",
+    "seed_comparison", "seed_extremes", "mean_sd_pivot",
 ]
 
 
@@ -351,6 +353,11 @@ def prepare_maps(maps, size: int = 32) -> torch.Tensor:
     """
     if isinstance(maps, torch.Tensor) and maps.ndim == 4:
         return maps.float()
+    if isinstance(maps, np.ndarray) and maps.ndim == 3:  # equal-size maps: pool all at once
+        if maps.shape[1] != maps.shape[2]:
+            raise ValueError(f"maps must be (k, n, n), got {maps.shape}")
+        t = torch.as_tensor(np.asarray(maps, dtype=np.float32))[:, None]
+        return torch.log1p(nn.functional.adaptive_avg_pool2d(t, (size, size)) * t.shape[-1])
     out = torch.empty((len(maps), 1, size, size), dtype=torch.float32)
     for i, m in enumerate(maps):
         t = torch.as_tensor(np.asarray(m, dtype=np.float32))
@@ -474,3 +481,211 @@ def evaluate(y_true: Sequence[str], y_pred: Sequence[str],
     rows.append({"class": "accuracy", "precision": np.nan, "recall": np.nan,
                  "f1": accuracy_score(yt, yp), "support": len(yt)})
     return pd.DataFrame(rows)
+
+
+# --- several seeds --------------------------------------------------------------------------
+
+def out_of_fold(stats: pd.DataFrame, maps, labels: Sequence[str], *, seed: int,
+                n_folds: int = 5, grid: dict | None = None,
+                cnns: dict[str, dict] | None = None, threads: int | None = 1,
+                ) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+    """Out-of-fold predictions of the rule classifier and of each CNN setting, for one seed.
+
+    stats: :func:`statistics_table`-style rows, one per labelled map; maps: the same maps,
+    ``(n, n)`` each (or a prepared tensor); labels: their types. ``seed`` drives everything
+    that is random: the fold split (``StratifiedKFold(shuffle=True, random_state=seed)``),
+    each CNN's initial weights and its batch order. Each map is predicted once, by
+    classifiers fitted on the other folds only (the rule thresholds by :class:`RuleClassifier`
+    with ``grid``). cnns: ``{name: train_cnn keyword arguments}``, e.g.
+    ``{"cnn": {"n_stages": 2, "epochs": 150}}``.
+
+    Returns ``({"rules" and each cnn name: predictions (N,)}, {same names: seconds})``.
+    """
+    import time
+
+    from sklearn.model_selection import StratifiedKFold
+
+    y = np.asarray(labels, dtype=object)
+    cnns = dict(cnns or {})
+    prepared: dict[int, torch.Tensor] = {}  # pooled once per input size, not once per fold
+    for kw in cnns.values():
+        size = kw.get("size", 32)
+        if size not in prepared:
+            prepared[size] = prepare_maps(maps, size)
+    pred = {k: np.empty(len(y), dtype=object) for k in ("rules", *cnns)}
+    seconds = dict.fromkeys(pred, 0.0)
+    folds = StratifiedKFold(n_splits=n_folds, shuffle=True, random_state=seed)
+    for fit_idx, test_idx in folds.split(np.zeros(len(y)), y):
+        t0 = time.perf_counter()
+        rc = RuleClassifier(grid=grid).fit(stats.iloc[fit_idx], y[fit_idx])
+        pred["rules"][test_idx] = rc.predict(stats.iloc[test_idx])
+        seconds["rules"] += time.perf_counter() - t0
+        for name, kw in cnns.items():
+            t0 = time.perf_counter()
+            x = prepared[kw.get("size", 32)]
+            model = train_cnn(x[fit_idx], y[fit_idx], seed=seed, threads=threads, **kw)
+            pred[name][test_idx] = model.predict(x[test_idx])
+            seconds[name] += time.perf_counter() - t0
+    return pred, seconds
+
+
+def cross_validate_seeds(stats: pd.DataFrame, maps, labels: Sequence[str],
+                         seeds: Sequence[int], **kwargs) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`out_of_fold` for every seed, scored with :func:`evaluate` over all five types.
+
+    Returns ``(scores, cost)``: ``scores`` is :func:`evaluate`'s table per classifier and seed
+    (columns ``classifier, seed`` added); ``cost`` has ``classifier, seed, seconds``.
+    """
+    labels = np.asarray(labels, dtype=object)
+    frames, cost = [], []
+    for s in seeds:
+        pred, secs = out_of_fold(stats, maps, labels, seed=int(s), **kwargs)
+        for name, p in pred.items():
+            frames.append(evaluate(labels, p, labels=list(MAP_TYPES))
+                          .assign(classifier=name, seed=int(s)))
+            cost.append({"classifier": name, "seed": int(s), "seconds": secs[name]})
+    return pd.concat(frames, ignore_index=True), pd.DataFrame(cost)
+
+
+def summarise_seeds(per_seed: pd.DataFrame, by: Sequence[str], values: Sequence[str],
+                    seed: str = "seed") -> pd.DataFrame:
+    """Mean, sd (``ddof=1``), min and max over seeds of each ``values`` column per ``by``
+    group: columns ``by..., <value>_mean, <value>_sd, <value>_min, <value>_max, n_seeds``
+    (groups in order of first appearance). With one seed the sd is NaN.
+
+    >>> df = pd.DataFrame({"clf": ["a", "a"], "seed": [0, 1], "f1": [0.5, 0.7]})
+    >>> summarise_seeds(df, ["clf"], ["f1"]).round(3).to_dict("records")
+    [{'clf': 'a', 'f1_mean': 0.6, 'f1_sd': 0.141, 'f1_min': 0.5, 'f1_max': 0.7, 'n_seeds': 2}]
+    """
+    g = per_seed.groupby(list(by), sort=False)
+    out = g[list(values)].agg(["mean", "std", "min", "max"])
+    out.columns = [f"{v}_{'sd' if s == 'std' else s}" for v, s in out.columns]
+    out["n_seeds"] = g[seed].nunique()
+    return out.reset_index()
+
+
+def count_types(classifiers: dict, attns: Iterable, inputs: Sequence, *, cls_id: int,
+                sep_id: int, punct_ids: Iterable[int] | None = None,
+                threads: int | None = 1) -> pd.DataFrame:
+    """How many maps of each type every classifier finds, over every head of every example.
+
+    classifiers: ``{key: fitted RuleClassifier or MapCNN}`` (e.g. one per seed); attns:
+    iterable of ``(layers, heads, n, n)`` arrays (e.g. ``clustering.stream(store)``, read one
+    at a time); inputs: aligned objects with ``input_ids`` and ``token_type_ids`` (for the
+    rule statistics). Per example the CNN inputs are pooled once and the rule statistics
+    computed once, then shared by all classifiers, so adding seeds costs only their forward
+    passes. threads: torch intra-op threads for the CNNs' forward passes (restored
+    afterwards; None: leave them): on a busy 2-core machine two threads made them about 5x
+    slower than one. Returns one row per key (index ``key``), a column per
+    :data:`MAP_TYPES` (counts) and ``maps``.
+    """
+    with training.torch_threads(threads):
+        return _count_types(classifiers, attns, inputs, cls_id, sep_id, punct_ids)
+
+
+def _count_types(classifiers, attns, inputs, cls_id, sep_id, punct_ids) -> pd.DataFrame:
+    punct = None if punct_ids is None else list(punct_ids)
+    keys = list(classifiers)
+    counts = np.zeros((len(keys), len(MAP_TYPES)), dtype=np.int64)
+    code = {t: i for i, t in enumerate(MAP_TYPES)}
+    sizes = {c.size for c in classifiers.values() if isinstance(c, MapCNN)}
+    rules = any(isinstance(c, RuleClassifier) for c in classifiers.values())
+    for attn, x in zip(attns, inputs, strict=True):
+        a = np.asarray(attn, dtype=np.float32)
+        flat = a.reshape(-1, *a.shape[-2:])
+        pooled = {s: prepare_maps(flat, s) for s in sizes}
+        table = None
+        if rules:
+            st = head_statistics(flat, x.input_ids, x.token_type_ids, cls_id, sep_id, punct)
+            table = pd.DataFrame(st)
+        for k, key in enumerate(keys):
+            clf = classifiers[key]
+            pred = clf.predict(pooled[clf.size] if isinstance(clf, MapCNN) else table)
+            counts[k] += np.bincount([code[p] for p in pred], minlength=len(MAP_TYPES))
+    out = pd.DataFrame(counts, columns=list(MAP_TYPES), index=pd.Index(keys, name="key"))
+    out["maps"] = counts.sum(1)
+    return out
+
+
+def _fmt(v: float, percent: bool, digits: int) -> str:
+    return f"{100 * v:.{max(digits - 2, 0)}f}%" if percent else f"{v:.{digits}f}"
+
+
+def _mean_sd(v: pd.Series, percent: bool, digits: int) -> str:
+    return _mean_sd_text(float(v.mean()), float(v.std()) if len(v) > 1 else float("nan"),
+                         percent, digits)
+
+
+def seed_comparison(per_seed: pd.DataFrame, a: str, b: str, *, what: str,
+                    names: dict[str, str] | None = None, percent: bool = False,
+                    digits: int = 2) -> str:
+    """One sentence comparing columns ``a`` and ``b`` of a per-seed table (one row per
+    seed) that states an order only where every seed agrees.
+
+    >>> t = pd.DataFrame({"cnn": [0.6, 0.62, 0.58], "cnn_8conv": [0.3, 0.45, 0.32]})
+    >>> seed_comparison(t, "cnn_8conv", "cnn", what="macro-F1")
+    'cnn_8conv is below cnn in 3 of 3 seeds (macro-F1 0.36 ± 0.08 vs 0.60 ± 0.02).'
+    >>> seed_comparison(t.assign(cnn=[0.2, 0.62, 0.58]), "cnn_8conv", "cnn", what="macro-F1")
+    'no consistent order: cnn_8conv is above cnn in 1 of 3 seeds, below in 2 (macro-F1 0.36 ± 0.08 vs 0.47 ± 0.23).'
+    """
+    nm = {a: a, b: b, **(names or {})}
+    d = per_seed[a] - per_seed[b]
+    n, hi, lo = len(d), int((d > 0).sum()), int((d < 0).sum())
+    values = (f"({what} {_mean_sd(per_seed[a], percent, digits)} vs "
+              f"{_mean_sd(per_seed[b], percent, digits)})")
+    if hi == n:
+        return f"{nm[a]} is above {nm[b]} in {n} of {n} seeds {values}."
+    if lo == n:
+        return f"{nm[a]} is below {nm[b]} in {n} of {n} seeds {values}."
+    ties = f", equal in {n - hi - lo}" if n - hi - lo else ""
+    return (f"no consistent order: {nm[a]} is above {nm[b]} in {hi} of {n} seeds, "
+            f"below in {lo}{ties} {values}.")
+
+
+def seed_extremes(per_seed: pd.DataFrame, *, what: str, percent: bool = False,
+                  digits: int = 2) -> str:
+    """Which column of a per-seed table (one row per seed, one column per item, e.g. task)
+    is lowest and which highest, with how many seeds agree.
+
+    >>> t = pd.DataFrame({"CoLA": [0.16, 0.18], "MRPC": [0.59, 0.55], "RTE": [0.58, 0.57]})
+    >>> seed_extremes(t, what="Heterogeneous share", percent=True)
+    'Heterogeneous share lowest on CoLA in 2 of 2 seeds (17 ± 1%); highest on MRPC in 1 of 2 seeds, RTE in 1 (57 ± 3% and 57 ± 1%).'
+    """
+    n = len(per_seed)
+    parts = []
+    for word, idx in (("lowest", per_seed.idxmin(axis=1)), ("highest", per_seed.idxmax(axis=1))):
+        counts = idx.value_counts(sort=False)
+        counts = counts.sort_values(ascending=False, kind="stable")
+        items = list(counts.items())
+        first, k = items[0]
+        text = f"{word} on {first} in {k} of {n} seeds"
+        text += "".join(f", {t} in {c}" for t, c in items[1:])
+        vals = " and ".join(_mean_sd(per_seed[t], percent, digits) for t, _ in items)
+        parts.append(f"{text} ({vals})")
+    return f"{what} " + "; ".join(parts) + "."
+
+
+def mean_sd_pivot(summary: pd.DataFrame, index: str, columns: str, value: str, *,
+                  percent: bool = False, digits: int = 2) -> pd.DataFrame:
+    """A :func:`summarise_seeds` table as text for reading: ``index`` x ``columns``, cells
+    ``"mean ± sd"`` of ``value`` (rows and columns in order of first appearance).
+
+    >>> s = pd.DataFrame({"task": ["A", "A"], "type": ["V", "D"], "share_mean": [0.5, 0.25],
+    ...                   "share_sd": [0.01, 0.02]})
+    >>> mean_sd_pivot(s, "task", "type", "share", percent=True).to_dict("records")
+    [{'V': '50 ± 1%', 'D': '25 ± 2%'}]
+    """
+    text = [_mean_sd_text(m, sd, percent, digits)
+            for m, sd in zip(summary[f"{value}_mean"], summary[f"{value}_sd"], strict=True)]
+    out = summary.assign(_text=text).pivot(index=index, columns=columns, values="_text")
+    out = out.reindex(index=list(dict.fromkeys(summary[index])),
+                      columns=list(dict.fromkeys(summary[columns])))
+    out.columns.name = None
+    return out
+
+
+def _mean_sd_text(mean: float, sd: float, percent: bool, digits: int) -> str:
+    if sd != sd:  # one seed: no sd
+        return _fmt(mean, percent, digits)
+    m, s = _fmt(mean, percent, digits).rstrip("%"), _fmt(sd, percent, digits)
+    return f"{m} ± {s}"

@@ -31,7 +31,7 @@ from .. import paths
 from ..analyses.maptypes import MAP_TYPES
 
 __all__ = ["LABELS_PATH", "LABEL_COLUMNS", "WIKI_SEGMENTS", "sample_label_set", "load_labels",
-           "gather_maps", "class_balance"]
+           "gather_maps", "class_balance", "example_per_type"]
 
 LABELS_PATH = paths.PACKAGE_DIR / "data" / "labels" / "maptype_labels.csv"
 LABEL_COLUMNS = ("id", "source", "example", "layer", "head", "label", "note")
@@ -88,13 +88,17 @@ def gather_maps(labels: pd.DataFrame, stores: Mapping[str, Sequence],
 
     stores: ``{source: store}`` where ``store[k]`` is ``(layers, heads, n, n)``;
     examples: ``{source: example indices}`` saying which example ``store[k]`` holds (so a
-    store may hold only the examples the labels refer to).
+    store may hold only the examples the labels refer to). An attention store is read with
+    ``store.read(k)`` (a transient copy): indexing it would check the entry's checksum
+    through the memory map and leave every head's pages resident (about 110 MB for the 210
+    labelled maps), to keep one head of each.
     """
     pos = {s: {int(e): k for k, e in enumerate(ex)} for s, ex in examples.items()}
     out = []
     for r in labels.itertuples(index=False):
-        a = stores[r.source][pos[r.source][int(r.example)]]
-        out.append(np.asarray(a[int(r.layer), int(r.head)], dtype=np.float32))
+        store, k = stores[r.source], pos[r.source][int(r.example)]
+        a = store.read(k) if hasattr(store, "read") else store[k]
+        out.append(np.array(a[int(r.layer), int(r.head)], dtype=np.float32))
     return out
 
 
@@ -104,3 +108,28 @@ def class_balance(labels: Sequence[str]) -> pd.DataFrame:
     counts = s.value_counts().reindex(list(MAP_TYPES), fill_value=0)
     return pd.DataFrame({"label": counts.index, "count": counts.to_numpy(),
                          "share": counts.to_numpy() / max(len(s), 1)})
+
+
+def example_per_type(labels: pd.DataFrame, lengths: Sequence[int],
+                     target_length: int = 40) -> dict[str, int]:
+    """One labelled map per type for a figure of examples (Kovaleva et al.'s Figure 1):
+    ``{type: row position in labels}``, for every type of :data:`MAP_TYPES` that has a
+    label, in that order. Chosen by a rule fixed in advance, not by eye: the map whose length
+    (``lengths``, aligned with ``labels``) is closest to ``target_length`` (long enough to
+    show structure, short enough to read), ties to the lowest id.
+
+    >>> df = pd.DataFrame({"id": [0, 1, 2], "label": ["Block", "Vertical", "Vertical"]})
+    >>> example_per_type(df, [12, 60, 38])
+    {'Vertical': 2, 'Block': 0}
+    """
+    if len(lengths) != len(labels):
+        raise ValueError(f"{len(lengths)} lengths for {len(labels)} labels")
+    df = pd.DataFrame({"id": labels["id"].to_numpy(), "label": labels["label"].to_numpy(),
+                       "gap": np.abs(np.asarray(lengths) - target_length),
+                       "pos": np.arange(len(labels))})
+    out = {}
+    for t in MAP_TYPES:
+        sub = df[df["label"] == t]
+        if len(sub):
+            out[t] = int(sub.sort_values(["gap", "id"]).iloc[0]["pos"])
+    return out
