@@ -150,7 +150,7 @@ CONSTRAINTS: dict[str, Range | Matches | SeedList] = {
     "epochs": POSITIVE,
     "distance_hidden": POSITIVE,
     "num_threads": POSITIVE,
-    "seeds": SeedList(2),  # training seeds of every trained probe; two give an sd
+    "seeds": SeedList(2),  # training seeds of 04's probes and 05's classifiers; two give an sd
     # 05 head clustering
     "smoothing": Range(0),
     "js_threads": POSITIVE,
@@ -171,8 +171,6 @@ CONSTRAINTS: dict[str, Range | Matches | SeedList] = {
     "cnn_size": POSITIVE,
     "cnn_stages": POSITIVE,
     "glue_max_examples": COUNT,
-    "seeds": Matches(r"\d+(?:,\d+)*", "a comma-separated list of seeds (integers >= 0), "
-                     "e.g. '0,1,2,3,4'"),
 }
 
 # (low, high): where a notebook has both, low <= high after the overrides.
