@@ -308,7 +308,7 @@ for k in range(0, len(labels) if n_contact_sheets == 0 else 30 * n_contact_sheet
                                      "label (V vertical, D diagonal, V+D both, B block, H heterogeneous)\n"
                                      "each map on its own scale, (a / max) ** 0.5; red line: start of the "
                                      "second sentence")
-    png = maptype_plots.save_only(run, fig, f"maptype_contact_sheet_{k // 30 + 1}", dpi=90)
+    png = run.figure(fig, f"maptype_contact_sheet_{k // 30 + 1}", dpi=90, show=False)
     sheet_links.append(f"[maps #{k}-#{k + len(sub) - 1}](../figures/{png.name})")
 display(Markdown("Contact sheets of the labelled set (files in `figures/`): "
                  + ", ".join(sheet_links)))
@@ -546,5 +546,5 @@ run.table(comparison, "paper_vs_run", key=["section", "quantity"],
 print(f"cost of the seeds: cross-validation {cv_seconds:.0f} s, refits {refit_seconds:.0f} s, "
       f"GLUE classification {glue_seconds:.0f} s for {len(seed_list)} seeds; "
       f"peak memory {notebook.peak_rss_mb():,.0f} MB")
-run.finish()
+_ = run.finish()
 Markdown(comparison.to_markdown(index=False))

@@ -11,7 +11,6 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.colors import to_rgb  # noqa: E402
 
-from analysis_utils import report  # noqa: E402
 from analysis_utils.analyses import clustering as cl  # noqa: E402
 from analysis_utils.plotting import maptypes as mp  # noqa: E402
 
@@ -65,15 +64,4 @@ def test_type_proportions_plot_error_bars_and_paper_band():
     assert "paper" in [t.get_text() for t in ax.get_legend().get_texts()]
     assert ax.get_legend().get_window_extent().x0 >= ax.get_window_extent().x1 - 1
 
-
-def test_save_only_writes_into_the_run_folder_without_showing(tmp_path, monkeypatch):
-    from matplotlib.figure import Figure
-
-    monkeypatch.setenv(report.OUTPUT_ENV, str(tmp_path))
-    run = report.start_run("05", {})
-    fig = Figure()
-    fig.add_subplot(1, 1, 1).plot([0, 1])
-    png = mp.save_only(run, fig, "sheet_1", dpi=50)
-    assert png == tmp_path / "figures" / "05_sheet_1.png" and png.stat().st_size > 100
-    assert run.written == ["05_sheet_1.png"]
 

@@ -1,17 +1,15 @@
 """Figures of Clark et al. Section 6 and Kovaleva et al. Section 4.1: the MDS map of heads
 (Clark Figure 6), contact sheets of attention maps (the hand-labelling aid and Kovaleva
 Figure 1) and the share of each map type per task (Kovaleva Figure 2). Figures are built
-without pyplot; :func:`save_only` writes one that should not be shown inline."""
+without pyplot."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from .. import report
 from ..heads import head_label
 
 
@@ -50,20 +48,6 @@ def contact_sheet(maps: Sequence[np.ndarray], captions: Sequence[str], *, ncols:
         fig.suptitle(title, fontsize=10)
     fig.tight_layout(pad=0.3, h_pad=0.4, w_pad=0.2)
     return fig
-
-
-def save_only(run: report.Run, fig, name: str, dpi: int = 130) -> Path:
-    """Write ``fig`` as ``figures/NN_name.png`` beside the figures ``run.figure`` writes, and
-    record it in ``run.written``, without displaying it (``run.figure`` also shows the figure
-    in the notebook; large reference images such as the contact sheets are only linked, to
-    keep the rendered notebook small). Same PNG settings as ``run.figure``."""
-    _, figures = report.output_dirs()
-    figures.mkdir(parents=True, exist_ok=True)
-    stem = name if name.startswith(f"{run.prefix}_") else f"{run.prefix}_{name}"
-    png = figures / f"{stem}.png"
-    fig.savefig(png, dpi=dpi, bbox_inches="tight", metadata={"Software": None})
-    run.written.append(png.name)
-    return png
 
 
 #: Layer colours with enough contrast on white (Okabe-Ito, without its yellow), one per
