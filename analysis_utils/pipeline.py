@@ -317,9 +317,25 @@ def execute(job: Job, profile: str, dest: Destination, kernel_name: str = "pytho
                 ) from err
             raise NotebookFailed(f"{source.name} failed ({type(err).__name__}: {err}); {where}; "
                                  f"the previous outputs are unchanged") from err
+        scrub_local_paths(rendered, source)
         return _publish(stage, source, dest)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
+
+
+def scrub_local_paths(rendered: Path, source: Path) -> None:
+    """Papermill records where it read and wrote the notebook (``metadata.papermill``
+    ``input_path`` / ``output_path``): the staging folder of this machine. A committed
+    rendering names its source relative to the repository instead."""
+    import json
+
+    nb = json.loads(rendered.read_text())
+    meta = nb.get("metadata", {}).get("papermill")
+    if meta is None:
+        return
+    meta["input_path"] = f"notebooks/{source.name}"
+    meta["output_path"] = f"notebooks/{source.with_suffix('.ipynb').name}"
+    rendered.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
 
 
 def _shown(path: Path) -> str:

@@ -332,8 +332,11 @@ def readme_block(results: str | Path | None = None) -> str:
 
 FINDINGS_START = "<!-- findings:start -->"
 FINDINGS_END = "<!-- findings:end -->"
-_CLAIM_COLUMNS = ("claim", "quantity", "finding")
-_RUN_COLUMNS = ("this run", "model", "run")
+# Column names of the notebooks' paper-vs-run tables, in order of preference (exact names
+# first, then the first column starting with the prefix).
+_CLAIM_COLUMNS = ("claim", "quantity", "finding", "probe", "paper relation")
+_PAPER_COLUMNS = ("paper (bert-base)", "paper", "paper accuracy")
+_RUN_COLUMNS = ("this run", "model", "accuracy")
 
 
 def _pick(columns, names: tuple[str, ...], prefix: str | None = None) -> str | None:
@@ -346,32 +349,42 @@ def _pick(columns, names: tuple[str, ...], prefix: str | None = None) -> str | N
     return None
 
 
-def _cell(value) -> str:
+def _cell(value, unit: str = "") -> str:
+    """A table cell as the README shows it: numbers rounded for reading (the CSV keeps them
+    all), with the row's unit when the table gives one."""
     text = "" if pd.isna(value) else str(value)
-    return text.replace("|", "\\|").replace("\n", " ")
+    try:
+        x = float(text)
+    except ValueError:
+        return text.replace("|", "\\|").replace("\n", " ")
+    text = (f"{x:.0f}" if abs(x) >= 100 or x == int(x) else f"{x:.1f}" if abs(x) >= 1
+            else f"{x:.3g}")
+    return f"{text} {unit}".strip() if unit in ("%", "nats", "points") else text
 
 
 def findings_table(results: str | Path | None = None) -> str:
     """Markdown table of every notebook's ``NN_paper_vs_run.csv``: the claim, the paper's
     figure, this run's, and whether it held (when the table says), with a link to the
-    notebook. Columns are found by name: claim (``claim``/``quantity``/``finding``), paper
-    (first column starting with ``paper``), this run (``this run``/``model``/``run``) and
+    notebook. Columns are found by name (:data:`_CLAIM_COLUMNS`, :data:`_PAPER_COLUMNS`,
+    :data:`_RUN_COLUMNS`, then any column starting with ``paper`` / ``this run``) and
     ``held``."""
     folder = Path(results) if results is not None else paths.RESULTS_DIR
     lines = ["| notebook | claim | paper (BERT-base) | this run | held? |",
              "|---|---|---|---|---|"]
     for csv in sorted(folder.glob("[0-9][0-9]_paper_vs_run.csv")):
         df = pd.read_csv(csv, dtype=str, keep_default_na=False)
-        claim, paper = _pick(df.columns, _CLAIM_COLUMNS), _pick(df.columns, (), "paper")
-        run, held = _pick(df.columns, _RUN_COLUMNS), _pick(df.columns, ("held",))
+        claim, paper = _pick(df.columns, _CLAIM_COLUMNS), _pick(df.columns, _PAPER_COLUMNS, "paper")
+        run, held = _pick(df.columns, _RUN_COLUMNS, "this run"), _pick(df.columns, ("held",))
         if claim is None or paper is None or run is None:
             raise ValueError(f"{csv} needs a claim, a paper and a this-run column; it has "
                              f"{list(df.columns)}")
         name = _notebook_name(csv.name[:2])
         link = f"[{csv.name[:2]}](notebooks/{name}.ipynb)"
+        unit = _pick(df.columns, ("unit",))
         for _, row in df.iterrows():
+            u = row[unit] if unit else ""
             lines.append("| " + " | ".join([link, _cell(row[claim]), _cell(row[paper]),
-                                             _cell(row[run]),
+                                             _cell(row[run], u),
                                              _cell(row[held]) if held else ""]) + " |")
     return "\n".join(lines) + "\n"
 

@@ -39,3 +39,10 @@ def test_rendered_notebook_carries_no_progress_or_warning_streams(nb_path):
     noisy = [(k, name, text[:120]) for k, name, text in _streams(nb)
              if name == "stderr" or any(w in text for w in NOISE)]
     assert not noisy, f"{nb_path.name}: cells with progress bars or warnings: {noisy}"
+
+
+@pytest.mark.parametrize("nb_path", RENDERED, ids=lambda p: p.name)
+def test_rendered_notebook_holds_no_local_path(nb_path):
+    text = nb_path.read_text()
+    for local in (str(paths.REPO_ROOT), "/site-packages/", "/.cache/staging/"):
+        assert local not in text, f"{nb_path.name} records a path of this machine: {local}"

@@ -478,8 +478,10 @@ class AttentionStore:
         return flat.reshape(self.num_layers, self.num_heads, n, n)
 
     def __iter__(self) -> Iterator[np.ndarray]:
+        # positioned reads, not the memory map: mapped pages a pass touches count towards the
+        # process's resident memory, so one pass over a store looked like the whole store held
         for i in range(len(self)):
-            yield self[i]
+            yield self.read(i)
 
     def read(self, i: int) -> np.ndarray:
         """Entry i as a fresh ``(layers, heads, n_i, n_i)`` array read with a positioned read
