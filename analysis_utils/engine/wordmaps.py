@@ -244,8 +244,8 @@ def iter_word_maps(store, encoded: Sequence[EncodedWords]) -> Iterator[WordMaps]
     input's maps are in memory at once."""
     if len(store) != len(encoded):
         raise ValueError(f"store has {len(store)} inputs, encoding {len(encoded)}")
-    for i, enc in enumerate(encoded):
-        yield word_maps(store[i], enc)
+    for attn, enc in zip(store, encoded, strict=True):  # a store iterates by positioned reads
+        yield word_maps(attn, enc)
 
 
 def with_items(items: Sequence, store, encoded: Sequence[EncodedWords]) -> Iterator[tuple]:
