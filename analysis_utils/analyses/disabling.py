@@ -51,7 +51,7 @@ import torch
 from torch import nn
 
 from ..engine import attention as engine_attention
-from ..engine.interventions import intervene
+from ..engine.interventions import intervene, unwrap_model
 from ..heads import head_label
 from . import significance
 
@@ -120,15 +120,6 @@ def layer_changes(num_layers: int, num_heads: int, mode: str = "uniform") -> lis
 
 
 # --- running the model from a given layer ---------------------------------------------------
-
-
-def _unwrap(model) -> nn.Module:
-    if not isinstance(model, nn.Module) and hasattr(model, "model"):
-        model = model.model
-    if not isinstance(model, nn.Module) or not hasattr(model, "config"):
-        raise TypeError(f"expected a transformers model (or an object holding one in .model), "
-                        f"got {type(model).__name__}")
-    return model
 
 
 def _layer_list(model: nn.Module) -> nn.ModuleList:
@@ -311,7 +302,7 @@ def evaluate_changes(model, inputs, changes: Sequence[Change], *, fast: bool = T
     pass, with the maps recorded from the change's lowest layer upward
     (``intervention.attentions``, layer order), e.g. to check that a disabled head is uniform.
     """
-    model = _unwrap(model)
+    model = unwrap_model(model)
     changes = list(changes)
     batches, n = _prepare_batches(model, inputs, max_tokens, max_batch,
                                   _pad_id(model, pad_id))
@@ -417,7 +408,7 @@ def sweep(model, inputs, labels, metric: Metric, *, mode: str = "uniform", heads
     metric: ``metric(y_true, y_pred) -> float`` on predicted classes (or scores when the
     model has one output); mode: ``"uniform"`` (the paper) or ``"zero"``.
     """
-    model = _unwrap(model)
+    model = unwrap_model(model)
     num_layers = int(model.config.num_hidden_layers)
     num_heads = int(model.config.num_attention_heads)
     changes = [baseline_change()]
@@ -627,7 +618,7 @@ def head_importance(model, inputs, labels, *, max_tokens: int = 2048, max_batch:
     Computed and evaluated on the same dev set the ranking is optimistic; pass held-out or
     training examples when the pruning curve must be an honest estimate.
     """
-    model = _unwrap(model)
+    model = unwrap_model(model)
     num_layers = int(model.config.num_hidden_layers)
     num_heads = int(model.config.num_attention_heads)
     labels = np.asarray(labels)
@@ -725,7 +716,7 @@ def pruning_curves(model, inputs, labels, metric: Metric, importance: np.ndarray
     Returns a tidy table: ``order, repeat, n_removed, fraction, metric, value, delta`` (delta
     against the unchanged model) and ``removed`` (labels of the heads removed at that point).
     """
-    model = _unwrap(model)
+    model = unwrap_model(model)
     num_layers = int(model.config.num_hidden_layers)
     num_heads = int(model.config.num_attention_heads)
     all_heads = [(la, h) for la in range(num_layers) for h in range(num_heads)]

@@ -116,7 +116,7 @@ def _uniform_rows(attention_mask: torch.Tensor | None, probs: torch.Tensor) -> t
 # the context
 
 
-def _unwrap(model) -> nn.Module:
+def unwrap_model(model) -> nn.Module:
     """Accept a torch model or an object holding one in ``.model`` (e.g. LoadedModel)."""
     if not isinstance(model, nn.Module) and hasattr(model, "model"):
         model = model.model
@@ -316,7 +316,7 @@ def intervene(model, *, uniform: Iterable[tuple[int, int]] = (),
             model(**batch).logits.log_softmax(-1)[..., 0].sum().backward()
         importance = gate.grad.abs()
     """
-    model = _unwrap(model)
+    model = unwrap_model(model)
     config = model.config
     iv = Intervention(int(config.num_hidden_layers), int(config.num_attention_heads),
                       uniform, zero, gate, record, retain_grad, make_leaf)
@@ -347,7 +347,7 @@ def intervene(model, *, uniform: Iterable[tuple[int, int]] = (),
 def active_intervention(model) -> dict | None:
     """:meth:`Intervention.describe` of the context active on ``model`` (None outside one,
     or when it only records); include it in attention-cache keys."""
-    for m in _unwrap(model).modules():
+    for m in unwrap_model(model).modules():
         entry = _ACTIVE.get(m)
         if entry is not None:
             return entry[0].describe()
