@@ -4,6 +4,7 @@ import json
 
 import numpy as np
 import pytest
+from test_attention import _inputs  # the same random pair inputs as the extraction tests
 
 from analysis_utils.__main__ import main as cli_main
 from analysis_utils.engine import attention
@@ -18,16 +19,6 @@ from analysis_utils.engine.attention import (
 from analysis_utils.engine.fingerprint import model_state
 
 FIX = "python -m analysis_utils check-cache --fix"
-
-
-def _inputs(n_items=8, seed=0):
-    rng = np.random.default_rng(seed)
-    out = []
-    for _ in range(n_items):
-        a, b = int(rng.integers(1, 12)), int(rng.integers(1, 8))
-        ids = [2] + list(rng.integers(5, 26, a)) + [3] + list(rng.integers(5, 26, b)) + [3]
-        out.append(ModelInput(tuple(int(i) for i in ids), tuple([0] * (a + 2) + [1] * (b + 1))))
-    return out
 
 
 @pytest.fixture
@@ -45,7 +36,7 @@ def counted(tiny_loaded, monkeypatch):
 
 
 def _store(loaded, tmp_path, items=None):
-    items = items or _inputs()
+    items = items or _inputs(8)
     store = extract_attention(loaded, items, cache_dir=tmp_path, progress=False)
     expected = [np.array(store[i]) for i in range(len(store))]
     return items, store, expected
