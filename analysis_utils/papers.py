@@ -105,3 +105,45 @@ KOVALEVA_TASKS = ("MRPC", "STS-B", "SST-2", "QQP", "RTE", "QNLI", "MNLI")
 #: Kovaleva et al., Section 4.1 and Figure 2: the share of Heterogeneous maps across tasks, as
 #: numbers (task, share).
 KOVALEVA_HETEROGENEOUS_RANGE = {"low": ("MRPC", 0.32), "high": ("QQP", 0.61)}
+
+#: Kovaleva et al., Table 1 (dev sets, BERT-base): task -> column -> {metric: value x100}.
+#: Columns: ``"pretrained"`` (pre-trained, no fine-tuning), ``"random_finetuned"`` (random
+#: init + fine-tuning), ``"finetuned"`` (pre-trained + fine-tuning). MRPC and QQP: F1 and
+#: accuracy; STS-B: the paper does not name the correlation (Pearson, by the GLUE recipe).
+KOVALEVA_TABLE1 = {
+    "MRPC": {"pretrained": {"f1": 0.0, "accuracy": 31.6},
+             "random_finetuned": {"f1": 81.2, "accuracy": 68.3},
+             "finetuned": {"f1": 87.9, "accuracy": 82.3}},
+    "STS-B": {"pretrained": {"pearson": 33.1}, "random_finetuned": {"pearson": 2.9},
+              "finetuned": {"pearson": 82.7}},
+    "SST-2": {"pretrained": {"accuracy": 49.1}, "random_finetuned": {"accuracy": 80.5},
+              "finetuned": {"accuracy": 92.0}},
+    "QQP": {"pretrained": {"f1": 0.0, "accuracy": 60.9},
+            "random_finetuned": {"f1": 0.0, "accuracy": 63.2},
+            "finetuned": {"f1": 65.2, "accuracy": 78.6}},
+    "RTE": {"pretrained": {"accuracy": 52.7}, "random_finetuned": {"accuracy": 52.7},
+            "finetuned": {"accuracy": 64.6}},
+    "QNLI": {"pretrained": {"accuracy": 52.8}, "random_finetuned": {"accuracy": 49.5},
+             "finetuned": {"accuracy": 84.4}},
+    "MNLI": {"pretrained": {"accuracy": 31.7}, "random_finetuned": {"accuracy": 61.0},
+             "finetuned": {"accuracy": 78.6}},  # MNLI-m
+}
+
+#: Kovaleva et al., Sections 4.2-4.5, as the paper words them.
+KOVALEVA_SECTIONS42_45 = {
+    "framenet_sentences": 473,  # Section 4.2
+    "framenet_standout": "2 of 144 heads, average max weight about 0.20",  # Figure 3
+    "drift_layers": "the last two layers change most, every task but QQP",  # Section 4.3, Fig 5
+    "cls_sep_stripes": "vertical stripes are [CLS] and [SEP]; early layers [CLS], later [SEP]",
+    "last_layer_cls": "last-layer [CLS] attends most to [SEP], except STS-B, RTE, QNLI "
+                      "(punctuation)",  # Section 4.5, Figure 7
+}
+
+#: Kovaleva et al., Section 4.6 (Figures 8-9): disabling heads and layers.
+KOVALEVA_SECTION46 = {
+    "best_head_gain": {"STS-B": 0.1, "MRPC": 1.2},  # points; the range over tasks
+    "random_head_helps": ("MRPC", "RTE"),  # mean change over heads > 0
+    "layer1_rte_gain": 3.2,  # points, disabling layer 1 on RTE
+    "layer_cost_max": 0.2,  # points, the largest drop from disabling a layer (QNLI, MNLI)
+    "note": "the disabling figures' baselines do not match the paper's own Table 1",
+}

@@ -71,3 +71,24 @@ def test_section3_and_kovaleva_claims_appear_in_reference(reference):
                    "3.89 nats", "About 8%", "About 400", "Vertical 30%", "F1 0.86",
                    "32% (MRPC) to 61% (QQP)"):
         assert needle in flat, needle
+
+
+def test_kovaleva_table1_matches_reference(reference):
+    columns = ("pretrained", "random_finetuned", "finetuned")
+    got = {}
+    for task, *cells in _rows(reference, "- Table 1 (dev sets"):
+        task = "MNLI" if task == "MNLI-m" else task
+        got[task] = tuple(tuple(float(v) for v in c.split(" / ")) for c in cells)
+    assert got == {t: tuple(tuple(papers.KOVALEVA_TABLE1[t][c].values()) for c in columns)
+                   for t in papers.KOVALEVA_TASKS}
+
+
+def test_kovaleva_section46_numbers_appear_in_reference(reference):
+    flat = " ".join(reference.split())
+    s46 = papers.KOVALEVA_SECTION46
+    assert f"+{s46['best_head_gain']['STS-B']} (STS-B)" in flat
+    assert f"+{s46['best_head_gain']['MRPC']} points (MRPC)" in flat
+    assert f"layer 1 on RTE gives +{s46['layer1_rte_gain']}" in flat
+    assert f"up to -{s46['layer_cost_max']}" in flat
+    assert "helps MRPC and RTE on average" in flat and s46["random_head_helps"] == ("MRPC", "RTE")
+    assert f"FrameNet: {papers.KOVALEVA_SECTIONS42_45['framenet_sentences']} sentences" in flat
