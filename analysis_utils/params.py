@@ -105,6 +105,10 @@ def list_of(*options: str) -> Matches:
                    "a comma-separated list of " + ", ".join(repr(o) for o in options))
 
 
+_TASK = "(?:" + "|".join(re.escape(t) for t in ("CoLA", "SST-2", "MRPC", "STS-B", "QQP", "MNLI",
+                                                 "QNLI", "RTE", "WNLI")) + ")"
+_TASK_LIST = Matches(f"{_TASK}(?:,{_TASK})*",
+                     "a comma-separated list of GLUE tasks, e.g. 'MRPC,RTE'")
 COUNT = Range(0)  # 0 is meaningful: "all" or "none", as the parameters cell says
 POSITIVE = Range(1)
 SHARE = Range(0, 1)
@@ -171,6 +175,22 @@ CONSTRAINTS: dict[str, Range | Matches | SeedList] = {
     "cnn_size": POSITIVE,
     "cnn_stages": POSITIVE,
     "glue_max_examples": COUNT,
+    # 06-07: fine-tuning (Kovaleva et al.) and what is measured on the fine-tuned models
+    "tasks": _TASK_LIST,
+    "multi_seed_tasks": Matches(f"|{_TASK_LIST.regex}", "'' or " + _TASK_LIST.expected),
+    "train_subsets": Matches(f"|{_TASK}:[1-9][0-9]*(?:,{_TASK}:[1-9][0-9]*)*",
+                             "'' (full train sets) or TASK:N entries, e.g. 'SST-2:8000,CoLA:4000'"),
+    "subset_seed": Range(0, 2**32 - 1),
+    "batch_size": POSITIVE,
+    "warmup_ratio": Range(0, 0.99),
+    "frozen_C": Range(0, lo_open=True),
+    "padded_examples": POSITIVE,
+    "feature_level": one_of("word", "piece"),
+    "maptype_seeds": SeedList(1),
+    "framenet_direction": one_of("both", "target_to_element", "element_to_target"),
+    "framenet_level": one_of("word", "piece"),
+    "framenet_max_sentences": COUNT,
+    "n_sd": Range(0, lo_open=True),
 }
 
 # (low, high): where a notebook has both, low <= high after the overrides.

@@ -25,6 +25,11 @@ PROFILES: dict[str, dict[str, dict]] = {
         "05": {"n_segments": 12, "n_perm": 200, "mds_n_init": 1, "n_folds": 3, "cnn_epochs": 3,
                "glue_max_examples": 4, "n_contact_sheets": 1, "seeds": "0,1"},
         "04": {"max_train": 200, "max_dev": 50, "max_test": 50, "min_count": 20, "seeds": "0,1"},
+        # 06 and 07 share the tiny fine-tuning plan, so 07 reuses 06's smoke models
+        "06": {"tasks": "MRPC,STS-B", "seeds": "42,43", "multi_seed_tasks": "MRPC",
+               "train_subsets": "MRPC:64,STS-B:64", "epochs": 1, "max_dev": 48,
+               "n_examples": 24, "padded_examples": 8, "glue_max_examples": 8,
+               "maptype_seeds": "0", "cnn_epochs": 3, "framenet_max_sentences": 40},
     },
     "default": {},
     "paper": {

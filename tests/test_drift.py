@@ -4,6 +4,7 @@ padded), attention to special tokens, the last-layer [CLS] row; all on hand-made
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 
 from analysis_utils.analyses import drift
 from analysis_utils.engine.attention import ModelInput, extract_attention
@@ -193,3 +194,15 @@ def test_stack_adds_key_columns():
     a = pd.DataFrame({"layer": [1], "head": [1], "cosine": [0.5]})
     out = drift.stack({("MRPC", "pre"): a, ("MRPC", "ft"): a}, names=("task", "model"))
     assert list(out.columns[:2]) == ["task", "model"] and len(out) == 2
+
+
+def test_zipped_padded_streams_leave_gradients_enabled(tiny_loaded):
+    # Two streams zipped (the notebook's use) once left torch in inference mode for the rest of
+    # the process, which broke every later training step.
+    items = [ModelInput((CLS, 7, 8, SEP), (0,) * 4), ModelInput((CLS, 12, SEP), (0,) * 3)]
+    pairs = zip(iter_padded_attention(tiny_loaded, items, pad_to=6, batch_size=1),
+                iter_padded_attention(tiny_loaded, items, pad_to=6, batch_size=1), strict=True)
+    first = next(pairs)
+    assert torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
+    assert len(list(pairs)) == 1 and first[0].shape[-1] == 6
+    assert torch.is_grad_enabled() and not torch.is_inference_mode_enabled()

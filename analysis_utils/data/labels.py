@@ -31,7 +31,7 @@ from .. import paths
 from ..analyses.maptypes import MAP_TYPES
 
 __all__ = ["LABELS_PATH", "LABEL_COLUMNS", "WIKI_SEGMENTS", "sample_label_set", "load_labels",
-           "gather_maps", "class_balance", "example_per_type"]
+           "gather_maps", "labelled_maps", "class_balance", "example_per_type"]
 
 LABELS_PATH = paths.PACKAGE_DIR / "data" / "labels" / "maptype_labels.csv"
 LABEL_COLUMNS = ("id", "source", "example", "layer", "head", "label", "note")
@@ -100,6 +100,43 @@ def gather_maps(labels: pd.DataFrame, stores: Mapping[str, Sequence],
         a = store.read(k) if hasattr(store, "read") else store[k]
         out.append(np.array(a[int(r.layer), int(r.head)], dtype=np.float32))
     return out
+
+
+def labelled_maps(loaded, labels: pd.DataFrame | None = None, *, max_tokens: int = 128,
+                  data_dir=None) -> tuple[pd.DataFrame, list[np.ndarray], list]:
+    """Every labelled map as ``loaded`` (a ``LoadedModel``) draws it, and its input.
+
+    The labels name ``(source, example, layer, head)``; this rebuilds each source's examples
+    (``wiki``: notebook 01's segments, :data:`WIKI_SEGMENTS`; a GLUE task: its dev rows,
+    encoded with at most ``max_tokens`` pieces), extracts the maps of the labelled examples only
+    (cached) and gathers one head each. For the model the labels were drawn on (the packaged
+    all-MiniLM-L6-v2) these are the labelled maps themselves; for a fine-tuned copy of it, the
+    same inputs and heads after fine-tuning.
+
+    Returns ``(labels, maps, inputs)``: ``maps[i]`` ``(n, n)`` float32 and ``inputs[i]`` (with
+    ``input_ids`` / ``token_type_ids``) for row ``i`` of ``labels``.
+    """
+    from ..engine import attention
+    from . import glue, wikitext
+
+    labels = load_labels() if labels is None else labels
+    tok = loaded.tokenizer
+    stores, examples, by_source = {}, {}, {}
+    for src in labels["source"].unique():
+        ex_idx = sorted(set(labels.loc[labels.source == src, "example"].astype(int)))
+        if src == "wiki":
+            articles, _ = wikitext.wikipedia_segments(tok, "valid,test", n=1,
+                                                      data_dir=data_dir)
+            pool = wikitext.make_segments(articles, tok, **WIKI_SEGMENTS).segments
+            chosen = [pool[i] for i in ex_idx]
+        else:
+            pool = glue.read_glue(src, data_dir=data_dir)
+            chosen = glue.encode([pool[i] for i in ex_idx], tok, max_tokens=max_tokens).inputs
+        examples[src], by_source[src] = ex_idx, dict(zip(ex_idx, chosen, strict=True))
+        stores[src] = attention.extract_attention(loaded, chosen, progress=False)
+    maps = gather_maps(labels, stores, examples)
+    inputs = [by_source[r.source][int(r.example)] for r in labels.itertuples()]
+    return labels, maps, inputs
 
 
 def class_balance(labels: Sequence[str]) -> pd.DataFrame:

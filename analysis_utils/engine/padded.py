@@ -45,8 +45,12 @@ def iter_padded_attention(loaded, items: Sequence, pad_to: int = 128, *,
                          f"max_tokens <= {pad_to}")
     pad_id = loaded.tokenizer.pad_token_id or 0
     model, device = loaded.model, loaded.device
-    with torch.inference_mode():
-        for start in range(0, len(inputs), batch_size):
+    # Inference mode is entered per batch and left before yielding: a context held across a
+    # ``yield`` leaks into the caller, and two such generators zipped together (this module's
+    # use) restore each other's saved state in the wrong order, leaving gradients disabled for
+    # the rest of the process.
+    for start in range(0, len(inputs), batch_size):
+        with torch.inference_mode():
             chunk = inputs[start:start + batch_size]
             ids = torch.full((len(chunk), pad_to), pad_id, dtype=torch.long)
             mask = torch.zeros((len(chunk), pad_to), dtype=torch.long)
@@ -63,4 +67,4 @@ def iter_padded_attention(loaded, items: Sequence, pad_to: int = 128, *,
                                    "attn_implementation='eager' (models.load_model does)")
             maps = torch.stack([a.float() for a in out.attentions], 1).cpu().numpy()
             del out
-            yield from maps  # (layers, heads, P, P) per input
+        yield from maps  # (layers, heads, P, P) per input
