@@ -240,3 +240,14 @@ def test_real_mpnet_extracts_attention(tmp_path):
     store = extract_attention(lm, [enc.as_input()], cache_dir=tmp_path, progress=False)
     assert store[0].shape == (12, 12, len(enc), len(enc))
     np.testing.assert_allclose(store[0].astype(np.float32).sum(-1), 1.0, atol=2e-3)
+
+
+def test_segments_from_the_separators_match_bert_token_types(tiny_loaded, tiny_mpnet):
+    bert = tiny_loaded.tokenizer("the cat sat", "a dog ran on the mat")
+    assert wordmaps.segment_ids(bert["input_ids"], tiny_loaded.tokenizer.sep_token_id).tolist() \
+        == bert["token_type_ids"]
+    tok = tiny_mpnet.tokenizer
+    ids = tok("the cat sat", "a dog ran")["input_ids"]  # <s> A </s></s> B </s>
+    assert wordmaps.segment_ids(ids, tok.sep_token_id).tolist() == [0] * 5 + [1] * 5
+    assert wordmaps.segment_ids(tok("the cat")["input_ids"], tok.sep_token_id).tolist() == [0] * 4
+
