@@ -293,3 +293,12 @@ def test_random_controls_on_mpnet(tiny_mpnet_dir):
     assert torch.equal(emb.position_embeddings.weight, pemb.position_embeddings.weight)
     q0 = pre.model.encoder.layer[0].attention.attn.q.weight
     assert not torch.equal(q0, ctl.model.encoder.layer[0].attention.attn.q.weight)
+
+
+def test_plots_label_special_tokens_by_the_models_own_names(tiny_mpnet):
+    from analysis_utils.plotting.syntax import map_labels
+
+    words = ["the", "cat", "sat"]
+    enc = wordmaps.encode_words(tiny_mpnet.tokenizer, words)
+    assert map_labels(words, enc.is_special, enc.word_pos, tokenizer=tiny_mpnet.tokenizer) == [
+        "<s>", "the", "cat", "sat", "</s>"]
