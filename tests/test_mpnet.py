@@ -202,6 +202,41 @@ def test_a_corrupt_part_is_named_and_nothing_is_left_behind(tmp_path):
     assert list((cache / "models").iterdir()) == []
 
 
+def test_installed_packages_are_read_first(tmp_path, monkeypatch):
+    """Parts installed as packages (found through importlib.metadata) and a downloaded one
+    mix; a deleted slice of an installed package counts as missing."""
+    model, parts = _sliced(tmp_path)
+    site = tmp_path / "site"
+    for i in (0, 1):
+        pkg, name = model.packages[i], model.slice_name.format(i + 1)
+        rel = f"{pkg[:-4]}_{i + 1:03d}/input/{name}"
+        (site / rel).parent.mkdir(parents=True)
+        (parts / name).rename(site / rel)
+        info = site / f"{pkg.replace('-', '_')}-0.0.2.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {pkg}\nVersion: 0.0.2\n")
+        (info / "RECORD").write_text(f"{rel},,\n")
+    monkeypatch.syspath_prepend(str(site))
+    found = assemble.find_parts(model, parts)
+    assert [s.kind for s in found] == ["installed", "installed", "file"]
+    out = assemble.assemble(model, parts_dir=parts, cache_dir=tmp_path / "c", log=lambda *_: None)
+    assert json.loads((out / assemble.MARKER).read_text())["parts"] == [
+        "installed", "installed", "file"]
+    next(site.glob("*_002/input/*")).unlink()
+    assert assemble.find_parts(model, parts)[1] is None
+
+
+def test_a_damaged_wheel_names_its_part(tmp_path):
+    model, parts = _sliced(tmp_path, kind="wheel")
+    wheel = sorted(parts.glob("*.whl"))[0]
+    data = bytearray(wheel.read_bytes())
+    data[60] ^= 0xFF  # inside the stored slice: the wheel's CRC no longer matches
+    wheel.write_bytes(bytes(data))
+    with pytest.raises(assemble.AssemblyError, match=r"part 1 of toy-model .*(could not be read|"
+                       r"corrupt)"):
+        assemble.assemble(model, parts_dir=parts, cache_dir=tmp_path / "c", log=lambda *_: None)
+
+
 def test_missing_parts_are_named_with_the_command(tmp_path):
     model, parts = _sliced(tmp_path)
     (parts / model.slice_name.format(3)).unlink()

@@ -182,8 +182,10 @@ def _installed(model: SlicedModel, i: int) -> PartSource | None:
     want = model.slice_name.format(i + 1)
     for f in dist.files or ():
         if f.name == want:
-            return PartSource(i, "installed", Path(dist.locate_file(f)).resolve(),
-                              version=dist.version)
+            path = Path(dist.locate_file(f)).resolve()
+            # an installed package whose slice was deleted counts as missing
+            return PartSource(i, "installed", path, version=dist.version) \
+                if path.is_file() else None
     return None
 
 
@@ -278,15 +280,32 @@ def recorded_version(model: SlicedModel = MPNET, cache_dir=None) -> str:
         return model.version
 
 
+def _unreadable(src: PartSource, model: SlicedModel, err: Exception) -> AssemblyError:
+    i = src.index
+    return AssemblyError(
+        f"part {i + 1} of {model.name} ({model.packages[i]}) could not be read from "
+        f"{src.describe()}: {err}. Fix: `{model.download_command([model.packages[i]])}` into a "
+        f"fresh folder, then `{model.install_command()} --parts-dir DIR`.")
+
+
+def _chunks(src: PartSource, model: SlicedModel) -> Iterator[bytes]:
+    """The slice's bytes; a failure to read them (not to write the copy) names the part."""
+    try:
+        with src.open() as fh:
+            while chunk := fh.read(_CHUNK):
+                yield chunk
+    except (OSError, EOFError, zipfile.BadZipFile, tarfile.TarError) as err:
+        raise _unreadable(src, model, err) from err
+
+
 def _copy_part(src: PartSource, model: SlicedModel, out: BinaryIO, whole) -> None:
     i = src.index
     h, size = hashlib.sha256(), 0
-    with src.open() as fh:
-        for chunk in iter(lambda: fh.read(_CHUNK), b""):
-            h.update(chunk)
-            whole.update(chunk)
-            out.write(chunk)
-            size += len(chunk)
+    for chunk in _chunks(src, model):
+        h.update(chunk)
+        whole.update(chunk)
+        out.write(chunk)
+        size += len(chunk)
     if size != model.part_sizes[i] or h.hexdigest() != model.part_sha256[i]:
         what = (f"{size:,} bytes, expected {model.part_sizes[i]:,}" if size != model.part_sizes[i]
                 else f"sha256 {h.hexdigest()}, expected {model.part_sha256[i]}")
