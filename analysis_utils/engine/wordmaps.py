@@ -2,7 +2,8 @@
 
 The gold corpora come already split into (syntactic) words. Each word list is encoded with
 the model's own tokenizer as ``tokenizer(words, is_split_into_words=True, truncation=False)``,
-so the model's own special tokens ([CLS]/[SEP] for BERT) are placed by the tokenizer, and
+so the model's own special tokens ([CLS]/[SEP] for BERT, <s>/</s> for MPNet) are placed by
+the tokenizer, and
 ``word_ids()`` tells which word every piece belongs to. Maps are extracted at the piece level
 (:func:`analysis_utils.engine.attention.extract_attention`) and converted to word level on the fly
 (the operation of :func:`analysis_utils.engine.attention.word_level`, computed by
@@ -100,11 +101,12 @@ class EncodedWords:
 
 def max_input_length(tokenizer, model=None) -> int:
     """The longest input the model takes: ``tokenizer.model_max_length`` capped by the
-    model's ``max_position_embeddings`` when a model is given."""
+    positions the model can embed when a model is given
+    (:func:`~analysis_utils.engine.attention.max_positions`)."""
     limit = int(getattr(tokenizer, "model_max_length", 512) or 512)
     if limit > 100_000:  # transformers' "no limit" sentinel
         limit = 512
-    pos = getattr(getattr(model, "config", None), "max_position_embeddings", None)
+    pos = attention.max_positions(model) if model is not None else None
     return min(limit, int(pos)) if pos else limit
 
 
@@ -169,8 +171,27 @@ def piece_counts(tokenizer, words: Sequence[str], chunk: int = 256) -> list[int]
 
 
 def n_special_tokens(tokenizer) -> int:
-    """How many special tokens the tokenizer adds to a single input ([CLS] + [SEP] = 2)."""
+    """How many special tokens the tokenizer adds to a single input ([CLS] + [SEP] = 2 for
+    BERT, <s> + </s> = 2 for MPNet; a pair gets 3 and 4)."""
     return int(tokenizer.num_special_tokens_to_add(pair=False))
+
+
+def segment_ids(input_ids: Sequence[int], sep_id: int) -> np.ndarray:
+    """Segment of every token of an encoded input, from where the tokenizer put its
+    separators (``sep_id``: ``tokenizer.sep_token_id``), for models whose tokenizer gives no
+    token-type ids (MPNet, RoBERTa: all 0 even for a pair).
+
+    A separator closes its segment; one right after another opens the next, so
+    ``<s> A </s></s> B </s>`` -> ``0 0.. 0 1 1.. 1`` and ``[CLS] A [SEP] B [SEP]`` ->
+    ``0 0.. 0 1.. 1``, BERT's own token types. Returns ``(n_tokens,)`` int64.
+
+    >>> segment_ids([0, 7, 2, 2, 8, 2], sep_id=2).tolist()
+    [0, 0, 0, 1, 1, 1]
+    """
+    ids = np.asarray(input_ids).ravel()
+    is_sep = ids == sep_id
+    closes = is_sep & ~np.r_[False, is_sep[:-1]]
+    return np.r_[0, np.cumsum(closes)[:-1]].astype(np.int64)
 
 
 @dataclass

@@ -154,9 +154,13 @@ def attention_lines_grid(panels: Sequence[dict], ncols: int = 3, suptitle: str =
 
 
 def map_labels(words: Sequence[str], is_special: Sequence[bool], word_pos: Sequence[int],
-               special_labels: Sequence[str] = ("[CLS]", "[SEP]")) -> list[str]:
+               special_labels: Sequence[str] = ("[CLS]", "[SEP]"),
+               tokenizer=None) -> list[str]:
     """Labels of the word-level map positions: the words at ``word_pos``, special tokens
-    named from ``special_labels`` (first special = the first label, the rest the last)."""
+    named from ``special_labels`` (first special = the first label, the rest the last), or,
+    given ``tokenizer``, by the model's own names (``<s>``/``</s>`` for MPNet)."""
+    if tokenizer is not None:
+        special_labels = (tokenizer.cls_token, tokenizer.sep_token)
     is_special = np.asarray(is_special, bool)
     out = [""] * len(is_special)
     for w, p in zip(words, word_pos, strict=True):
