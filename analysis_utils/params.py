@@ -93,6 +93,21 @@ class SeedList:
                 "comma-separated, e.g. '0,1,2,3,4'")
 
 
+@dataclass(frozen=True)
+class AnyOf:
+    """A value that satisfies any of ``rules`` (one name, two meanings in two notebooks, e.g.
+    ``max_train``: a count in 04, a per-task spec in 06/07); ``expected`` says it in words."""
+
+    rules: tuple
+    expected: str
+
+    def ok(self, value) -> bool:
+        return any(r.ok(value) for r in self.rules)
+
+    def __str__(self) -> str:
+        return self.expected
+
+
 def one_of(*options: str) -> Matches:
     return Matches("|".join(re.escape(o) for o in options),
                    "one of " + ", ".join(repr(o) for o in options))
@@ -104,6 +119,12 @@ def list_of(*options: str) -> Matches:
     return Matches(f"{item}(?:,{item})*",
                    "a comma-separated list of " + ", ".join(repr(o) for o in options))
 
+
+# GLUE task names as analyses.glue_metrics.TASKS spells them (not imported here: the driver
+# checks parameters before loading scikit-learn; tests/test_params.py checks they agree).
+GLUE_TASKS = ("MRPC", "STS-B", "SST-2", "QQP", "RTE", "QNLI", "MNLI", "CoLA", "WNLI")
+_TASK = "(?:" + "|".join(re.escape(t) for t in GLUE_TASKS) + ")"
+_HEAD = r"[1-9]\d*-[1-9]\d*"  # a 1-based "layer-head" label, as the papers print it
 
 COUNT = Range(0)  # 0 is meaningful: "all" or "none", as the parameters cell says
 POSITIVE = Range(1)
@@ -142,8 +163,11 @@ CONSTRAINTS: dict[str, Range | Matches | SeedList] = {
     "ontogum_splits": list_of("train", "dev", "test"),
     "max_documents": COUNT,
     "min_group": COUNT,  # mentions; smaller groups are listed, not scored
-    # 04 probes
-    "max_train": COUNT,
+    # 04 probes (max_train: a count there; a per-task spec in 06/07)
+    "max_train": AnyOf((Range(0),
+                        Matches(f"(?:{_TASK}:[1-9]\\d*(?:,{_TASK}:[1-9]\\d*)*)?", "")),
+                       "an integer >= 0 (notebook 04), or per-task train subsets 'TASK:N,...' "
+                       "(notebooks 06-07, e.g. 'SST-2:8000,CoLA:4000'; '' for none)"),
     "max_dev": COUNT,
     "max_test": COUNT,
     "lr": Range(0, lo_open=True),
@@ -171,6 +195,29 @@ CONSTRAINTS: dict[str, Range | Matches | SeedList] = {
     "cnn_size": POSITIVE,
     "cnn_stages": POSITIVE,
     "glue_max_examples": COUNT,
+    # 06-07 fine-tuning plan (training.plan; both notebooks spell it the same way)
+    "tasks": Matches(f"{_TASK}(?:,{_TASK})*", "a comma-separated list of GLUE tasks, e.g. "
+                     "'MRPC,STS-B,SST-2,RTE,CoLA' (" + ", ".join(GLUE_TASKS) + ")"),
+    "multi_seed_tasks": Matches(f"(?:{_TASK}(?:,{_TASK})*)?",
+                                "'' or a comma-separated list of GLUE tasks, e.g. 'MRPC,RTE'"),
+    "subset_seed": Range(0, 2**32 - 1),
+    "batch_size": POSITIVE,
+    "learning_rate": Range(0, lo_open=True),
+    "max_length": POSITIVE,
+    "warmup_ratio": SHARE,
+    # 07 head disabling
+    "n_boot": POSITIVE,
+    "alpha": Range(0, 1, lo_open=True),
+    "modes": list_of("uniform", "zero"),  # analyses.disabling.MODES
+    "prune_mode": one_of("uniform", "zero"),
+    "prune_step": Range(0, 1, lo_open=True),  # must also divide 1 (disabling.pruning_steps)
+    "n_random_orders": POSITIVE,  # the reference: at least one
+    "importance_split": one_of("train", "dev"),
+    "importance_examples": COUNT,
+    "framenet_heads": Matches(f"(?:{_HEAD}(?:,{_HEAD})*)?",
+                              "'' (find them here) or 1-based head labels, e.g. '3-2,5-10'"),
+    "framenet_k": POSITIVE,
+    "framenet_n_sd": Range(0),
 }
 
 # (low, high): where a notebook has both, low <= high after the overrides.

@@ -25,6 +25,10 @@ PROFILES: dict[str, dict[str, dict]] = {
         "05": {"n_segments": 12, "n_perm": 200, "mds_n_init": 1, "n_folds": 3, "cnn_epochs": 3,
                "glue_max_examples": 4, "n_contact_sheets": 1, "seeds": "0,1"},
         "04": {"max_train": 200, "max_dev": 50, "max_test": 50, "min_count": 20, "seeds": "0,1"},
+        # the fine-tuning plan values are notebook 06's smoke plan too (same tiny models)
+        "07": {"tasks": "MRPC,STS-B", "seeds": "42,43", "multi_seed_tasks": "MRPC",
+               "max_train": "MRPC:64,STS-B:64", "epochs": 1, "max_dev": 48, "n_boot": 200,
+               "n_random_orders": 1, "importance_examples": 32},
     },
     "default": {},
     "paper": {
