@@ -387,8 +387,7 @@ else:
 # (L2) and min-max over the model (`normalize_importance`). It is estimated on
 # `importance_examples` seeded examples of the *`importance_split`* split: with the default
 # "train", the ranking is not fitted to the dev set it is then scored on (transformers'
-# bertology example, like Michel et al.'s pruning experiments, ranks on the evaluation data
-# itself, which flatters the curve). Heads are then masked cumulatively (`prune_mode`), 10% at
+# bertology example ranks on the evaluation data itself, which flatters the curve). Heads are then masked cumulatively (`prune_mode`), 10% at
 # a time, from least to most important, and in `n_random_orders` random orders: if the
 # importance curve does not stay above the random ones, the ranking carries no information.
 
@@ -589,6 +588,11 @@ print(f"heads removed at each pruning step: "
 
 # %%
 rand_rows = s0[s0["task"].isin(kov["random_head_helps"])]
+# the paper: STS-B and RTE rely on the same two heads; here the 5 heads whose removal costs most
+worst5 = {(t, sd): set(g.nsmallest(5, "delta")["label"]) for (t, sd), g in long[
+    (long["kind"] == "head") & (long["mode"] == mode0)].groupby(["task", "seed"], sort=False)}
+shared = [f"STS-B seed {a} / RTE seed {b}: {len(worst5[('STS-B', a)] & worst5[('RTE', b)])}"
+          for a in seeds_of.get("STS-B", []) for b in seeds_of.get("RTE", [])]
 rte_l1 = long[(long["task"] == "RTE") & (long["mode"] == mode0) & (long["label"] == "layer 1")]
 comparison = pd.DataFrame([
     ["disabling some single head improves the task", "every task",
@@ -611,6 +615,9 @@ comparison = pd.DataFrame([
      ("yes" if (rte_l1["delta"] > 0).all() else "no") if len(rte_l1) else "–"],
     ["disabling a whole layer can improve the result", "yes (RTE layer 1)",
      f"{int(layer_helps.sum())} of {n_models} models", "yes" if layer_helps.any() else "no"],
+    ["STS-B and RTE rely on the same heads", "the same 2 heads (4-1, 2-12)",
+     ("heads shared by the 5 costliest to disable, " + "; ".join(shared)) if shared
+     else "not run", "–"],
     ["FrameNet heads are not important (no drop when disabled)", "2 heads, no drop",
      f"{', '.join(watch_labels)}: largest drop {fn_u['delta'].min():+.2f}, "
      f"{len(fn_drops)} survive Holm", "yes" if fn_drops.empty else "no"],
