@@ -105,10 +105,14 @@ def list_of(*options: str) -> Matches:
                    "a comma-separated list of " + ", ".join(repr(o) for o in options))
 
 
-_TASK = "(?:" + "|".join(re.escape(t) for t in ("CoLA", "SST-2", "MRPC", "STS-B", "QQP", "MNLI",
-                                                 "QNLI", "RTE", "WNLI")) + ")"
+# GLUE task names as analyses.glue_metrics.TASKS spells them (not imported here: the driver
+# checks parameters before loading scikit-learn; tests/test_params.py checks they agree).
+GLUE_TASKS = ("MRPC", "STS-B", "SST-2", "QQP", "RTE", "QNLI", "MNLI", "CoLA", "WNLI")
+_TASK = "(?:" + "|".join(re.escape(t) for t in GLUE_TASKS) + ")"
 _TASK_LIST = Matches(f"{_TASK}(?:,{_TASK})*",
                      "a comma-separated list of GLUE tasks, e.g. 'MRPC,RTE'")
+_HEAD = r"[1-9]\d*-[1-9]\d*"  # a 1-based "layer-head" label, as the papers print it
+
 COUNT = Range(0)  # 0 is meaningful: "all" or "none", as the parameters cell says
 POSITIVE = Range(1)
 SHARE = Range(0, 1)
@@ -191,6 +195,19 @@ CONSTRAINTS: dict[str, Range | Matches | SeedList] = {
     "framenet_level": one_of("word", "piece"),
     "framenet_max_sentences": COUNT,
     "n_sd": Range(0, lo_open=True),
+    # 07 head disabling
+    "n_boot": POSITIVE,
+    "alpha": Range(0, 1, lo_open=True),
+    "modes": list_of("uniform", "zero"),  # analyses.disabling.MODES
+    "prune_mode": one_of("uniform", "zero"),
+    "prune_step": Range(0, 1, lo_open=True),  # must also divide 1 (disabling.pruning_steps)
+    "n_random_orders": POSITIVE,  # the reference: at least one
+    "importance_split": one_of("train", "dev"),
+    "importance_examples": COUNT,
+    "framenet_heads": Matches(f"(?:{_HEAD}(?:,{_HEAD})*)?",
+                              "'' (find them here) or 1-based head labels, e.g. '3-2,5-10'"),
+    "framenet_k": POSITIVE,
+    "framenet_n_sd": Range(0),
 }
 
 # (low, high): where a notebook has both, low <= high after the overrides.

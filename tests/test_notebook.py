@@ -52,7 +52,7 @@ def test_values_are_those_in_effect(notebooks_dir):
         notebook.collect_parameters("77", ns)
 
 
-@pytest.mark.parametrize("prefix", ["01", "02", "03", "04", "05"])
+@pytest.mark.parametrize("prefix", ["01", "02", "03", "04", "05", "07"])
 def test_every_notebook_records_all_its_parameters(prefix):
     source = notebook.notebook_source(prefix)
     names = notebook.parameter_names(source)

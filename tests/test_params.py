@@ -73,6 +73,14 @@ def test_types_follow_the_parameters_cell():
     ("ewt_splits", "dev,tset", "dev,test", r"comma-separated list of 'train', 'dev', 'test'"),
     ("block_grid", "0.9,1.5", "0.9,0.95,0.99", r"shares in \[0, 1\]"),
     ("truncation", "trunc", "truncate", r"one of 'truncate', 'skip'"),
+    ("train_subsets", "SST-2:0", "SST-2:8000", r"TASK:N entries"),
+    ("train_subsets", "SST2:10", "", r"TASK:N entries"),
+    ("max_train", -1, 0, r"an integer >= 0"),
+    ("tasks", "MRPC,QQQ", "MRPC", r"comma-separated list of GLUE tasks"),
+    ("multi_seed_tasks", "MRPC,", "", r"'' or a comma-separated list"),
+    ("modes", "uniform,mean", "uniform,zero", r"'uniform', 'zero'"),
+    ("framenet_heads", "0-3", "", r"1-based head labels"),
+    ("alpha", 0, 0.05, r"in \(0, 1\]"),
 ])
 def test_out_of_range_values_are_refused(name, value, default, expected):
     with pytest.raises(params.ParameterError, match=expected):
@@ -84,6 +92,23 @@ def test_in_range_values_pass():
     assert params.check_value("wikitext_splits", "train,valid", "valid,test") == "train,valid"
     assert params.check_value("block_grid", "0.5,1,.75", "0.9") == "0.5,1,.75"
     assert params.check_value("min_offset", -10, -3) == -10
+
+
+def test_notebook_06_07_plan_values_pass():
+    assert params.check_value("max_train", "SST-2:8000,CoLA:4000", "") == "SST-2:8000,CoLA:4000"
+    assert params.check_value("max_train", "", "SST-2:8000") == ""
+    assert params.check_value("max_train", 200, 0) == 200  # notebook 04's count
+    with pytest.raises(params.ParameterError, match="expected a string"):
+        params.check_value("max_train", 200, "SST-2:8000")  # each notebook keeps its type
+    assert params.check_value("multi_seed_tasks", "", "MRPC,RTE") == ""
+    assert params.check_value("framenet_heads", "3-2,10-12", "") == "3-2,10-12"
+
+
+def test_task_names_follow_the_metrics_table():
+    from analysis_utils.analyses.glue_metrics import TASKS
+
+    assert params.GLUE_TASKS == tuple(TASKS)
+    params.check_value("tasks", ",".join(TASKS), "MRPC")
 
 
 def test_ordered_pairs():
