@@ -95,11 +95,11 @@ def test_in_range_values_pass():
 
 
 def test_notebook_06_07_plan_values_pass():
-    assert params.check_value("max_train", "SST-2:8000,CoLA:4000", "") == "SST-2:8000,CoLA:4000"
-    assert params.check_value("max_train", "", "SST-2:8000") == ""
+    assert params.check_value("train_subsets", "SST-2:8000,CoLA:4000", "") == "SST-2:8000,CoLA:4000"
+    assert params.check_value("train_subsets", "", "SST-2:8000") == ""
     assert params.check_value("max_train", 200, 0) == 200  # notebook 04's count
     with pytest.raises(params.ParameterError, match="expected a string"):
-        params.check_value("max_train", 200, "SST-2:8000")  # each notebook keeps its type
+        params.check_value("train_subsets", 200, "SST-2:8000")  # each notebook keeps its type
     assert params.check_value("multi_seed_tasks", "", "MRPC,RTE") == ""
     assert params.check_value("framenet_heads", "3-2,10-12", "") == "3-2,10-12"
 
