@@ -174,6 +174,9 @@ class Run:
     started: float = field(default_factory=time.time)
     written: list[str] = field(default_factory=list)
     tables: dict[str, dict] = field(default_factory=dict)
+    # The code that runs is the code imported when the run starts: the commit is read then,
+    # not at finish (a commit made during a long run would otherwise be credited with it).
+    commit: str | None = field(default_factory=lambda: git_commit())
 
     def _stem(self, name: str) -> str:
         return name if name.startswith(f"{self.prefix}_") else f"{self.prefix}_{name}"
@@ -248,7 +251,7 @@ class Run:
             "parameters": self.params,
             "models": self.models,
             "data": self.data,
-            "git_commit": git_commit(),
+            "git_commit": self.commit,
             "versions": versions(),
             "device": (torch.cuda.get_device_name(0) if torch.cuda.is_available()
                        else f"cpu ({os.cpu_count()} cores)"),

@@ -95,6 +95,13 @@ def test_finish_records_resources_and_no_local_path(tiny_loaded, tiny_model_dir,
     assert prov["outputs"] == ["07_shares.csv", "07_shares.md"]
 
 
+def test_provenance_names_the_commit_the_run_started_from(outputs, monkeypatch):
+    monkeypatch.setattr(report, "git_commit", lambda: "aaaa")
+    run = report.start_run("07", {})
+    monkeypatch.setattr(report, "git_commit", lambda: "bbbb")  # committed during the run
+    assert json.loads(run.finish().read_text())["git_commit"] == "aaaa"
+
+
 def test_table_refuses_a_bad_key_or_tolerance_before_writing(outputs):
     run = report.start_run("07", {})
     df = pd.DataFrame({"layer": [1, 1], "head": [1, 2], "share": [0.25, 0.5]})
