@@ -733,6 +733,21 @@ fig.colorbar(im, ax=ax, shrink=0.8)
 _ = run.figure(fig, "framenet_example")
 
 # %% [markdown]
+# What a rerun on another machine must reproduce exactly: the plan, the data and the FrameNet
+# filter's counts (trained numbers move across CPUs and are compared within tolerances).
+
+# %%
+# NBVAL_CHECK_OUTPUT
+print(f"runs: {len(runs)}; tasks: {', '.join(task_list)}; seeds: {seed_list}")
+print(per_run[["task", "init", "seed", "train", "dev"]].to_string(index=False))
+print("drift/feature examples per task: "
+      + ", ".join(f"{t} {len(d['enc'])}" for t, d in task_data.items()))
+print("FrameNet funnel (exact / broad / literal): "
+      + "; ".join(f"{k} {v['exact']}/{v['broad']}/{v['literal']}"
+                  for k, v in funnel.T.to_dict().items()))
+print(f"labelled maps: {len(labels)}; map types: {', '.join(maptypes.MAP_TYPES)}")
+
+# %% [markdown]
 # ## Paper vs. this run
 #
 # Every claim of Sections 4.2-4.5 beside this run. The model is the one named above, not
