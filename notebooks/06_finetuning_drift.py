@@ -783,8 +783,8 @@ claims.append({"section": "4.3", "claim": "the last two layers change most with 
                "held": n_last == len(most)})
 claims.append({"section": "4.3", "claim": "padded maps inflate the similarity (implementation "
                "notes)", "paper": "not reported",
-               "this run": f"+{pad_summary['difference'].min():.3f} to "
-                           f"+{pad_summary['difference'].max():.3f} mean cosine",
+               "this run": f"{pad_summary['difference'].min():+.3f} to "
+                           f"{pad_summary['difference'].max():+.3f} mean cosine (by task)",
                "held": bool((pad_summary["difference"] > 0).all())})
 ft_top = top_target[top_target.model == "fine-tuned"].set_index("task")["target"]
 claims.append({"section": "4.5", "claim": "last-layer [CLS] attends most to [SEP]",
