@@ -337,3 +337,14 @@ def test_progress_bars_only_in_a_terminal(tiny_loaded, tmp_path, capsys, monkeyp
     extract_attention(tiny_loaded, [ModelInput((2, 8, 3))], cache_dir=tmp_path / "c",
                       desc="bar here", progress=False)  # an explicit choice still wins
     assert capsys.readouterr().err == ""
+
+
+def test_read_entry_prefers_positioned_reads_over_the_memory_map():
+    from analysis_utils.engine.attention import read_entry
+
+    class Store(list):
+        def read(self, i):
+            return ("read", i)
+
+    assert read_entry(Store([1, 2]), 1) == ("read", 1)
+    assert read_entry([np.zeros(1), np.ones(1)], 1)[0] == 1.0

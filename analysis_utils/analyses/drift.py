@@ -42,6 +42,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..engine.attention import read_entry as _entry
 from . import features as _features
 
 __all__ = [
@@ -93,7 +94,7 @@ def store_pairs(store_a, store_b, max_examples: int | None = 1000
                          "extracted from the same encoded examples")
     n = len(store_a) if max_examples is None else min(max_examples, len(store_a))
     for i in range(n):
-        yield store_a[i], store_b[i]
+        yield _entry(store_a, i), _entry(store_b, i)
 
 
 def with_token_ids(store, token_ids: Sequence[Sequence[int]],
@@ -104,7 +105,7 @@ def with_token_ids(store, token_ids: Sequence[Sequence[int]],
         raise ValueError(f"store holds {len(store)} inputs, token_ids {len(token_ids)}")
     n = len(store) if max_examples is None else min(max_examples, len(store))
     for i in range(n):
-        yield store[i], np.asarray(token_ids[i])
+        yield _entry(store, i), np.asarray(token_ids[i])
 
 
 def cosine_similarity(pairs: Iterable[tuple[np.ndarray, np.ndarray]],

@@ -62,6 +62,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..engine.attention import read_entry as _entry
 from ..engine.attention import word_level
 
 FEATURES = ("noun", "verb", "pronoun", "subject", "object", "negation")
@@ -507,7 +508,7 @@ def feature_statistics(store, aligned: Sequence, cls_id: int, sep_id: int,
     num_layers = None
     for i in range(n):
         a = aligned[i]
-        attn = np.asarray(store[i])
+        attn = np.asarray(_entry(store, i))
         if attn.shape[-1] != len(a):
             raise ValueError(f"input {i}: the map has {attn.shape[-1]} tokens, the aligned "
                              f"input {len(a)}: store and alignment do not belong together")

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import pandas as pd
 
+from ..engine.attention import read_entry as _entry
 from ..engine.wordmaps import EncodedWords, word_maps
 from ..heads import head_label
 
@@ -210,7 +211,7 @@ def iter_links(sentences: Sequence, store, encoded: Sequence[EncodedWords], leve
         raise ValueError(f"{len(sentences)} sentences, {len(encoded)} encodings and "
                          f"{len(store)} stored maps: they must match one to one")
     for i, (s, enc) in enumerate(zip(sentences, encoded, strict=True)):
-        attn = store[i]
+        attn = _entry(store, i)
         if level == "word":
             attn = word_maps(attn, enc).attn
         yield (attn, *link_positions(s, enc, level))

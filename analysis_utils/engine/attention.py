@@ -788,3 +788,11 @@ def word_level(attn: np.ndarray, tok2word: np.ndarray) -> np.ndarray:
     sizes = np.diff(np.r_[starts, len(tok2word)]).astype(np.float32)
     cols = np.add.reduceat(attn, starts, axis=-1)
     return np.add.reduceat(cols, starts, axis=-2) / sizes[:, None]
+
+
+def read_entry(store, i: int) -> np.ndarray:
+    """Entry ``i`` of ``store``: an :class:`AttentionStore` by a positioned read
+    (``store.read``), since indexing its memory map leaves every touched page resident in the
+    process (notebook 06 peaked at 4.7 GB that way); any other sequence is indexed."""
+    read = getattr(store, "read", None)
+    return read(i) if read is not None else store[i]
