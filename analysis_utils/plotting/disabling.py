@@ -52,6 +52,19 @@ def head_change_grids(panels: Mapping[str, np.ndarray], *,
     return fig
 
 
+def _panel_grid(panel_values: pd.Series, ncols: int, cell: tuple[float, float], suptitle: str):
+    """One panel per distinct value (in order of appearance): ``(names, fig, axes, ncols,
+    nrows)``, each panel ``cell`` inches, room for a suptitle when there is one."""
+    names = list(dict.fromkeys(panel_values))
+    if not names:
+        raise ValueError("no rows to plot")
+    ncols = max(1, min(ncols, len(names)))
+    nrows = -(-len(names) // ncols)
+    fig = Figure(figsize=(cell[0] * ncols + 0.4, cell[1] * nrows + (0.4 if suptitle else 0)),
+                 layout="constrained")
+    return names, fig, fig.subplots(nrows, ncols, squeeze=False).ravel(), ncols, nrows
+
+
 def layer_change_bars(table: pd.DataFrame, *, panel: str = "task", group: str = "seed",
                       ncols: int = 5, suptitle: str = "",
                       ylabel: str = "change when the layer is disabled (points)") -> Figure:
@@ -61,14 +74,7 @@ def layer_change_bars(table: pd.DataFrame, *, panel: str = "task", group: str = 
 
     table: rows with ``layer`` (0-based), ``delta`` and ``panel`` / ``group`` columns; an
     optional ``title`` column gives each panel's title (first row of the panel)."""
-    names = list(dict.fromkeys(table[panel]))
-    if not names:
-        raise ValueError("no rows to plot")
-    ncols = max(1, min(ncols, len(names)))
-    nrows = -(-len(names) // ncols)
-    fig = Figure(figsize=(2.6 * ncols + 0.4, 2.4 * nrows + (0.4 if suptitle else 0)),
-                 layout="constrained")
-    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    names, fig, axes, ncols, nrows = _panel_grid(table[panel], ncols, (2.6, 2.4), suptitle)
     for ax, name in zip(axes, names, strict=False):
         part = table[table[panel] == name]
         groups = list(dict.fromkeys(part[group]))
@@ -116,14 +122,7 @@ def pruning_curves_plot(curves: pd.DataFrame, *, panel: str = "task", seed: str 
     order of any seed. ``curves``: :func:`analyses.disabling.pruning_curves` rows (``order``,
     ``repeat``, ``fraction``, ``value``) with ``panel`` and ``seed`` columns; an optional
     ``title`` column gives each panel's title."""
-    names = list(dict.fromkeys(curves[panel]))
-    if not names:
-        raise ValueError("no rows to plot")
-    ncols = max(1, min(ncols, len(names)))
-    nrows = -(-len(names) // ncols)
-    fig = Figure(figsize=(2.7 * ncols + 0.4, 2.5 * nrows + (0.4 if suptitle else 0)),
-                 layout="constrained")
-    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    names, fig, axes, ncols, nrows = _panel_grid(curves[panel], ncols, (2.7, 2.5), suptitle)
     for ax, name in zip(axes, names, strict=False):
         part = curves[curves[panel] == name]
         rand = part[part["order"] == "random"]

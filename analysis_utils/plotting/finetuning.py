@@ -28,6 +28,16 @@ def _panels(n: int, ncols: int, size=(3.3, 2.6)):
     return fig, axes
 
 
+def _shared_legend(fig, ax, title: str):
+    """One legend for the figure, below the panels, from ``ax``'s entries; then the title."""
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 4),
+               fontsize=7, frameon=False)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    return fig
+
+
 def training_curves(curves: pd.DataFrame, *, by: str = "task", line: Sequence[str] = ("init", "seed"),
                     value: str = "loss", ncols: int = 3, title: str = "") -> object:
     """One panel per ``by`` value: ``value`` (default the training loss) against ``step``, one
@@ -85,12 +95,7 @@ def layer_profiles(df: pd.DataFrame, *, value: str = "score", panel: str = "task
         ax.set_xticks(layers)
         ax.tick_params(labelsize=7)
         ax.grid(lw=0.3, color="0.85")
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 4),
-               fontsize=7, frameon=False)
-    if title:
-        fig.suptitle(title, fontsize=10)
-    return fig
+    return _shared_legend(fig, axes[0], title)
 
 
 def grouped_bars(df: pd.DataFrame, *, value: str, group: str, bar: str, panel: str | None = None,
@@ -126,9 +131,4 @@ def grouped_bars(df: pd.DataFrame, *, value: str, group: str, bar: str, panel: s
         ax.grid(axis="y", lw=0.3, color="0.85", zorder=0)
         if p is not None:
             ax.set_title(str(p), fontsize=9)
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 4),
-               fontsize=7, frameon=False)
-    if title:
-        fig.suptitle(title, fontsize=10)
-    return fig
+    return _shared_legend(fig, axes[0], title)
