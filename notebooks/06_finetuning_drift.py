@@ -222,8 +222,10 @@ _ = run.table(baselines, "baselines", key=["task", "baseline"],
 # columns is comparable, not the values.
 
 # %%
-COLUMNS = {"pretrained": "pre-trained, no fine-tuning", "random_finetuned": "random init + fine-tuning",
-           "finetuned": "pre-trained + fine-tuning"}
+
+PAPER_COLUMN = {"frozen features": "pretrained", "untrained head": "pretrained",
+                "random init + fine-tuning": "random_finetuned",
+                "pre-trained + fine-tuning": "finetuned"}
 
 
 def summary_metrics(frame: pd.DataFrame) -> dict:
@@ -259,10 +261,7 @@ for task in task_list:
                                   "mean": frame[m].mean(),
                                   "sd": frame[m].std(ddof=1) if len(frame) > 1 else np.nan,
                                   "n_seeds": len(frame),
-                                  "paper": (paper or {}).get(
-                                      {"frozen features": "pretrained", "untrained head": "pretrained",
-                                       "random init + fine-tuning": "random_finetuned",
-                                       "pre-trained + fine-tuning": "finetuned"}[name], {}).get(m, np.nan)})
+                                  "paper": (paper or {}).get(PAPER_COLUMN[name], {}).get(m, np.nan)})
     view_rows.append(view)
 table1 = pd.DataFrame(long_rows)
 _ = run.table(table1, "table1", key=["task", "column", "metric"],
@@ -649,7 +648,7 @@ for name, sel in readings.items():
     fn_scores[name] = fn_heads.head_scores(per_sentence)
     fn_tables[name] = fn_heads.head_table(per_sentence, n_sd=n_sd)
     if name == "exact":
-        exact_encoded, exact_store = encoded, st
+        exact_encoded, exact_store, exact_per_sentence = encoded, st, per_sentence
         ctrl_store = attention.extract_attention(control, [e.as_input() for e in encoded],
                                                  progress=False)
         ctrl_scores = fn_heads.head_scores(fn_heads.sentence_scores(
@@ -710,9 +709,7 @@ readings_view
 
 # %%
 best = exact.iloc[0]
-sent_i = int(np.argmax(fn_heads.sentence_scores(
-    fn_heads.iter_links(readings["exact"].sentences, exact_store, exact_encoded, framenet_level),
-    framenet_direction)[:, int(best.layer), int(best["head"])]))
+sent_i = int(np.argmax(exact_per_sentence[:, int(best.layer), int(best["head"])]))
 s = readings["exact"].sentences[sent_i]
 wm = exact_store.read(sent_i)
 from analysis_utils.engine.wordmaps import word_maps  # noqa: E402
