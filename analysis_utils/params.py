@@ -138,6 +138,7 @@ CONSTRAINTS: dict[str, Range | Matches | SeedList] = {
     "mlm_steps": POSITIVE,
     "mlm_texts": POSITIVE,
     "n_grad_segments": POSITIVE,
+    "n_norm_segments": POSITIVE,
     # 02 syntax heads
     "ewt_splits": list_of("train", "dev", "test"),
     "max_sentences": COUNT,

@@ -7,6 +7,8 @@ Where the outputs go:
   notebook beside its source (``notebooks/NN_topic.ipynb``); from a git tree whose tracked
   sources (``analysis_utils/``, ``notebooks/*.py``, ``pyproject.toml``) have uncommitted
   changes only with ``--allow-dirty``, since provenance must name one clean commit;
+- ``base``: the same, one level down: ``results/base/``, ``figures/base/``,
+  ``notebooks/base/NN_topic.ipynb`` (a second model's outputs beside the default ones);
 - ``smoke``: everything under ``<cache>/smoke_outputs/{results,figures,notebooks}``; with
   ``--golden``, and only when every selected notebook succeeded, the rendered notebooks also
   replace the golden copies ``tests/golden/NN_topic.ipynb`` that nbval re-runs;
@@ -128,7 +130,7 @@ def plan(profile: str, only: list[str] | None = None, extra: dict | None = None,
         problems.setdefault(message, []).append(where)
 
     jobs, used, seen = [], set(), set()
-    sources = notebook_sources(only, notebooks_dir)
+    sources = notebook_sources(profiles.notebooks(profile, only), notebooks_dir)
     for source in sources:
         defaults = params.read_parameters(source)
         prefix = source.name[:2]
@@ -173,6 +175,10 @@ def destination(profile: str, output_dir: str | os.PathLike | None = None) -> De
         root = Path(output_dir).expanduser().resolve()
     elif profile == "smoke":
         root = paths.cache_dir() / SMOKE_OUTPUTS
+    elif profile in profiles.SUBFOLDER:
+        sub = profiles.SUBFOLDER[profile]
+        return Destination(paths.RESULTS_DIR / sub, paths.FIGURES_DIR / sub,
+                           paths.NOTEBOOKS_DIR / sub)
     else:
         return Destination(paths.RESULTS_DIR, paths.FIGURES_DIR, None)
     return Destination(root / "results", root / "figures", root / "notebooks")
@@ -317,13 +323,13 @@ def execute(job: Job, profile: str, dest: Destination, kernel_name: str = "pytho
                 ) from err
             raise NotebookFailed(f"{source.name} failed ({type(err).__name__}: {err}); {where}; "
                                  f"the previous outputs are unchanged") from err
-        scrub_local_paths(rendered, source)
+        scrub_local_paths(rendered, source, dest.rendered(source))
         return _publish(stage, source, dest)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
 
 
-def scrub_local_paths(rendered: Path, source: Path) -> None:
+def scrub_local_paths(rendered: Path, source: Path, published: Path | None = None) -> None:
     """Papermill records where it read and wrote the notebook (``metadata.papermill``
     ``input_path`` / ``output_path``): the staging folder of this machine. A committed
     rendering names its source relative to the repository instead."""
@@ -334,7 +340,9 @@ def scrub_local_paths(rendered: Path, source: Path) -> None:
     if meta is None:
         return
     meta["input_path"] = f"notebooks/{source.name}"
-    meta["output_path"] = f"notebooks/{source.with_suffix('.ipynb').name}"
+    meta["output_path"] = (str(published.resolve().relative_to(paths.REPO_ROOT.resolve()))
+                           if published is not None and _inside(published, paths.REPO_ROOT)
+                           else f"notebooks/{source.with_suffix('.ipynb').name}")
     rendered.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n")
 
 

@@ -10,6 +10,9 @@ parameters cell (name and type) and the ranges declared in :mod:`analysis_utils.
   the golden notebooks under ``tests/golden/`` that nbval re-runs.
 - ``default``: the packaged model (all-MiniLM-L6-v2) on the full local data: the committed
   ``results/``, ``figures/`` and rendered notebooks.
+- ``base``: the base-size all-mpnet-base-v2 (12 x 12, assembled offline by ``make mpnet``) on
+  the default data, notebooks 01-05, into ``results/base/``, ``figures/base/`` and
+  ``notebooks/base/`` so the default outputs stay where they are.
 - ``paper``: ``bert-base-uncased`` as in both papers, for a connected GPU box.
 """
 
@@ -19,7 +22,7 @@ PROFILES: dict[str, dict[str, dict]] = {
     "smoke": {
         "*": {"model": "minilm", "seed": 0},
         "01": {"n_segments": 24, "mlm_steps": 20, "mlm_texts": 40,
-               "n_grad_segments": 4},
+               "n_grad_segments": 4, "n_norm_segments": 12},
         "02": {"max_sentences": 60, "min_count": 20},
         "03": {"max_documents": 3},
         "05": {"n_segments": 12, "n_perm": 200, "mds_n_init": 1, "n_folds": 3, "cnn_epochs": 3,
@@ -30,15 +33,49 @@ PROFILES: dict[str, dict[str, dict]] = {
                "train_subsets": "MRPC:64,STS-B:64", "epochs": 1, "max_dev": 48,
                "n_examples": 24, "padded_examples": 8, "glue_max_examples": 8,
                "maptype_seeds": "0", "cnn_epochs": 3, "framenet_max_sentences": 40},
-                "07": {"tasks": "MRPC,STS-B", "seeds": "42,43", "multi_seed_tasks": "MRPC",
+        "07": {"tasks": "MRPC,STS-B", "seeds": "42,43", "multi_seed_tasks": "MRPC",
                "train_subsets": "MRPC:64,STS-B:64", "epochs": 1, "max_dev": 48, "n_boot": 200,
                "n_random_orders": 1, "importance_examples": 32},
     },
     "default": {},
+    # all-mpnet-base-v2 (12 x 12, hidden 768) on the default data, into results/base/,
+    # figures/base/ and notebooks/base/; notebooks 01-05 only (pipeline.PROFILE_NOTEBOOKS).
+    # CPU budget (2 cores): seeded samples of EWT for 02 and 04, three training seeds for the
+    # probes and classifiers, 200 GLUE dev examples per task for the map types; stated in the
+    # notebooks by their data tables and parameters.
+    "base": {
+        "*": {"model": "mpnet"},
+        "01": {"n_norm_segments": 300},
+        "02": {"max_sentences": 1000},
+        "04": {"max_train": 2000, "max_dev": 500, "max_test": 1000, "seeds": "0,1,2"},
+        "05": {"seeds": "0,1,2", "glue_max_examples": 200},
+    },
     "paper": {
         "*": {"model": "bert-base-uncased"},
     },
 }
+
+# Profiles that run only some notebooks (the rest need what the profile's model cannot give:
+# 06-07 fine-tune and disable heads through AttentionInterface, which MPNet does not call).
+NOTEBOOKS: dict[str, tuple[str, ...]] = {"base": ("01", "02", "03", "04", "05")}
+# Profiles that publish into their own subfolder of results/, figures/ and notebooks/.
+SUBFOLDER: dict[str, str] = {"base": "base"}
+
+
+def notebooks(profile: str, only: list[str] | None) -> list[str] | None:
+    """The notebook prefixes ``profile`` runs given ``--only`` (``None``: every notebook);
+    a prefix outside the profile's own set is refused."""
+    allowed = NOTEBOOKS.get(profile)
+    if allowed is None:
+        return only
+    if not only:
+        return list(allowed)
+    wanted = [o.strip().zfill(2) for o in only if o.strip()]
+    outside = sorted(set(wanted) - set(allowed))
+    if outside:
+        raise ValueError(f"profile {profile!r} runs notebooks {', '.join(allowed)} only; "
+                         f"drop {', '.join(outside)} from --only")
+    return wanted
 
 
 def overrides(profile: str, prefix: str, available: set[str] | None = None) -> dict:

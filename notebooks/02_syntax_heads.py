@@ -40,7 +40,7 @@ control_init = "random_keep_embeddings"  # Clark's control: pretrained embedding
 device = ""  # empty: CUDA when available, else CPU
 seed = 0
 ewt_splits = "dev,test"  # UD English EWT splits to analyse
-max_sentences = 0  # 0: every sentence of the splits
+max_sentences = 0  # 0: every sentence of the splits; else a seeded sample of that many
 max_pieces = 0  # 0: the model's maximum input length; longer sentences are dropped (counted)
 min_count = 100  # the paper: relations with at least 100 occurrences
 poss_mode = "clark"  # "clark": the paper's possessive handling ('s as dependent); "ud": UD edge
@@ -113,8 +113,7 @@ for split in ewt_splits.split(","):
     part = treebank.read_conllu(manifest.require(f"ud-english-ewt/en_ewt-ud-{split}.conllu"))
     split_counts[split] = len(part)
     sentences += part
-if max_sentences:
-    sentences = sentences[:max_sentences]
+sentences = treebank.subsample(sentences, max_sentences, seed)  # seeded, in corpus order
 limit = max_pieces or wordmaps.max_input_length(tok, lm.model)
 enc = wordmaps.encode_corpus(tok, [s.words for s in sentences], max_length=limit)
 kept = [sentences[i] for i in enc.kept]

@@ -47,9 +47,10 @@ if "google.colab" in sys.modules:
 model = "minilm"  # "minilm" (packaged all-MiniLM-L6-v2), a local folder, or a hub id
 control_init = "random_keep_embeddings"  # Clark's control: pretrained embeddings, rest random
 device = ""  # empty: CUDA when available, else CPU
-seed = 0  # the random-init control's weights (one draw, shared by every training seed)
+seed = 0  # the random-init control's weights (one draw, shared by every training seed) and the
+# seeded samples of max_train / max_dev / max_test
 seeds = "0,1,2,3,4"  # training seeds: each sets a probe's initialisation and data order
-max_train = 0  # 0: every sentence of EWT train (12,544)
+max_train = 0  # 0: every sentence of EWT train (12,544); else a seeded sample of that many
 max_dev = 0  # 0: every sentence of EWT dev
 max_test = 0  # 0: every sentence of EWT test
 max_pieces = 0  # 0: the model's maximum input length; longer sentences are dropped (counted)
@@ -105,7 +106,7 @@ splits, encodings, data_report = {}, {}, {}
 for split, cap in caps.items():
     part = treebank.read_conllu(manifest.require(f"ud-english-ewt/en_ewt-ud-{split}.conllu"))
     data_report[f"{split}: sentences in file"] = len(part)
-    part = part[:cap] if cap else part
+    part = treebank.subsample(part, cap, seed)  # seeded, in corpus order (cap 0: all)
     enc = wordmaps.encode_corpus(tok, [s.words for s in part], max_length=limit)
     splits[split] = [part[i] for i in enc.kept]
     encodings[split] = enc

@@ -82,6 +82,7 @@ from analysis_utils.compare import EXACT, IGNORE, from_sd, within
 from analysis_utils.data import glue, wikitext
 from analysis_utils.data import labels as sheets
 from analysis_utils.engine import attention
+from analysis_utils.engine.models import load_model
 from analysis_utils.heads import head_label, head_labels, parse_head_label
 from analysis_utils.plotting import maptypes as maptype_plots
 
@@ -253,21 +254,21 @@ separation
 # so no classifier can be evaluated on Block.
 
 # %%
-labels = sheets.load_labels()
-wiki_label_segments = (segments if n_segments == sheets.WIKI_SEGMENTS["n"] else
-                       wikitext.make_segments(articles, tok, **sheets.WIKI_SEGMENTS).segments)
-pools = {"wiki": wiki_label_segments, **{t: glue.read_glue(t) for t in glue.available_tasks()}}
-label_inputs, label_stores, label_examples = {}, {}, {}
-for src, pool in pools.items():
-    ex_idx = sorted(set(labels.loc[labels.source == src, "example"].astype(int)))
-    chosen = [pool[i] for i in ex_idx]
-    inp = chosen if src == "wiki" else glue.encode(chosen, tok, max_tokens=max_tokens).inputs
-    label_examples[src], label_inputs[src] = ex_idx, dict(zip(ex_idx, inp, strict=True))
-    label_stores[src] = attention.extract_attention(lm, inp, progress=False)
-label_maps = sheets.gather_maps(labels, label_stores, label_examples)
-label_ids = [label_inputs[r.source][r.example] for r in labels.itertuples()]
-label_stats = pd.DataFrame([maptypes.map_statistics(m, x.input_ids, x.token_type_ids, special["cls"],
-                                                    special["sep"], punct_ids)
+if sheets.labels_drawn_on(lm):
+    labels_lm = lm
+else:
+    # the labels name (layer, head) positions of the labelled model's maps; this model's maps at
+    # those positions are other heads, so the classifiers learn from the labelled model's maps
+    labels_lm = load_model(sheets.LABELLED_MODEL, device=lm.device)
+    print(f"The hand labels are of {labels_lm.label}'s maps, not {lm.label}'s: the classifiers "
+          f"below are trained and cross-validated on {labels_lm.label}'s labelled maps, then "
+          f"applied to {lm.label}'s maps (a transfer across models; how well it transfers "
+          "is not measured, no map of this model was labelled).")
+labels, label_maps, label_ids = sheets.labelled_maps(labels_lm, max_tokens=max_tokens)
+label_special = labels_lm.special_ids
+label_stats = pd.DataFrame([maptypes.map_statistics(m, x.input_ids, x.token_type_ids,
+                                                    label_special["cls"], label_special["sep"],
+                                                    punct_ids)
                             for m, x in zip(label_maps, label_ids, strict=True)])
 balance = sheets.class_balance(labels["label"])
 run.table(balance, "label_balance", key=["label"], tolerance={"share": EXACT},
@@ -290,7 +291,7 @@ fig = maptype_plots.contact_sheet(
      f"{head_label(labels.layer[i], labels['head'][i])}, n={len(label_maps[i])}"
      for t, i in picked.items()],
     boundaries=[bounds[i] for i in picked.values()], ncols=len(picked), cell=2.3,
-    title=f"One hand-labelled map per type ({lm.label}, pre-trained); each on its own scale, "
+    title=f"One hand-labelled map per type ({labels_lm.label}); each on its own scale, "
           "(a / max) ** 0.5")
 _ = run.figure(fig, "maptype_examples", dpi=100)
 
@@ -309,7 +310,7 @@ for k in range(0, len(labels) if n_contact_sheets == 0 else 30 * n_contact_sheet
                                      "each map on its own scale, (a / max) ** 0.5; red line: start of the "
                                      "second sentence")
     png = run.figure(fig, f"maptype_contact_sheet_{k // 30 + 1}", dpi=90, show=False)
-    sheet_links.append(f"[maps #{k}-#{k + len(sub) - 1}](../figures/{png.name})")
+    sheet_links.append(f"[maps #{k}-#{k + len(sub) - 1}]({run.figure_link(png)})")
 display(Markdown("Contact sheets of the labelled set (files in `figures/`): "
                  + ", ".join(sheet_links)))
 

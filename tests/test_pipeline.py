@@ -213,6 +213,33 @@ def test_destinations(tmp_path, monkeypatch):
                                                     tmp_path / "out" / "notebooks" / "01_a.ipynb")
 
 
+def test_base_profile_runs_01_to_05_into_its_own_folders():
+    base = pipeline.destination("base")
+    root = pipeline.paths.REPO_ROOT
+    assert (base.results, base.figures) == (root / "results" / "base", root / "figures" / "base")
+    assert base.rendered(Path("/x/notebooks/02_b.py")) == root / "notebooks" / "base" / "02_b.ipynb"
+    assert [j.source.name[:2] for j in pipeline.plan("base")] == ["01", "02", "03", "04", "05"]
+    assert all(j.parameters["model"] == "mpnet" for j in pipeline.plan("base"))
+    assert [j.source.name[:2] for j in pipeline.plan("base", ["2", "04"])] == ["02", "04"]
+    with pytest.raises(ValueError, match="runs notebooks 01, 02, 03, 04, 05 only; drop 06"):
+        pipeline.plan("base", ["01", "06"])
+    # committed outputs of the base profile are guarded like the default ones
+    assert pipeline._inside(base.results, root)
+
+
+def test_published_path_is_recorded_relative_to_the_repository(tmp_path):
+    nb = tmp_path / "x.ipynb"
+    nb.write_text(json.dumps({"cells": [], "metadata": {"papermill": {
+        "input_path": "/tmp/stage/in.ipynb", "output_path": "/tmp/stage/x.ipynb"}}}))
+    root = pipeline.paths.REPO_ROOT
+    pipeline.scrub_local_paths(nb, Path("01_a.py"), root / "notebooks" / "base" / "01_a.ipynb")
+    meta = json.loads(nb.read_text())["metadata"]["papermill"]
+    assert meta == {"input_path": "notebooks/01_a.py", "output_path": "notebooks/base/01_a.ipynb"}
+    pipeline.scrub_local_paths(nb, Path("01_a.py"), tmp_path / "elsewhere.ipynb")
+    assert json.loads(nb.read_text())["metadata"]["papermill"]["output_path"] == \
+        "notebooks/01_a.ipynb"
+
+
 def git(repo: Path, *args: str) -> None:
     subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", *args],
                    cwd=repo, check=True, capture_output=True)

@@ -317,3 +317,14 @@ def test_wikipedia_segments_match_manual_construction(gold_data_dir):
         n=20, seed=3)
     assert len(articles) == 60
     assert [s.input_ids for s in segset.segments] == [s.input_ids for s in manual.segments]
+
+
+def test_subsample_is_seeded_in_corpus_order_and_whole_when_uncapped():
+    from analysis_utils.data.treebank import subsample
+
+    items = list(range(100))
+    a, b = subsample(items, 10, seed=3), subsample(items, 10, seed=3)
+    assert a == b and len(a) == 10 and a == sorted(a) and len(set(a)) == 10
+    assert a != subsample(items, 10, seed=4)
+    assert max(a) > 10  # drawn over the whole file, not its first rows
+    assert subsample(items, 0, seed=3) == items and subsample(items, 500, seed=3) == items

@@ -258,8 +258,8 @@ def _prepare_batches(model: nn.Module, inputs, max_tokens: int, max_batch: int, 
     device = _device(model)
     out = []
     for idx in engine_attention.length_batches(lengths, np.arange(len(items)), max_tokens, max_batch):
-        out.append((np.array(idx), engine_attention.collate([items[i] for i in idx], pad_id,
-                                                       device)))
+        out.append((np.array(idx), engine_attention.collate(
+            [items[i] for i in idx], pad_id, device, engine_attention.uses_token_types(model))))
     return out, len(items)
 
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .. import paths
+from ..engine.wordmaps import segment_ids
 from .manifest import manifest_entries, require
 from .treebank import CorpusFormatError
 
@@ -192,10 +193,11 @@ def encode(examples: list[GlueExample], tokenizer, max_tokens: int = 128) -> Enc
         enc = tokenizer(*args, truncation="longest_first" if full > max_tokens else False,
                         max_length=max_tokens, return_token_type_ids=True)
         ids = tuple(int(i) for i in enc["input_ids"])
-        tt = enc.get("token_type_ids")
+        tt = enc.get("token_type_ids") if "token_type_ids" in tokenizer.model_input_names else None
         inputs.append(EncodedInput(
             input_ids=ids,
-            token_type_ids=tuple(int(t) for t in tt) if tt is not None else (0,) * len(ids),
+            token_type_ids=(tuple(int(t) for t in tt) if tt is not None
+                            else tuple(segment_ids(ids, tokenizer.sep_token_id).tolist())),
             tokens=tuple(tokenizer.convert_ids_to_tokens(list(ids))),
             truncated=full > max_tokens))
     lengths = [len(x) for x in inputs]

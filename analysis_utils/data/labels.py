@@ -30,11 +30,26 @@ import pandas as pd
 from .. import paths
 from ..analyses.maptypes import MAP_TYPES
 
-__all__ = ["LABELS_PATH", "LABEL_COLUMNS", "WIKI_SEGMENTS", "sample_label_set", "load_labels",
+__all__ = ["LABELS_PATH", "LABEL_COLUMNS", "WIKI_SEGMENTS", "LABELLED_MODEL", "labels_drawn_on", "sample_label_set", "load_labels",
            "gather_maps", "labelled_maps", "class_balance", "example_per_type"]
 
 LABELS_PATH = paths.PACKAGE_DIR / "data" / "labels" / "maptype_labels.csv"
 LABEL_COLUMNS = ("id", "source", "example", "layer", "head", "label", "note")
+#: The model whose maps were labelled: the packaged all-MiniLM-L6-v2, pre-trained (its loader
+#: name and weights' sha256, as ``LoadedModel.identity`` records it).
+LABELLED_MODEL = "minilm"
+LABELLED_WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+
+
+def labels_drawn_on(loaded) -> bool:
+    """Whether the labels are of ``loaded``'s own maps (the pre-trained packaged model). For
+    any other model the labelled (layer, head) positions name different heads, so its maps at
+    those positions carry no label: train on :data:`LABELLED_MODEL`'s maps instead."""
+    ident = loaded.identity
+    return (ident.get("weights_sha256") == LABELLED_WEIGHTS_SHA256
+            and ident.get("init") == "pretrained")
+
+
 #: Settings of the Wikipedia segments the ``wiki`` rows index into (notebook 01's segments).
 WIKI_SEGMENTS = {"n": 1000, "max_tokens": 128, "seed": 0, "policy": "truncate"}
 

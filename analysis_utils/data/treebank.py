@@ -28,7 +28,7 @@ from pathlib import Path
 
 import conllu
 
-__all__ = ["CorpusFormatError", "Problem", "Block", "ConlluBlock", "Scanned", "Sentence",
+__all__ = ["CorpusFormatError", "subsample", "Problem", "Block", "ConlluBlock", "Scanned", "Sentence",
            "iter_blocks", "check_block", "scan_conllu", "iter_conllu", "read_conllu"]
 
 
@@ -368,3 +368,15 @@ def read_conllu(path: str | os.PathLike) -> list[Sentence]:
             line=s.first,
         ))
     return out
+
+
+def subsample(items: list, n: int, seed: int) -> list:
+    """``n`` of ``items`` drawn without replacement with ``seed``, kept in corpus order (all
+    of them when ``n`` is 0 or at least their number). A seeded draw over the whole file, so a
+    capped run sees every genre of the treebank, not only its first documents."""
+    if not n or n >= len(items):
+        return list(items)
+    import numpy as np
+
+    idx = np.sort(np.random.default_rng(seed).choice(len(items), size=n, replace=False))
+    return [items[int(i)] for i in idx]

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..engine.wordmaps import segment_ids
 from .treebank import CorpusFormatError
 
 # --------------------------------------------------------------------------- WikiText-2
@@ -198,11 +199,12 @@ def make_segments(articles: list[Article], tokenizer, n: int = 1000, max_tokens:
             offset = max(first_words) + 1 if first_words else 0
             uniq = tuple(None if w is None else (w if s == 0 else w + offset)
                          for w, s in zip(wids, seq, strict=True))
-            tt = enc.get("token_type_ids")
+            tt = enc.get("token_type_ids") if "token_type_ids" in tokenizer.model_input_names else None
             a, i = cands[k]
             segments.append(Segment(
                 article=articles[a].title, index=i, input_ids=tuple(ids),
-                token_type_ids=tuple(tt[row]) if tt is not None else (0,) * len(ids),
+                token_type_ids=(tuple(tt[row]) if tt is not None
+                                else tuple(segment_ids(ids, tokenizer.sep_token_id).tolist())),
                 word_ids=uniq, tokens=tuple(tokenizer.convert_ids_to_tokens(ids)),
                 truncated=full_len[k] > max_tokens))
     lengths = [len(s) for s in segments]

@@ -39,6 +39,7 @@ change gives a new key, so stores of an older format are never read.
 from __future__ import annotations
 
 import hashlib
+import inspect
 import json
 import os
 import shutil
@@ -529,7 +530,21 @@ def length_batches(lengths: np.ndarray, todo: np.ndarray, max_tokens: int, max_b
         yield batch
 
 
-def collate(inputs: list[ModelInput], pad_id: int, device: torch.device) -> dict:
+def uses_token_types(model) -> bool:
+    """Whether ``model`` takes segment ids: a ``token_type_ids`` argument and at least two
+    token types (BERT: yes; MPNet: no such argument; RoBERTa: one type only, so a second
+    segment's id 1 would index past its table)."""
+    m = model.model if hasattr(model, "model") and not isinstance(model, torch.nn.Module) \
+        else model
+    accepts = "token_type_ids" in inspect.signature(type(m).forward).parameters
+    return accepts and int(getattr(m.config, "type_vocab_size", 0) or 0) >= 2
+
+
+def collate(inputs: list[ModelInput], pad_id: int, device: torch.device,
+            token_types: bool = True) -> dict:
+    """Pad ``inputs`` into one batch on ``device``. ``token_types=False`` leaves the segment ids
+    out (models that take none, :func:`uses_token_types`); readers still record them for the
+    analyses."""
     n = max(len(x) for x in inputs)
     ids = torch.full((len(inputs), n), pad_id, dtype=torch.long)
     mask = torch.zeros((len(inputs), n), dtype=torch.long)
@@ -541,7 +556,7 @@ def collate(inputs: list[ModelInput], pad_id: int, device: torch.device) -> dict
         if x.token_type_ids is not None:
             types[b, : len(x)] = torch.tensor(x.token_type_ids)
     batch = {"input_ids": ids, "attention_mask": mask}
-    if has_types:
+    if has_types and token_types:
         batch["token_type_ids"] = types
     return {k: v.to(device) for k, v in batch.items()}
 
@@ -627,6 +642,7 @@ def extract_attention(
     todo = np.array([i for i in range(len(inputs)) if i not in done], dtype=np.int64)
     pad_id = loaded.tokenizer.pad_token_id or 0
     model, device = loaded.model, loaded.device
+    types = uses_token_types(model)
     t0, last_flush = time.perf_counter(), time.perf_counter()
     pending: list[tuple[int, int]] = []
 
@@ -640,7 +656,7 @@ def extract_attention(
     try:
         with torch.inference_mode():
             for batch in length_batches(lengths, todo, max_tokens, max_batch):
-                enc = collate([inputs[i] for i in batch], pad_id, device)
+                enc = collate([inputs[i] for i in batch], pad_id, device, types)
                 out = model(**enc, output_attentions=True)
                 if not out.attentions:
                     raise RuntimeError("the model returned no attentions; load it with "

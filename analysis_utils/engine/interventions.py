@@ -208,6 +208,18 @@ def _routes_attention(model: nn.Module) -> bool:
     return all(f() for f in check if f is not None)
 
 
+def supports(model) -> bool:
+    """Whether :func:`intervene` can reach ``model``'s heads (its attention goes through
+    ``transformers.AttentionInterface``): BERT-family yes, MPNet no."""
+    return _routes_attention(unwrap_model(model))
+
+
+def why_not(model) -> str:
+    """Why :func:`intervene` cannot reach ``model`` (empty when it can)."""
+    m = unwrap_model(model)
+    return "" if _routes_attention(m) else _not_routed_message(m)
+
+
 def _not_routed_message(model: nn.Module) -> str:
     own = sorted({type(m).__name__ for m in model.modules()
                   if "Attention" in type(m).__name__})

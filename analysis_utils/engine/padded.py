@@ -22,7 +22,7 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import torch
 
-from .attention import as_inputs
+from .attention import as_inputs, uses_token_types
 
 __all__ = ["iter_padded_attention"]
 
@@ -60,8 +60,10 @@ def iter_padded_attention(loaded, items: Sequence, pad_to: int = 128, *,
                 mask[b, :len(x)] = 1
                 if x.token_type_ids is not None:
                     types[b, :len(x)] = torch.tensor(x.token_type_ids)
-            out = model(input_ids=ids.to(device), attention_mask=mask.to(device),
-                        token_type_ids=types.to(device), output_attentions=True)
+            extra = ({"token_type_ids": types.to(device)}
+                     if uses_token_types(model) else {})
+            out = model(input_ids=ids.to(device), attention_mask=mask.to(device), **extra,
+                        output_attentions=True)
             if not out.attentions:
                 raise RuntimeError("the model returned no attentions; load it with "
                                    "attn_implementation='eager' (models.load_model does)")

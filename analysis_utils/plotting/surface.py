@@ -257,3 +257,39 @@ def attention_map_grid(panels: Sequence[Mapping], ncols: int = 2, gamma: float =
     if suptitle:
         fig.suptitle(suptitle, fontsize=10)
     return fig
+
+
+def norm_share_plot(layers: pd.DataFrame, targets: Sequence[str] = ("cls", "sep", "punct"),
+                    names: Mapping[str, str] | None = None, title: str | None = None,
+                    panel_size: tuple[float, float] = (3.4, 2.8)) -> Figure:
+    """Attention norms (Kobayashi et al. 2020) per layer: for each token class, its share of
+    the attention weights (solid) and of the weighted-vector norms (dashed), mean over heads.
+    ``layers``: :func:`analysis_utils.analyses.norms.layer_summary` frames stacked with a
+    ``model_kind`` column (``"model"`` drawn strong, ``"control"`` faint). ``names``: the
+    model's own token names for the classes (e.g. ``{"cls": "<s>", "sep": "</s>"}``)."""
+    shown = {"cls": "first token", "sep": "separators", "punct": "periods and commas",
+             "other": "other tokens"}
+    fig = Figure(figsize=(panel_size[0] * len(targets), panel_size[1]), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, len(targets), squeeze=False).ravel())
+    kinds = [k for k in ("model", "control") if k in set(layers["model_kind"])]
+    for ax, target in zip(axes, targets, strict=True):
+        color = COLORS.get(target, "#34495e")
+        for kind in kinds:
+            d = layers[(layers["model_kind"] == kind) & (layers["target"] == target)]
+            d = d.sort_values("layer")
+            alpha, lw = (1.0, 1.8) if kind == "model" else (0.35, 1.2)
+            ax.plot(d["layer"], d["weight_share"], "-o", color=color, alpha=alpha, lw=lw, ms=3,
+                    label=f"weight share ({kind})")
+            ax.plot(d["layer"], d["norm_share"], "--s", color=color, alpha=alpha, lw=lw, ms=3,
+                    label=f"norm share ({kind})")
+        label = shown.get(target, target)
+        if names and target in names:
+            label = f"{label} ({names[target]})"
+        ax.set_title(label)
+        _layer_axis(ax, layers["layer"])
+        ax.set_ylim(0, 1)
+    axes[0].set_ylabel("Share (mean over heads)")
+    axes[0].legend(fontsize=7, loc="upper left")
+    if title:
+        fig.suptitle(title)
+    return fig
