@@ -1,0 +1,709 @@
+"""Notebook 08: the same questions across models, read from each model's saved tables.
+
+Nothing here touches a model or an attention map: every function reads the CSV tables that
+notebooks 01-05 wrote into a *run folder* (``results/`` for the default profile,
+``results/base/`` for the ``base`` profile, ...) and returns tidy pandas frames, one row per
+model (and per layer, head, relation or claim), so that models of different depth can be put
+side by side on one **relative-depth** axis: layer ``l`` (1-based) of an ``L``-layer model sits
+at ``l / L`` (BERT-base's layer 7 of 12 at 0.58, MiniLM's layer 3 of 6 at 0.5).
+
+A run folder names its model in its ``NN_provenance.json`` files (name, layers, heads,
+tokenizer); a folder that does not exist, or lacks a table, is never dropped silently:
+:func:`gaps` says which table is missing and which command produces it.
+
+>>> runs = load_runs("results,results/base")                         # doctest: +SKIP
+>>> positional_heads(runs)                                          # doctest: +SKIP
+
+The paper's BERT-base numbers come from :mod:`analysis_utils.papers`, never from here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .. import paths
+from ..heads import parse_head_label
+from ..papers import (
+    BERT_BASE_LAYERS,
+    CLARK_FIGURE6,
+    CLARK_SECTION3,
+    CLARK_TABLE1,
+    CLARK_TABLE2,
+    CLARK_TABLE3,
+    EWT_REPRODUCTION_TABLE3,
+    KOVALEVA_HETEROGENEOUS_RANGE,
+    KOVALEVA_TASKS,
+)
+
+PAPER = "BERT-base (paper)"  # the model column of the paper's rows
+DASH = "\u2013"
+
+#: What each question of notebook 08 reads from a run folder.
+NEEDS: dict[str, tuple[str, ...]] = {
+    "sink": ("01_layer_token_class_shares.csv",),
+    "positional": ("01_per_head_model.csv", "01_per_head_control.csv"),
+    "entropy": ("01_per_head_model.csv", "01_per_head_control.csv"),
+    "syntax": ("02_table1_model.csv", "02_table1_control.csv"),
+    "coref": ("03_table2.csv",),
+    "probes": ("04_table3.csv",),
+    "clustering": ("05_layer_separation.csv",),
+    "maptypes": ("05_type_proportions.csv",),
+    "claims": ("01_paper_vs_run.csv", "02_paper_vs_run.csv", "03_paper_vs_run.csv",
+               "04_table3.csv", "05_layer_separation.csv", "05_type_proportions.csv"),
+}
+
+#: Token classes of notebook 01's tables, named by role (the model's own token in brackets).
+ROLES = {"cls": "first token", "sep": "separator", "punct": "punctuation"}
+_SPECIAL_TOKENS = {"bert": ("[CLS]", "[SEP]"), "mpnet": ("<s>", "</s>"),
+                   "roberta": ("<s>", "</s>"), "xlm-roberta": ("<s>", "</s>")}
+
+
+@dataclass
+class RunFolder:
+    """One model's saved tables: ``folder`` as given (relative to the repository root), the
+    model named by its provenance, and which table files are there."""
+
+    folder: str
+    path: Path
+    model: str | None = None
+    num_layers: int | None = None
+    num_heads: int | None = None
+    model_type: str | None = None
+    present: frozenset = frozenset()
+    parameters: dict[str, dict] = field(default_factory=dict)  # prefix -> its provenance's
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def exists(self) -> bool:
+        return self.path.is_dir()
+
+    @property
+    def label(self) -> str:
+        """``"all-MiniLM-L6-v2 (6 x 12)"``; the folder when no provenance names a model."""
+        if self.model is None:
+            return self.folder
+        return f"{self.model} ({self.num_layers} x {self.num_heads})"
+
+    def tokens(self) -> dict[str, str]:
+        """Role -> the model's own token: ``{"cls": "[CLS]", "sep": "[SEP]", ...}``."""
+        first, sep = _SPECIAL_TOKENS.get(self.model_type or "", ("first", "separator"))
+        return {"cls": first, "sep": sep, "punct": ". ,"}
+
+    def has(self, *names: str) -> bool:
+        return all(n in self.present for n in names)
+
+    def read(self, name: str) -> pd.DataFrame | None:
+        """Table ``name`` (``"02_table1_model.csv"``) of this folder, or None when absent."""
+        return pd.read_csv(self.path / name) if name in self.present else None
+
+
+def profile_for(folder: str) -> str:
+    """The ``run`` profile that writes ``folder``: ``results`` -> ``default``,
+    ``results/base`` -> ``base``."""
+    parts = Path(folder).parts
+    return "default" if parts in ((), ("results",)) else parts[-1]
+
+
+def load_run(folder: str, root: str | Path | None = None) -> RunFolder:
+    """Read what ``folder`` (relative to ``root``, default the repository root; or absolute)
+    holds: its table files and the model its ``NN_provenance.json`` files name. Never raises
+    for a missing folder or file: see :attr:`RunFolder.present` and :func:`gaps`."""
+    root = Path(root) if root is not None else paths.REPO_ROOT
+    path = Path(folder) if Path(folder).is_absolute() else root / folder
+    run = RunFolder(folder=folder, path=path)
+    if not path.is_dir():
+        return run
+    run.present = frozenset(p.name for p in path.glob("[0-9][0-9]_*.csv"))
+    identities = {}
+    for prov in sorted(path.glob("0[1-5]_provenance.json")):
+        try:
+            record = json.loads(prov.read_text())
+        except (OSError, json.JSONDecodeError) as err:
+            run.problems.append(f"{prov.name} is unreadable ({err})")
+            continue
+        run.parameters[prov.name[:2]] = record.get("parameters", {})
+        ident = record.get("models", {}).get("model", {})
+        if ident:
+            identities[prov.name[:2]] = ident
+    if identities:
+        first = next(iter(identities.values()))
+        run.model = first.get("name")
+        run.num_layers = first.get("num_layers")
+        run.num_heads = first.get("num_heads")
+        run.model_type = first.get("model_type")
+        for prefix, ident in identities.items():
+            if (ident.get("name"), ident.get("weights_sha256")) != (
+                    first.get("name"), first.get("weights_sha256")):
+                run.problems.append(f"{prefix}_provenance.json names another model "
+                                    f"({ident.get('name')}) than the rest ({run.model})")
+    elif run.present:
+        run.problems.append("no NN_provenance.json names the model: its depth is unknown")
+    return run
+
+
+def load_runs(spec: str | Sequence[str], root: str | Path | None = None) -> list[RunFolder]:
+    """:func:`load_run` for each folder of ``spec`` (``"results,results/base"`` or a list),
+    in order, duplicates dropped."""
+    folders = spec.split(",") if isinstance(spec, str) else list(spec)
+    seen, out = set(), []
+    for f in (f.strip().rstrip("/") for f in folders):
+        if f and f not in seen:
+            seen.add(f)
+            out.append(load_run(f, root))
+    return out
+
+
+def _command(run: RunFolder, prefixes: Sequence[str]) -> str:
+    only = ",".join(sorted(set(prefixes)))
+    return (f"`python -m analysis_utils run --profile {profile_for(run.folder)}"
+            + (f" --only {only}`" if only else "`"))
+
+
+def gaps(runs: Sequence[RunFolder], question: str) -> list[str]:
+    """One plain sentence per run folder that cannot answer ``question`` (a key of
+    :data:`NEEDS`), with the command that produces what is missing."""
+    out = []
+    for run in runs:
+        if not run.exists:
+            out.append(f"not run: {run.folder} does not exist; produce it with "
+                       f"{_command(run, [])}")
+            continue
+        missing = [n for n in NEEDS[question] if n not in run.present]
+        if question == "claims":  # any of them gives some rows; report only a folder with none
+            missing = missing if len(missing) == len(NEEDS[question]) else []
+        if missing:
+            out.append(f"not run: {run.folder} has no {', '.join(missing)}; produce it with "
+                       f"{_command(run, [n[:2] for n in missing])}")
+        elif run.num_layers is None and question != "claims":
+            out.append(f"not comparable: {run.folder} has no provenance naming its model, so "
+                       "its relative depth is unknown")
+    return out
+
+
+def usable(runs: Sequence[RunFolder], question: str) -> list[RunFolder]:
+    """The runs that can answer ``question``: every table it needs, and a known depth."""
+    return [r for r in runs if r.exists and r.has(*NEEDS[question])
+            and (r.num_layers is not None or question == "claims")]
+
+
+def availability(runs: Sequence[RunFolder]) -> pd.DataFrame:
+    """One row per run folder: its model, shape, and per notebook 01-05 whether every table
+    notebook 08 reads from it is there (``yes``) or which are missing."""
+    rows = []
+    wanted = sorted({n for names in NEEDS.values() for n in names})
+    for run in runs:
+        row = {"folder": run.folder, "model": run.model or DASH,
+               "layers x heads": (f"{run.num_layers} x {run.num_heads}"
+                                  if run.num_layers else DASH)}
+        for prefix in ("01", "02", "03", "04", "05"):
+            names = [n for n in wanted if n.startswith(prefix)]
+            missing = [n for n in names if n not in run.present]
+            row[prefix] = ("folder missing" if not run.exists else "yes" if not missing
+                           else "missing " + ", ".join(missing))
+        row["problems"] = "; ".join(run.problems) or DASH
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def relative_depth(layer, num_layers: int):
+    """Layer ``layer`` (1-based) of a ``num_layers``-layer model as a share of its depth:
+    ``layer / num_layers`` (the last layer is 1.0)."""
+    return np.asarray(layer, dtype=float) / float(num_layers) if np.ndim(layer) else \
+        float(layer) / float(num_layers)
+
+
+def paper_layers(text: str) -> list[int]:
+    """The layer numbers in a claim as :data:`papers.CLARK_SECTION3` words it:
+    ``"4 heads (layers 2, 4, 7, 8)"`` -> ``[2, 4, 7, 8]``; ``"> 50% in layers 6-10"`` ->
+    ``[6, 7, 8, 9, 10]``."""
+    m = re.search(r"layers? ([\d,\s\-]+)", text)
+    if not m:
+        return []
+    out = []
+    for part in m.group(1).split(","):
+        part = part.strip()
+        if re.fullmatch(r"\d+-\d+", part):
+            lo, hi = (int(x) for x in part.split("-"))
+            out += list(range(lo, hi + 1))
+        elif part.isdigit():
+            out.append(int(part))
+    return out
+
+
+def paper_sep_band() -> tuple[float, float, float]:
+    """Clark et al.'s [SEP] claim as numbers: (share, first relative depth, last relative
+    depth), from ``CLARK_SECTION3["sep_share"]`` ("> 50% in layers 6-10" -> (0.5, 0.5,
+    0.833))."""
+    text = CLARK_SECTION3["sep_share"]
+    share = float(re.search(r"(\d+(?:\.\d+)?)%", text).group(1)) / 100
+    layers = paper_layers(text)
+    return share, layers[0] / BERT_BASE_LAYERS, layers[-1] / BERT_BASE_LAYERS
+
+
+# --- which token is the attention sink, by layer ---------------------------------------------
+
+def sink_by_layer(runs: Sequence[RunFolder]) -> pd.DataFrame:
+    """Per run, weights (``pre-trained`` / ``control``) and layer: the share of the layer's
+    attention on the first token, the separator(s), periods and commas, and the **sink**: the
+    one of those three classes with the largest share (``other`` tokens are excluded: they
+    are many tokens, not one), with the model's own token and the ratio of its share to the
+    control's share of the same class in the same layer (the control attends about uniformly).
+
+    Reads ``01_layer_token_class_shares.csv`` (columns ``"model cls"``, ``"control sep"``, ...).
+    """
+    rows = []
+    for run in usable(runs, "sink"):
+        t = run.read("01_layer_token_class_shares.csv")
+        names = run.tokens()
+        for weights, col in (("pre-trained", "model"), ("control", "control")):
+            for _, r in t.iterrows():
+                shares = {c: float(r[f"{col} {c}"]) for c in ROLES}
+                sink = max(shares, key=shares.get)
+                ctrl = float(r[f"control {sink}"])
+                rows.append({"model": run.label, "folder": run.folder, "weights": weights,
+                             "layer": int(r["layer"]), "layers": run.num_layers,
+                             "relative depth": relative_depth(int(r["layer"]), run.num_layers),
+                             **{ROLES[c]: shares[c] for c in ROLES},
+                             "other": float(r[f"{col} other"]),
+                             "sink": ROLES[sink], "sink token": names[sink],
+                             "sink share": shares[sink],
+                             "x control": shares[sink] / ctrl if ctrl > 0 else np.nan})
+    return pd.DataFrame(rows)
+
+
+def sink_summary(sink: pd.DataFrame) -> pd.DataFrame:
+    """:func:`sink_by_layer` of the pre-trained weights in one line per model: the sink of
+    each layer in order (``"L1 [CLS] 6%, L2 [CLS] 37%, ..."``) and the largest separator
+    share in the middle of the model (relative depth in the paper's layers 6-10)."""
+    share, lo, hi = paper_sep_band()
+    rows = []
+    for model, g in sink[sink["weights"] == "pre-trained"].groupby("model", sort=False):
+        mid = g[(g["relative depth"] >= lo - 1e-9) & (g["relative depth"] <= hi + 1e-9)]
+        rows.append({"model": model,
+                     "sink by layer": ", ".join(f"L{r['layer']} {r['sink token']} "
+                                                f"{100 * r['sink share']:.0f}%"
+                                                for _, r in g.iterrows()),
+                     "separator share, paper's layers 6-10 (%)":
+                         100 * mid["separator"].mean() if len(mid) else np.nan,
+                     "layers there": ", ".join(str(x) for x in mid["layer"])})
+    return pd.DataFrame(rows)
+
+
+# --- previous / next-token heads -------------------------------------------------------------
+
+def positional_heads(runs: Sequence[RunFolder], threshold: float = 0.5) -> pd.DataFrame:
+    """Every head that puts more than ``threshold`` of its attention on the previous or the
+    next token, per run and weights (``pre-trained`` / ``control``), with its relative depth;
+    plus the paper's heads (``model`` = :data:`PAPER`, layers from ``CLARK_SECTION3``, head
+    number unknown). Reads ``01_per_head_{model,control}.csv``."""
+    rows = []
+    for run in usable(runs, "positional"):
+        for weights, name in (("pre-trained", "01_per_head_model.csv"),
+                              ("control", "01_per_head_control.csv")):
+            t = run.read(name)
+            for direction in ("previous", "next"):
+                for _, r in t[t[direction] > threshold].iterrows():
+                    rows.append({"model": run.label, "weights": weights,
+                                 "direction": direction,
+                                 "head": f"{int(r['layer'])}-{int(r['head'])}",
+                                 "layer": int(r["layer"]), "layers": run.num_layers,
+                                 "relative depth": relative_depth(int(r["layer"]),
+                                                                  run.num_layers),
+                                 "share": float(r[direction])})
+    for direction in ("previous", "next"):
+        for layer in paper_layers(CLARK_SECTION3[direction]):
+            rows.append({"model": PAPER, "weights": "pre-trained", "direction": direction,
+                         "head": f"{layer}-?", "layer": layer, "layers": BERT_BASE_LAYERS,
+                         "relative depth": relative_depth(layer, BERT_BASE_LAYERS),
+                         "share": np.nan})
+    return pd.DataFrame(rows, columns=["model", "weights", "direction", "head", "layer",
+                                       "layers", "relative depth", "share"])
+
+
+def positional_summary(heads: pd.DataFrame, runs: Sequence[RunFolder]) -> pd.DataFrame:
+    """:func:`positional_heads` counted: per model, weights and direction, how many heads, as a
+    share of all the model's heads, and which (``"3-1 (0.50)"``: head and relative depth).
+    Every usable run appears, with 0 where it has no such head."""
+    n_heads = {r.label: r.num_layers * r.num_heads for r in usable(runs, "positional")}
+    n_heads[PAPER] = BERT_BASE_LAYERS * 12
+    rows = []
+    for model, total in n_heads.items():
+        for weights in (("pre-trained",) if model == PAPER else ("pre-trained", "control")):
+            for direction in ("previous", "next"):
+                g = heads[(heads["model"] == model) & (heads["weights"] == weights)
+                          & (heads["direction"] == direction)]
+                rows.append({"model": model, "weights": weights, "direction": direction,
+                             "heads": len(g), "of all heads (%)": 100 * len(g) / total,
+                             "which (relative depth)": ", ".join(
+                                 f"{h} ({d:.2f})" for h, d in zip(g["head"], g["relative depth"],
+                                                                  strict=True)) or DASH})
+    return pd.DataFrame(rows)
+
+
+# --- entropy by layer ------------------------------------------------------------------------
+
+def entropy_by_layer(runs: Sequence[RunFolder]) -> pd.DataFrame:
+    """Per run and layer: the mean over heads of the attention entropy (nats), of the entropy
+    from the first token, and of the mean max weight, for the pre-trained weights and the
+    control, and the pre-trained entropy as a share of the control's (the control attends
+    about uniformly, so this removes the tokenizer's segment lengths, which differ between
+    models: uniform attention over n tokens has entropy log n). Reads
+    ``01_per_head_{model,control}.csv``."""
+    rows = []
+    cols = ["entropy", "entropy_cls", "max_weight"]
+    for run in usable(runs, "entropy"):
+        m = run.read("01_per_head_model.csv").groupby("layer")[cols].mean()
+        c = run.read("01_per_head_control.csv").groupby("layer")[cols].mean()
+        for layer in m.index:
+            rows.append({"model": run.label, "layer": int(layer), "layers": run.num_layers,
+                         "relative depth": relative_depth(int(layer), run.num_layers),
+                         "entropy": m.loc[layer, "entropy"],
+                         "entropy from first token": m.loc[layer, "entropy_cls"],
+                         "max weight": m.loc[layer, "max_weight"],
+                         "control entropy": c.loc[layer, "entropy"],
+                         "control entropy from first token": c.loc[layer, "entropy_cls"],
+                         "entropy / control": m.loc[layer, "entropy"] / c.loc[layer, "entropy"]})
+    return pd.DataFrame(rows)
+
+
+# --- best syntax head per relation (Table 1) -------------------------------------------------
+
+def syntax_best_heads(runs: Sequence[RunFolder]) -> pd.DataFrame:
+    """Per paper relation of Clark et al.'s Table 1 and per run: the best head of its UD
+    counterpart, its relative depth, accuracy, best fixed-offset baseline and margin (points),
+    and the control's best head accuracy; beside the paper's head, its relative depth,
+    accuracy and baseline (``papers.CLARK_TABLE1``). Relations without a UD counterpart in a
+    run are absent for that run. Reads ``02_table1_{model,control}.csv``."""
+    rows = []
+    for run in usable(runs, "syntax"):
+        t = run.read("02_table1_model.csv")
+        c = run.read("02_table1_control.csv").set_index("relation")
+        for _, r in t[t["sd_relation"].notna()].iterrows():
+            layer, _ = parse_head_label(r["head"])
+            ctrl = c["accuracy"].get(r["relation"], np.nan)
+            rows.append({"paper relation": r["sd_relation"], "model": run.label,
+                         "relation here": r["relation"], "head": r["head"],
+                         "relative depth": relative_depth(layer + 1, run.num_layers),
+                         "accuracy": float(r["accuracy"]), "baseline": float(r["baseline"]),
+                         "margin": float(r["accuracy"] - r["baseline"]),
+                         "control accuracy": float(ctrl)})
+    for rel, (head, acc, base, _offset, _direction) in CLARK_TABLE1.items():
+        layer, _ = parse_head_label(head)
+        rows.append({"paper relation": rel, "model": PAPER, "relation here": rel, "head": head,
+                     "relative depth": relative_depth(layer + 1, BERT_BASE_LAYERS),
+                     "accuracy": acc, "baseline": base, "margin": acc - base,
+                     "control accuracy": np.nan})
+    out = pd.DataFrame(rows)
+    order = {rel: k for k, rel in enumerate(CLARK_TABLE1)}
+    return out.sort_values("paper relation", key=lambda s: s.map(order), kind="stable") \
+        .reset_index(drop=True)
+
+
+# --- coreference (Table 2) -------------------------------------------------------------------
+
+_COREF_SYSTEMS = {"nearest": "nearest mention", "head_match": "head-word match",
+                  "rule_based": "rule-based sieve"}
+_COREF_COLUMNS = ("All", "pronoun", "proper", "nominal")
+
+
+def coref_best_heads(runs: Sequence[RunFolder]) -> pd.DataFrame:
+    """Per run: the best coreference head (antecedent selection accuracy, %, overall and by
+    mention type), its relative depth, the control's best head, and the three baselines, with
+    the margins of the best head over each baseline (points, All); the paper's row from
+    ``papers.CLARK_TABLE2`` first. Reads ``03_table2.csv`` (rows ``head L-H``,
+    ``control head L-H``, ``nearest``, ``head_match``, ``rule_based`` of ``source`` "this
+    run")."""
+    rows = [_coref_row(PAPER, BERT_BASE_LAYERS,
+                       {k: dict(zip(_COREF_COLUMNS, v, strict=True))
+                        for k, v in CLARK_TABLE2.items()})]
+    for run in usable(runs, "coref"):
+        t = run.read("03_table2.csv")
+        t = t[t["source"] == "this run"].set_index("system")
+        systems = {s: {c: (float(t.loc[s, c]) if pd.notna(t.loc[s, c]) else None)
+                       for c in _COREF_COLUMNS} for s in t.index}
+        rows.append(_coref_row(run.label, run.num_layers, systems))
+    return pd.DataFrame(rows)
+
+
+def _coref_row(model: str, num_layers: int, systems: dict) -> dict:
+    best = [s for s in systems if re.fullmatch(r"head \d+-\d+", s)]
+    ctrl = [s for s in systems if re.fullmatch(r"control head \d+-\d+", s)]
+    row = {"model": model}
+    if best:
+        head = best[0].split()[-1]
+        row.update({"best head": head,
+                    "relative depth": relative_depth(parse_head_label(head)[0] + 1, num_layers),
+                    **{f"best head {c}": systems[best[0]][c] for c in _COREF_COLUMNS}})
+    row["control head"] = ctrl[0].split()[-1] if ctrl else DASH
+    row["control head All"] = systems[ctrl[0]]["All"] if ctrl else np.nan
+    for key, name in _COREF_SYSTEMS.items():
+        row[name] = systems.get(key, {}).get("All", np.nan)
+    for key, name in _COREF_SYSTEMS.items():
+        base = systems.get(key, {}).get("All")
+        row[f"best head - {name}"] = (row.get("best head All", np.nan) - base
+                                      if base is not None and best else np.nan)
+    return row
+
+
+# --- attention probes (Table 3) --------------------------------------------------------------
+
+def probe_uas(runs: Sequence[RunFolder]) -> pd.DataFrame:
+    """Per probe of Clark et al.'s Table 3 and per run: UAS on EWT dev (argmax decoding,
+    punctuation excluded), mean and sd over seeds; beside the paper's (WSJ/SD,
+    ``papers.CLARK_TABLE3``) and the public EWT reproduction's (``EWT_REPRODUCTION_TABLE3``).
+    Reads ``04_table3.csv``."""
+    rows = []
+    for probe, uas in CLARK_TABLE3.items():
+        rows.append({"probe": probe, "model": PAPER, "uas": float(uas), "sd": np.nan,
+                     "seeds": np.nan, "data": "WSJ dev (Stanford Dependencies)"})
+    for probe, uas in EWT_REPRODUCTION_TABLE3.items():
+        rows.append({"probe": probe, "model": "BERT-base (EWT reproduction)", "uas": uas,
+                     "sd": np.nan, "seeds": np.nan, "data": "EWT dev (UD)"})
+    for run in usable(runs, "probes"):
+        t = run.read("04_table3.csv")
+        for _, r in t.iterrows():
+            rows.append({"probe": r["probe"], "model": run.label,
+                         "uas": float(r["dev argmax mean"]),
+                         "sd": float(r["dev argmax sd"]) if pd.notna(r["dev argmax sd"])
+                         else np.nan, "seeds": r["n seeds"], "data": "EWT dev (UD)"})
+    return pd.DataFrame(rows)
+
+
+# --- same-layer clustering (Figure 6) --------------------------------------------------------
+
+def clustering_ratio(runs: Sequence[RunFolder]) -> pd.DataFrame:
+    """Per run and weights: the mean Jensen-Shannon distance between heads of the same layer
+    over that between heads of different layers (below 1: same-layer heads are closer), its
+    permutation p-value and the MDS stress. Reads ``05_layer_separation.csv``."""
+    rows = []
+    for run in usable(runs, "clustering"):
+        t = run.read("05_layer_separation.csv")
+        for _, r in t.iterrows():
+            rows.append({"model": run.label,
+                         "weights": "pre-trained" if r["model"] == "model" else r["model"],
+                         "ratio": float(r["ratio"]), "p_value": float(r["p_value"]),
+                         "permutations": int(r["n_perm"]), "p": r["p"],
+                         "stress": float(r["stress"])})
+    return pd.DataFrame(rows)
+
+
+# --- map-type proportions (Kovaleva Section 4.1) ---------------------------------------------
+
+def map_type_proportions(runs: Sequence[RunFolder],
+                         tasks: Sequence[str] = KOVALEVA_TASKS) -> pd.DataFrame:
+    """Per run and map type: the share of maps of that type (mean over CNN seeds), averaged
+    over the GLUE tasks of ``tasks`` that the run classified, with the lowest and highest task.
+    Reads ``05_type_proportions.csv``."""
+    rows = []
+    for run in usable(runs, "maptypes"):
+        t = run.read("05_type_proportions.csv")
+        t = t[t["task"].isin(tasks)]
+        for typ, g in t.groupby("type", sort=False):
+            lo, hi = g.loc[g["share_mean"].idxmin()], g.loc[g["share_mean"].idxmax()]
+            rows.append({"model": run.label, "type": typ, "share": g["share_mean"].mean(),
+                         "lowest": float(lo["share_mean"]), "lowest task": lo["task"],
+                         "highest": float(hi["share_mean"]), "highest task": hi["task"],
+                         "tasks": ",".join(g["task"])})
+    return pd.DataFrame(rows)
+
+
+# --- every claim, held or not, per model -----------------------------------------------------
+
+_TOKEN_ALIASES = (("<s>", "[CLS]"), ("</s>", "[SEP]"))
+
+
+def normalise_claim(text: str) -> str:
+    """A claim's wording with the model's special tokens by BERT's names, so the same claim
+    of two models (``"... to </s> ..."`` and ``"... to [SEP] ..."``) is one row."""
+    for alias, bert in sorted(_TOKEN_ALIASES, key=lambda a: -len(a[0])):
+        text = text.replace(alias, bert)
+    return text
+
+
+def _yes(ok: bool) -> str:
+    return "yes" if ok else "no"
+
+
+def _fmt(v, unit: str = "") -> str:
+    if v is None or (isinstance(v, float) and np.isnan(v)):
+        return DASH
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return str(v)
+    text = f"{x:.0f}" if x == int(x) and unit in ("heads", "layer", "") else f"{x:.1f}"
+    if unit == "nats":
+        text = f"{x:.2f}"
+    return {"%": f"{text}%", "nats": f"{text} nats", "layer": f"L{text}",
+            "heads": f"{text} head" + ("" if x == 1 else "s"), "x other": f"x{x:.2f}"}.get(unit, text)
+
+
+def _claims_01(run: RunFolder) -> list[dict]:
+    t = run.read("01_paper_vs_run.csv")
+    out = []
+    for _, r in t.iterrows():
+        value = _fmt(r["model"], r.get("unit", ""))
+        if str(r.get("which", "")) not in ("", "nan"):
+            value += f" ({r['which']})"
+        if str(r.get("layers of this model", "")) not in ("", "nan"):
+            value += f" [layers {r['layers of this model']}]"
+        out.append({"notebook": "01", "claim": normalise_claim(r["claim"]),
+                    "paper (BERT-base)": r["paper (BERT-base)"], "this run": value,
+                    "held": r["held"], "held if": r["held if"], "verdict from": "01"})
+    return out
+
+
+def _claims_02(run: RunFolder) -> list[dict]:
+    t = run.read("02_paper_vs_run.csv")
+    margin = run.parameters.get("02", {}).get("wide_margin")
+    margin = f"{margin:g}" if isinstance(margin, (int, float)) else "wide_margin"
+    out = []
+    for _, r in t.iterrows():
+        rel = r["paper relation"]
+        head, acc, base, _o, _d = CLARK_TABLE1[rel]
+        here = (DASH if r["relation here"] in (DASH, "", None) or pd.isna(r["accuracy"])
+                else f"{r['relation here']} {r['head']}: {r['accuracy']:.1f} vs. "
+                     f"{r['baseline']:.1f} ({r['margin']:+.1f})")
+        out.append({"notebook": "02", "claim": f"Table 1, {rel}: best head vs. offset baseline",
+                    "paper (BERT-base)": f"{head}: {acc:.1f} vs. {base:.1f} ({acc - base:+.1f})",
+                    "this run": here, "held": r["held"],
+                    "held if": f"margin over the baseline on the same side of {margin} "
+                               "points as the paper's",
+                    "verdict from": "02"})
+    return out
+
+
+def _claims_03(run: RunFolder) -> list[dict]:
+    t = run.read("03_paper_vs_run.csv")
+    out = []
+    for _, r in t.iterrows():
+        out.append({"notebook": "03", "claim": r["claim"],
+                    "paper (BERT-base)": f"{r['paper detail']} ({float(r['paper']):+.0f})",
+                    "this run": f"{r['detail']} ({float(r['this run']):+.1f})",
+                    "held": r["held"], "held if": r["held if"], "verdict from": "03"})
+    return out
+
+
+def _probe(t: pd.DataFrame, probe: str) -> tuple[float, float]:
+    row = t[t["probe"] == probe]
+    if row.empty:
+        return np.nan, np.nan
+    sd = row["dev argmax sd"].iloc[0]
+    return float(row["dev argmax mean"].iloc[0]), float(sd) if pd.notna(sd) else 0.0
+
+
+#: Clark et al.'s Table 3 read as three comparisons: (claim, better probe, worse probe).
+PROBE_CLAIMS = (
+    ("attention only beats right-branching", "Attention only", "Right-branching"),
+    ("attention + GloVe beats distances + GloVe", "Attention + GloVe", "Distances + GloVe"),
+    ("trained attention beats random-init attention (+ GloVe)", "Attention + GloVe",
+     "Random-init attention + GloVe"),
+)
+
+
+def _claims_04(run: RunFolder) -> list[dict]:
+    t = run.read("04_table3.csv")
+    out = []
+    for claim, better, worse in PROBE_CLAIMS:
+        (a, sa), (b, sb) = _probe(t, better), _probe(t, worse)
+        pa, pb = CLARK_TABLE3[better], CLARK_TABLE3[worse]
+        diff, bar = a - b, 2 * float(np.hypot(sa, sb))
+        out.append({"notebook": "04", "claim": f"Table 3: {claim}",
+                    "paper (BERT-base)": f"{pa} vs. {pb} ({pa - pb:+d})",
+                    "this run": (DASH if np.isnan(diff) else
+                                 f"{a:.1f} vs. {b:.1f} ({diff:+.1f})"),
+                    "held": DASH if np.isnan(diff) else _yes(diff > max(bar, 0.0)),
+                    "held if": "better by more than 2 sd of the difference (seeds), UAS, EWT dev",
+                    "verdict from": "08"})
+    return out
+
+
+def _claims_05(run: RunFolder) -> list[dict]:
+    out = []
+    if run.has("05_layer_separation.csv"):
+        t = run.read("05_layer_separation.csv").set_index("model")
+        r = t.loc["model"]
+        out.append({"notebook": "05", "claim": "Figure 6: heads of the same layer are closer",
+                    "paper (BERT-base)": CLARK_FIGURE6["same_layer_closer"],
+                    "this run": f"ratio {r['ratio']:.3f}, {r['p']}",
+                    "held": _yes(r["ratio"] < 1 and r["p_value"] < 0.05),
+                    "held if": "same-layer / other-layer JS distance < 1, permutation p < 0.05",
+                    "verdict from": "08"})
+    if run.has("05_type_proportions.csv"):
+        t = run.read("05_type_proportions.csv")
+        t = t[(t["type"] == "Heterogeneous") & t["task"].isin(KOVALEVA_TASKS)]
+        (lo_task, lo), (hi_task, hi) = (KOVALEVA_HETEROGENEOUS_RANGE["low"],
+                                        KOVALEVA_HETEROGENEOUS_RANGE["high"])
+        if len(t):
+            a, b = t.loc[t["share_mean"].idxmin()], t.loc[t["share_mean"].idxmax()]
+            ok = a["share_mean"] >= lo - 0.05 and b["share_mean"] <= hi + 0.05
+            value = (f"{100 * a['share_mean']:.0f}% ({a['task']}) to "
+                     f"{100 * b['share_mean']:.0f}% ({b['task']}), {len(t)} tasks")
+        else:
+            ok, value = None, DASH
+        out.append({"notebook": "05", "claim": "Kovaleva 4.1: Heterogeneous share across tasks",
+                    "paper (BERT-base)": f"{100 * lo:.0f}% ({lo_task}) to {100 * hi:.0f}% "
+                                         f"({hi_task})",
+                    "this run": value, "held": DASH if ok is None else _yes(ok),
+                    "held if": "every task within the paper's range +- 5 points "
+                               "(pre-trained maps here, fine-tuned in the paper)",
+                    "verdict from": "08"})
+    return out
+
+
+_CLAIM_READERS = (("01_paper_vs_run.csv", _claims_01), ("02_paper_vs_run.csv", _claims_02),
+                  ("03_paper_vs_run.csv", _claims_03), ("04_table3.csv", _claims_04))
+
+
+def claims(runs: Sequence[RunFolder]) -> pd.DataFrame:
+    """Every paper claim that notebooks 01-05 test, one row per claim and run: the paper's
+    BERT-base figure, this run's, and whether it held (``yes`` / ``no`` / ``not testable`` /
+    ``–``) by the test in ``held if``. Verdicts of 01-03 are those of each run's own
+    ``NN_paper_vs_run.csv`` (``verdict from`` names it); 04 (Table 3) and 05 (Figure 6,
+    Section 4.1) state no verdict there, so the rule in ``held if`` is applied here
+    (``verdict from`` "08")."""
+    rows = []
+    for run in usable(runs, "claims"):
+        found = [r for name, reader in _CLAIM_READERS if run.has(name) for r in reader(run)]
+        found += _claims_05(run)
+        rows += [{"model": run.label, **r} for r in found]
+    cols = ["model", "notebook", "claim", "paper (BERT-base)", "this run", "held", "held if",
+            "verdict from"]
+    out = pd.DataFrame(rows, columns=cols)
+    out["held"] = out["held"].fillna(DASH).astype(str).replace({"nan": DASH})
+    return out
+
+
+def claims_wide(long: pd.DataFrame) -> pd.DataFrame:
+    """:func:`claims` with one row per claim and, per model, ``"<model>: this run"`` and
+    ``"<model>: held"`` side by side (``–`` where a model's tables lack the claim). Claims in
+    the order first met."""
+    if long.empty:
+        return pd.DataFrame(columns=["notebook", "claim", "paper (BERT-base)"])
+    keys = ["notebook", "claim"]
+    base = long.drop_duplicates(keys)[keys + ["paper (BERT-base)", "held if"]]
+    out = base.copy()
+    for model, g in long.groupby("model", sort=False):
+        g = g.set_index(keys)
+        idx = pd.MultiIndex.from_frame(out[keys])
+        out[f"{model}: this run"] = g["this run"].reindex(idx).fillna(DASH).to_numpy()
+        out[f"{model}: held"] = g["held"].reindex(idx).fillna(DASH).to_numpy()
+    return out.reset_index(drop=True)
+
+
+def held_counts(long: pd.DataFrame) -> pd.DataFrame:
+    """Per model: how many claims held, did not hold, or were not judged."""
+    if long.empty:
+        return pd.DataFrame(columns=["model", "held", "did not hold", "not judged"])
+    g = long.groupby("model", sort=False)["held"]
+    return pd.DataFrame({"held": g.apply(lambda s: int((s == "yes").sum())),
+                         "did not hold": g.apply(lambda s: int((s == "no").sum())),
+                         "not judged": g.apply(lambda s: int((~s.isin(["yes", "no"])).sum()))}
+                        ).reset_index()
