@@ -188,9 +188,11 @@ def gaps(runs: Sequence[RunFolder], question: str) -> list[str]:
 
 
 def usable(runs: Sequence[RunFolder], question: str) -> list[RunFolder]:
-    """The runs that can answer ``question``: every table it needs, and a known depth."""
-    return [r for r in runs if r.exists and r.has(*NEEDS[question])
-            and (r.num_layers is not None or question == "claims")]
+    """The runs that can answer ``question``: every table it needs (for ``"claims"``, any of
+    them), and a known depth."""
+    if question == "claims":
+        return [r for r in runs if r.exists and any(r.has(n) for n in NEEDS[question])]
+    return [r for r in runs if r.exists and r.has(*NEEDS[question]) and r.num_layers is not None]
 
 
 def availability(runs: Sequence[RunFolder]) -> pd.DataFrame:

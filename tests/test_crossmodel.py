@@ -1,0 +1,296 @@
+"""Notebook 08's readers of saved tables, on small hand-made run folders: two models of
+different depth, one folder that lacks a table, one that does not exist."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis_utils import papers
+from analysis_utils.analyses import crossmodel as cm
+
+
+def _provenance(folder, prefix, name, layers, heads, model_type="bert", sha="a", **params):
+    ident = {"name": name, "num_layers": layers, "num_heads": heads, "model_type": model_type,
+             "weights_sha256": sha}
+    (folder / f"{prefix}_provenance.json").write_text(json.dumps(
+        {"notebook": prefix, "parameters": params, "models": {"model": ident}}))
+
+
+def _per_head(layers, heads, prev=(), nxt=(), entropy=2.0):
+    rows = []
+    for layer in range(1, layers + 1):
+        for head in range(1, heads + 1):
+            rows.append({"layer": layer, "head": head,
+                         "previous": 0.9 if (layer, head) in prev else 0.1,
+                         "next": 0.6 if (layer, head) in nxt else 0.1,
+                         "entropy": entropy * layer, "entropy_cls": 1.0,
+                         "max_weight": 0.5})
+    return pd.DataFrame(rows)
+
+
+def _write(folder, name, rows):
+    pd.DataFrame(rows).to_csv(folder / name, index=False)
+
+
+@pytest.fixture
+def root(tmp_path):
+    """``results`` (a 2 x 2 BERT-like model, every table) and ``results/base`` (a 4 x 2
+    MPNet-like model without notebook 02's tables); ``results/ghost`` does not exist."""
+    a = tmp_path / "results"
+    b = a / "base"
+    b.mkdir(parents=True)
+    for p in ("01", "02", "03", "04", "05"):
+        _provenance(a, p, "tiny-a", 2, 2, wide_margin=10.0)
+    for p in ("01", "03", "04", "05"):
+        _provenance(b, p, "tiny-b", 4, 2, model_type="mpnet")
+    # 01: layer shares (layer 1: punctuation the largest of the three classes; layer 2: cls)
+    _write(a, "01_layer_token_class_shares.csv", [
+        {"layer": 1, "model cls": 0.05, "model sep": 0.02, "model punct": 0.10,
+         "model other": 0.83, "control cls": 0.05, "control sep": 0.05, "control punct": 0.05,
+         "control other": 0.85},
+        {"layer": 2, "model cls": 0.60, "model sep": 0.10, "model punct": 0.05,
+         "model other": 0.25, "control cls": 0.04, "control sep": 0.05, "control punct": 0.06,
+         "control other": 0.85}])
+    _write(b, "01_layer_token_class_shares.csv", [
+        {"layer": k, "model cls": 0.1, "model sep": 0.5 if k == 3 else 0.2,
+         "model punct": 0.1, "model other": 0.0, "control cls": 0.1, "control sep": 0.1,
+         "control punct": 0.1, "control other": 0.7} for k in (1, 2, 3, 4)])
+    _per_head(2, 2, prev={(1, 2)}, nxt={(2, 1)}).to_csv(a / "01_per_head_model.csv", index=False)
+    _per_head(2, 2, entropy=4.0).to_csv(a / "01_per_head_control.csv", index=False)
+    _per_head(4, 2, prev={(2, 1), (4, 2)}).to_csv(b / "01_per_head_model.csv", index=False)
+    _per_head(4, 2, entropy=4.0).to_csv(b / "01_per_head_control.csv", index=False)
+    for folder in (a, b):
+        _write(folder, "01_paper_vs_run.csv", [
+            {"claim": "heads > 90% from [SEP] to [SEP]" if folder == a
+             else "heads > 90% from </s> to </s>",
+             "paper (BERT-base)": "> 90% for some heads", "model": 0.0 if folder == a else 2.0,
+             "unit": "heads", "which": "", "layers of this model": "", "held": "no"
+             if folder == a else "yes", "held if": "at least one head"}])
+    # 02 (only results/): Table 1 with two paper relations and one UD-only relation
+    _write(a, "02_table1_model.csv", [
+        {"relation": "All", "head": "2-1", "accuracy": 40.0, "baseline": 30.0, "sd_relation": "All"},
+        {"relation": "obj", "head": "1-2", "accuracy": 70.0, "baseline": 35.0,
+         "sd_relation": "dobj"},
+        {"relation": "flat", "head": "1-1", "accuracy": 50.0, "baseline": 45.0,
+         "sd_relation": None}])
+    _write(a, "02_table1_control.csv", [
+        {"relation": "All", "head": "1-1", "accuracy": 10.0, "baseline": 30.0, "sd_relation": "All"},
+        {"relation": "obj", "head": "2-2", "accuracy": 12.0, "baseline": 35.0,
+         "sd_relation": "dobj"}])
+    _write(a, "02_paper_vs_run.csv", [
+        {"paper relation": "All", "relation here": "All", "head": "2-1", "accuracy": 40.0,
+         "baseline": 30.0, "margin": 10.0, "held": "no"},
+        {"paper relation": "prep", "relation here": "\u2013", "head": "\u2013",
+         "accuracy": None, "baseline": None, "margin": None, "held": "\u2013"}])
+    # 03
+    for folder, head, best, ctrl in ((a, "head 2-2", 60.0, 3.0), (b, "head 3-1", 70.0, 4.0)):
+        _write(folder, "03_table2.csv", [
+            {"system": "nearest", "source": "this run", "All": 30.0, "pronoun": 31.0,
+             "proper": 29.0, "nominal": 20.0},
+            {"system": "head_match", "source": "this run", "All": 50.0, "pronoun": 45.0,
+             "proper": 65.0, "nominal": 40.0},
+            {"system": "rule_based", "source": "this run", "All": 70.0, "pronoun": 70.0,
+             "proper": 77.0, "nominal": 60.0},
+            {"system": head, "source": "this run", "All": best, "pronoun": best,
+             "proper": best, "nominal": best},
+            {"system": "control head 1-1", "source": "this run", "All": ctrl, "pronoun": ctrl,
+             "proper": ctrl, "nominal": ctrl},
+            {"system": "paper: head 5-4", "source": "paper", "All": 65.0, "pronoun": 64.0,
+             "proper": 73.0, "nominal": 58.0}])
+        _write(folder, "03_paper_vs_run.csv", [
+            {"claim": "best head vs. nearest mention", "paper": 38.0, "this run": best - 30.0,
+             "paper detail": "head 5-4 65% vs. 27%", "detail": f"{head} vs. 30%",
+             "held": "yes", "held if": "better"}])
+    # 04: attention-only 60 +- 1 vs right-branching 30; att+GloVe 61 +- 1 vs dist 60 +- 1
+    for folder in (a, b):
+        _write(folder, "04_table3.csv", [
+            {"probe": "Right-branching", "n seeds": None, "dev argmax mean": 30.0,
+             "dev argmax sd": None},
+            {"probe": "Distances + GloVe", "n seeds": 2, "dev argmax mean": 60.0,
+             "dev argmax sd": 1.0},
+            {"probe": "Random-init attention + GloVe", "n seeds": 2, "dev argmax mean": 20.0,
+             "dev argmax sd": 1.0},
+            {"probe": "Attention only", "n seeds": 2, "dev argmax mean": 60.0,
+             "dev argmax sd": 1.0},
+            {"probe": "Attention + GloVe", "n seeds": 2, "dev argmax mean": 61.0,
+             "dev argmax sd": 1.0}])
+    # 05
+    for folder, ratio, p in ((a, 0.8, 0.001), (b, 0.95, 0.2)):
+        _write(folder, "05_layer_separation.csv", [
+            {"model": "model", "ratio": ratio, "p_value": p, "n_perm": 1000, "p": f"p = {p}",
+             "stress": 0.3},
+            {"model": "control", "ratio": 1.0, "p_value": 0.5, "n_perm": 1000, "p": "p = 0.5",
+             "stress": 0.4}])
+        _write(folder, "05_type_proportions.csv", [
+            {"task": t, "type": typ, "share_mean": s}
+            for t, het in (("MRPC", 0.40), ("RTE", 0.50), ("CoLA", 0.10))
+            for typ, s in (("Heterogeneous", het), ("Vertical", 1 - het))])
+    return tmp_path
+
+
+def test_relative_depth_and_the_papers_layers():
+    assert cm.relative_depth(3, 6) == 0.5
+    assert cm.relative_depth(12, 12) == 1.0
+    np.testing.assert_allclose(cm.relative_depth([1, 6], 6), [1 / 6, 1.0])
+    assert cm.paper_layers(papers.CLARK_SECTION3["previous"]) == [2, 4, 7, 8]
+    assert cm.paper_layers(papers.CLARK_SECTION3["next"]) == [1, 2, 2, 3, 6]
+    assert cm.paper_layers("> 50% in layers 6-10") == [6, 7, 8, 9, 10]
+    share, lo, hi = cm.paper_sep_band()
+    assert (share, lo, hi) == (0.5, 6 / 12, 10 / 12)
+
+
+def test_load_runs_reads_model_and_shape_from_provenance(root):
+    runs = cm.load_runs("results, results/base,results/ghost,results", root=root)
+    assert [r.folder for r in runs] == ["results", "results/base", "results/ghost"]
+    a, b, ghost = runs
+    assert (a.model, a.num_layers, a.num_heads, a.label) == ("tiny-a", 2, 2, "tiny-a (2 x 2)")
+    assert b.tokens()["cls"] == "<s>" and a.tokens()["sep"] == "[SEP]"
+    assert not ghost.exists and ghost.label == "results/ghost" and not ghost.present
+    assert a.parameters["02"]["wide_margin"] == 10.0
+
+
+def test_missing_folder_and_missing_table_are_named_with_the_command(root):
+    runs = cm.load_runs("results,results/base,results/ghost", root=root)
+    assert cm.gaps(runs, "syntax") == [
+        "not run: results/base has no 02_table1_model.csv, 02_table1_control.csv; produce it "
+        "with `python -m analysis_utils run --profile base --only 02`",
+        "not run: results/ghost does not exist; produce it with "
+        "`python -m analysis_utils run --profile ghost`"]
+    assert cm.gaps(runs, "coref") == [cm.gaps(runs, "syntax")[1]]
+    assert cm.profile_for("results") == "default"
+    table = cm.availability(runs).set_index("folder")
+    assert table.loc["results", "02"] == "yes"
+    assert table.loc["results/base", "02"].startswith("missing 02_")
+    assert table.loc["results/ghost", "01"] == "folder missing"
+    # the questions still answer for the runs that can
+    syn = cm.syntax_best_heads(runs)
+    assert set(syn["model"]) == {"tiny-a (2 x 2)", cm.PAPER}
+
+
+def test_a_provenance_naming_another_model_is_a_problem(root):
+    _provenance(root / "results", "03", "other", 2, 2, sha="b")
+    (run,) = cm.load_runs("results", root=root)
+    assert run.problems == ["03_provenance.json names another model (other) than the rest "
+                            "(tiny-a)"]
+
+
+def test_sink_by_layer_is_the_largest_of_the_three_token_classes(root):
+    sink = cm.sink_by_layer(cm.load_runs("results,results/base", root=root))
+    a = sink[(sink["model"] == "tiny-a (2 x 2)") & (sink["weights"] == "pre-trained")]
+    assert list(a["sink"]) == ["punctuation", "first token"]
+    assert list(a["sink token"]) == [". ,", "[CLS]"]
+    assert a["x control"].tolist() == pytest.approx([0.10 / 0.05, 0.60 / 0.04])
+    assert a["relative depth"].tolist() == [0.5, 1.0]
+    b = sink[(sink["model"] == "tiny-b (4 x 2)") & (sink["weights"] == "pre-trained")]
+    assert list(b["sink token"]) == ["</s>"] * 4
+    summary = cm.sink_summary(sink).set_index("model")
+    # the paper's layers 6-10 are relative depths 0.5-0.83: layer 1 of 2; layers 2-3 of 4
+    assert summary.loc["tiny-a (2 x 2)", "layers there"] == "1"
+    assert summary.loc["tiny-b (4 x 2)", "separator share, paper's layers 6-10 (%)"] == \
+        pytest.approx(100 * (0.2 + 0.5) / 2)
+
+
+def test_positional_heads_with_the_papers_layers(root):
+    runs = cm.load_runs("results,results/base", root=root)
+    heads = cm.positional_heads(runs)
+    a = heads[heads["model"] == "tiny-a (2 x 2)"]
+    assert a[["direction", "head", "relative depth"]].values.tolist() == [
+        ["previous", "1-2", 0.5], ["next", "2-1", 1.0]]
+    paper = heads[(heads["model"] == cm.PAPER) & (heads["direction"] == "previous")]
+    assert paper["layer"].tolist() == [2, 4, 7, 8]
+    summary = cm.positional_summary(heads, runs).set_index(["model", "weights", "direction"])
+    assert summary.loc[("tiny-b (4 x 2)", "pre-trained", "previous"), "heads"] == 2
+    assert summary.loc[("tiny-b (4 x 2)", "pre-trained", "previous"),
+                       "of all heads (%)"] == 25.0
+    assert summary.loc[("tiny-b (4 x 2)", "pre-trained", "previous"),
+                       "which (relative depth)"] == "2-1 (0.50), 4-2 (1.00)"
+    assert summary.loc[("tiny-a (2 x 2)", "control", "next"), "heads"] == 0
+    assert summary.loc[(cm.PAPER, "pre-trained", "next"), "heads"] == 5
+
+
+def test_entropy_by_layer_against_the_control(root):
+    ent = cm.entropy_by_layer(cm.load_runs("results", root=root))
+    assert ent["entropy"].tolist() == [2.0, 4.0]
+    assert ent["entropy / control"].tolist() == [0.5, 0.5]  # control: 4 nats x layer
+
+
+def test_syntax_best_heads_beside_the_paper(root):
+    syn = cm.syntax_best_heads(cm.load_runs("results", root=root))
+    obj = syn[(syn["paper relation"] == "dobj") & (syn["model"] == "tiny-a (2 x 2)")].iloc[0]
+    assert (obj["relation here"], obj["head"], obj["relative depth"]) == ("obj", "1-2", 0.5)
+    assert obj["margin"] == 35.0 and obj["control accuracy"] == 12.0
+    paper = syn[(syn["paper relation"] == "dobj") & (syn["model"] == cm.PAPER)].iloc[0]
+    assert paper["head"] == "8-10" and paper["relative depth"] == 8 / 12
+    assert "flat" not in set(syn["relation here"])  # no paper counterpart
+    assert list(syn["paper relation"].unique()) == ["All", *[r for r in papers.CLARK_TABLE1
+                                                            if r != "All"]]
+
+
+def test_coref_best_head_and_margins(root):
+    co = cm.coref_best_heads(cm.load_runs("results,results/base", root=root)).set_index("model")
+    assert co.loc[cm.PAPER, "best head"] == "5-4"
+    assert co.loc[cm.PAPER, "best head - head-word match"] == 13.0
+    b = co.loc["tiny-b (4 x 2)"]
+    assert (b["best head"], b["relative depth"], b["control head"]) == ("3-1", 0.75, "1-1")
+    assert b["best head - rule-based sieve"] == 0.0 and b["best head - nearest mention"] == 40.0
+
+
+def test_probe_clustering_and_map_types(root):
+    runs = cm.load_runs("results,results/base", root=root)
+    uas = cm.probe_uas(runs)
+    a = uas[uas["model"] == "tiny-a (2 x 2)"].set_index("probe")
+    assert a.loc["Attention only", "uas"] == 60.0 and np.isnan(a.loc["Right-branching", "sd"])
+    assert uas[uas["model"] == cm.PAPER].set_index("probe").loc["Attention + GloVe", "uas"] == 77
+    cl = cm.clustering_ratio(runs)
+    assert cl[["weights", "ratio"]].values.tolist()[:2] == [["pre-trained", 0.8], ["control", 1.0]]
+    mt = cm.map_type_proportions(runs)
+    het = mt[(mt["model"] == "tiny-a (2 x 2)") & (mt["type"] == "Heterogeneous")].iloc[0]
+    # CoLA is not a task of the paper: only MRPC and RTE count
+    assert het["share"] == pytest.approx(0.45)
+    assert (het["lowest task"], het["highest task"]) == ("MRPC", "RTE")
+
+
+def test_claims_take_each_runs_verdicts_and_apply_the_stated_rules(root):
+    runs = cm.load_runs("results,results/base,results/ghost", root=root)
+    long = cm.claims(runs)
+    a = long[long["model"] == "tiny-a (2 x 2)"].set_index("claim")
+    assert a.loc["heads > 90% from [SEP] to [SEP]", "held"] == "no"
+    assert a.loc["heads > 90% from [SEP] to [SEP]", "verdict from"] == "01"
+    assert a.loc["Table 1, All: best head vs. offset baseline", "held"] == "no"
+    assert a.loc["Table 1, prep: best head vs. offset baseline", "held"] == "\u2013"
+    assert "10 points" in a.loc["Table 1, All: best head vs. offset baseline", "held if"]
+    # 04: 60 vs 30 is far beyond 2 sd; 61 +- 1 vs 60 +- 1 is within 2 x hypot(1, 1)
+    assert a.loc["Table 3: attention only beats right-branching", "held"] == "yes"
+    assert a.loc["Table 3: attention + GloVe beats distances + GloVe", "held"] == "no"
+    assert a.loc["Table 3: attention only beats right-branching", "verdict from"] == "08"
+    assert a.loc["Figure 6: heads of the same layer are closer", "held"] == "yes"
+    assert a.loc["Kovaleva 4.1: Heterogeneous share across tasks", "held"] == "yes"
+    b = long[long["model"] == "tiny-b (4 x 2)"].set_index("claim")
+    assert b.loc["Figure 6: heads of the same layer are closer", "held"] == "no"
+    # MPNet's </s> claim is the same row as BERT's [SEP] claim
+    wide = cm.claims_wide(long).set_index("claim")
+    row = wide.loc["heads > 90% from [SEP] to [SEP]"]
+    assert (row["tiny-a (2 x 2): held"], row["tiny-b (4 x 2): held"]) == ("no", "yes")
+    # tiny-b has no notebook 02 tables: its Table 1 rows read "–"
+    assert wide.loc["Table 1, All: best head vs. offset baseline",
+                    "tiny-b (4 x 2): held"] == "\u2013"
+    counts = cm.held_counts(long).set_index("model")
+    assert counts.loc["tiny-a (2 x 2)"].tolist() == [
+        int((a["held"] == "yes").sum()), int((a["held"] == "no").sum()), 1]
+
+
+def test_nothing_to_compare_gives_empty_frames_not_errors(tmp_path):
+    runs = cm.load_runs("results,results/base", root=tmp_path)
+    assert all(len(cm.gaps(runs, q)) == 2 for q in cm.NEEDS)
+    for frame in (cm.sink_by_layer(runs), cm.entropy_by_layer(runs),
+                  cm.clustering_ratio(runs), cm.map_type_proportions(runs),
+                  cm.claims(runs), cm.claims_wide(cm.claims(runs)),
+                  cm.held_counts(cm.claims(runs))):
+        assert frame.empty
+    # the paper's rows stay
+    assert set(cm.positional_heads(runs)["model"]) == {cm.PAPER}
+    assert set(cm.coref_best_heads(runs)["model"]) == {cm.PAPER}
