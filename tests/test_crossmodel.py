@@ -156,7 +156,7 @@ def test_load_runs_reads_model_and_shape_from_provenance(root):
 def test_missing_folder_and_missing_table_are_named_with_the_command(root):
     runs = cm.load_runs("results,results/base,results/ghost", root=root)
     assert cm.gaps(runs, "syntax") == [
-        "not run: results/base has no 02_table1_model.csv, 02_table1_control.csv; produce it "
+        "not run: results/base has no 02_table1_model.csv; produce it "
         "with `python -m analysis_utils run --profile base --only 02`",
         "not run: results/ghost does not exist; produce it with "
         "`python -m analysis_utils run --profile ghost`"]
@@ -228,6 +228,14 @@ def test_syntax_best_heads_beside_the_paper(root):
     assert "flat" not in set(syn["relation here"])  # no paper counterpart
     assert list(syn["paper relation"].unique()) == ["All", *[r for r in papers.CLARK_TABLE1
                                                             if r != "All"]]
+
+
+def test_syntax_without_the_control_table(root):
+    (root / "results" / "02_table1_control.csv").unlink()
+    runs = cm.load_runs("results", root=root)
+    assert cm.gaps(runs, "syntax") == []
+    syn = cm.syntax_best_heads(runs)
+    assert syn.loc[syn["model"] == "tiny-a (2 x 2)", "control accuracy"].isna().all()
 
 
 def test_coref_best_head_and_margins(root):

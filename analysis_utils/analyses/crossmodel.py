@@ -50,7 +50,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "sink": ("01_layer_token_class_shares.csv",),
     "positional": ("01_per_head_model.csv", "01_per_head_control.csv"),
     "entropy": ("01_per_head_model.csv", "01_per_head_control.csv"),
-    "syntax": ("02_table1_model.csv", "02_table1_control.csv"),
+    "syntax": ("02_table1_model.csv",),  # and 02_table1_control.csv where it is there
     "coref": ("03_table2.csv",),
     "probes": ("04_table3.csv",),
     "clustering": ("05_layer_separation.csv",),
@@ -382,11 +382,14 @@ def syntax_best_heads(runs: Sequence[RunFolder]) -> pd.DataFrame:
     counterpart, its relative depth, accuracy, best fixed-offset baseline and margin (points),
     and the control's best head accuracy; beside the paper's head, its relative depth,
     accuracy and baseline (``papers.CLARK_TABLE1``). Relations without a UD counterpart in a
-    run are absent for that run. Reads ``02_table1_{model,control}.csv``."""
+    run are absent for that run. Reads ``02_table1_model.csv`` and, where it is there,
+    ``02_table1_control.csv``."""
     rows = []
     for run in usable(runs, "syntax"):
         t = run.read("02_table1_model.csv")
-        c = run.read("02_table1_control.csv").set_index("relation")
+        c = run.read("02_table1_control.csv")
+        c = (c.set_index("relation") if c is not None
+             else pd.DataFrame({"accuracy": []}, index=pd.Index([], name="relation")))
         for _, r in t[t["sd_relation"].notna()].iterrows():
             layer, _ = parse_head_label(r["head"])
             ctrl = c["accuracy"].get(r["relation"], np.nan)
@@ -709,3 +712,27 @@ def held_counts(long: pd.DataFrame) -> pd.DataFrame:
                          "did not hold": g.apply(lambda s: int((s == "no").sum())),
                          "not judged": g.apply(lambda s: int((~s.isin(["yes", "no"])).sum()))}
                         ).reset_index()
+
+
+# --- where the heads are, for one relative-depth figure --------------------------------------
+
+def head_depths(positional: pd.DataFrame, syntax: pd.DataFrame,
+                coref: pd.DataFrame) -> pd.DataFrame:
+    """The heads of :func:`positional_heads` (pre-trained weights), :func:`syntax_best_heads`
+    and :func:`coref_best_heads` in one frame for a relative-depth figure: columns ``row``
+    ("previous-token heads", "syntax: det", "coreference", ...), ``model``, ``relative depth``
+    and ``label`` (the head, ``"7-6"``; the paper's positional heads have no head number)."""
+    rows = []
+    pos = positional[positional["weights"] == "pre-trained"]
+    for direction in ("previous", "next"):
+        for _, r in pos[pos["direction"] == direction].iterrows():
+            rows.append({"row": f"{direction}-token heads", "model": r["model"],
+                         "relative depth": r["relative depth"],
+                         "label": "" if r["head"].endswith("?") else r["head"]})
+    for _, r in syntax.iterrows():
+        rows.append({"row": f"syntax: {r['paper relation']}", "model": r["model"],
+                     "relative depth": r["relative depth"], "label": r["head"]})
+    for _, r in coref.dropna(subset=["relative depth"]).iterrows():
+        rows.append({"row": "coreference", "model": r["model"],
+                     "relative depth": r["relative depth"], "label": r["best head"]})
+    return pd.DataFrame(rows, columns=["row", "model", "relative depth", "label"])
