@@ -146,6 +146,21 @@ def setup(prefix: str, namespace: Mapping, *, precision: int = 3,
     return Setup(lm, control, run)
 
 
+def setup_tables(prefix: str, namespace: Mapping, models: Mapping | None = None, *,
+                 precision: int = 3, names: Sequence[str] | None = None) -> report.Run:
+    """:func:`setup` for a notebook that reads saved tables and loads no model (notebook 08):
+    collect the parameters, set the display options and open the run record with
+    ``models`` (e.g. each compared run's model identity, from its provenance)."""
+    import matplotlib
+    import pandas as pd
+
+    params = collect_parameters(prefix, namespace, names)
+    pd.set_option("display.precision", precision)
+    pd.set_option("display.width", 200)
+    matplotlib.rcParams["figure.dpi"] = 90
+    return report.start_run(prefix, params, models=dict(models or {}))
+
+
 def attention_maps(inputs: Sequence, models: Sequence, what: str = "inputs",
                    progress: bool | None = None, **kwargs) -> list:
     """The attention store of each of ``models`` for the same ``inputs``

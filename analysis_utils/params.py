@@ -209,6 +209,10 @@ CONSTRAINTS: dict[str, Range | Matches | SeedList] = {
                               "'' (find them here) or 1-based head labels, e.g. '3-2,5-10'"),
     "framenet_k": POSITIVE,
     "framenet_n_sd": Range(0),
+    # 08 the same questions across models
+    "runs": Matches(r"[^,\s][^,]*(?:,[^,\s][^,]*)*",
+                    "a comma-separated list of run folders relative to the repository root, "
+                    "e.g. 'results,results/base'"),
 }
 
 # (low, high): where a notebook has both, low <= high after the overrides.

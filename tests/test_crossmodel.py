@@ -302,3 +302,13 @@ def test_nothing_to_compare_gives_empty_frames_not_errors(tmp_path):
     # the paper's rows stay
     assert set(cm.positional_heads(runs)["model"]) == {cm.PAPER}
     assert set(cm.coref_best_heads(runs)["model"]) == {cm.PAPER}
+
+
+def test_setup_tables_opens_a_run_without_loading_a_model():
+    from analysis_utils import notebook
+
+    run = notebook.setup_tables("08", {"runs": "results", "thr_prev": 0.5},
+                                models={"results": {"name": "tiny-a"}},
+                                names=["runs", "thr_prev"])
+    assert run.prefix == "08" and run.params == {"runs": "results", "thr_prev": 0.5}
+    assert run.models == {"results": {"name": "tiny-a"}}

@@ -77,6 +77,7 @@ class RunFolder:
     num_heads: int | None = None
     model_type: str | None = None
     present: frozenset = frozenset()
+    identity: dict = field(default_factory=dict)  # the model's, as its provenance records it
     parameters: dict[str, dict] = field(default_factory=dict)  # prefix -> its provenance's
     problems: list[str] = field(default_factory=list)
 
@@ -134,6 +135,7 @@ def load_run(folder: str, root: str | Path | None = None) -> RunFolder:
             identities[prov.name[:2]] = ident
     if identities:
         first = next(iter(identities.values()))
+        run.identity = dict(first)
         run.model = first.get("name")
         run.num_layers = first.get("num_layers")
         run.num_heads = first.get("num_heads")
@@ -209,6 +211,11 @@ def availability(runs: Sequence[RunFolder]) -> pd.DataFrame:
             missing = [n for n in names if n not in run.present]
             row[prefix] = ("folder missing" if not run.exists else "yes" if not missing
                            else "missing " + ", ".join(missing))
+        inits: dict[str, list[str]] = {}
+        for prefix, prm in sorted(run.parameters.items()):
+            if "control_init" in prm:
+                inits.setdefault(prm["control_init"], []).append(prefix)
+        row["control"] = "; ".join(f"{', '.join(p)}: {i}" for i, p in inits.items()) or DASH
         row["problems"] = "; ".join(run.problems) or DASH
         rows.append(row)
     return pd.DataFrame(rows)
@@ -300,18 +307,20 @@ def sink_summary(sink: pd.DataFrame) -> pd.DataFrame:
 
 # --- previous / next-token heads -------------------------------------------------------------
 
-def positional_heads(runs: Sequence[RunFolder], threshold: float = 0.5) -> pd.DataFrame:
-    """Every head that puts more than ``threshold`` of its attention on the previous or the
-    next token, per run and weights (``pre-trained`` / ``control``), with its relative depth;
-    plus the paper's heads (``model`` = :data:`PAPER`, layers from ``CLARK_SECTION3``, head
-    number unknown). Reads ``01_per_head_{model,control}.csv``."""
+def positional_heads(runs: Sequence[RunFolder], thr_prev: float = 0.5,
+                     thr_next: float = 0.5) -> pd.DataFrame:
+    """Every head that puts more than ``thr_prev`` of its attention on the previous token, or
+    more than ``thr_next`` on the next token (the paper: 0.5 for both), per run and weights
+    (``pre-trained`` / ``control``), with its relative depth; plus the paper's heads (``model`` = :data:`PAPER`, layers from ``CLARK_SECTION3``, head
+    number unknown: ``"2-?"``); ``k`` numbers the heads of a model, weights and direction.
+    Reads ``01_per_head_{model,control}.csv``."""
     rows = []
     for run in usable(runs, "positional"):
         for weights, name in (("pre-trained", "01_per_head_model.csv"),
                               ("control", "01_per_head_control.csv")):
             t = run.read(name)
-            for direction in ("previous", "next"):
-                for _, r in t[t[direction] > threshold].iterrows():
+            for direction, thr in (("previous", thr_prev), ("next", thr_next)):
+                for _, r in t[t[direction] > thr].iterrows():
                     rows.append({"model": run.label, "weights": weights,
                                  "direction": direction,
                                  "head": f"{int(r['layer'])}-{int(r['head'])}",
@@ -325,8 +334,11 @@ def positional_heads(runs: Sequence[RunFolder], threshold: float = 0.5) -> pd.Da
                          "head": f"{layer}-?", "layer": layer, "layers": BERT_BASE_LAYERS,
                          "relative depth": relative_depth(layer, BERT_BASE_LAYERS),
                          "share": np.nan})
-    return pd.DataFrame(rows, columns=["model", "weights", "direction", "head", "layer",
-                                       "layers", "relative depth", "share"])
+    out = pd.DataFrame(rows, columns=["model", "weights", "direction", "head", "layer",
+                                      "layers", "relative depth", "share"])
+    # the paper names layers only (layer 2 holds two next-token heads): number the heads
+    out.insert(3, "k", out.groupby(["model", "weights", "direction"]).cumcount() + 1)
+    return out
 
 
 def positional_summary(heads: pd.DataFrame, runs: Sequence[RunFolder]) -> pd.DataFrame:
@@ -736,3 +748,57 @@ def head_depths(positional: pd.DataFrame, syntax: pd.DataFrame,
         rows.append({"row": "coreference", "model": r["model"],
                      "relative depth": r["relative depth"], "label": r["best head"]})
     return pd.DataFrame(rows, columns=["row", "model", "relative depth", "label"])
+
+
+# --- the recap, in words generated from the frames above -------------------------------------
+
+def layer_runs(layers) -> str:
+    """Layers as contiguous runs: ``[2, 3, 4, 6]`` -> ``"2-4, 6"``."""
+    layers = sorted(int(x) for x in layers)
+    out, start = [], None
+    for k, x in enumerate(layers):
+        if start is None:
+            start = x
+        if k + 1 == len(layers) or layers[k + 1] != x + 1:
+            out.append(f"{start}-{x}" if x != start else str(x))
+            start = None
+    return ", ".join(out)
+
+
+def recap(sink: pd.DataFrame, positional: pd.DataFrame, syntax: pd.DataFrame,
+          long_claims: pd.DataFrame) -> list[str]:
+    """One sentence per model (and one for the paper) on where it parks its attention, how
+    many positional heads it has, how deep its best syntax heads sit (median relative depth)
+    and how many claims held; every number from the frames, nothing hard-coded."""
+    out = []
+    share, lo, hi = paper_sep_band()
+    counts = held_counts(long_claims).set_index("model") if len(long_claims) else None
+    med = syntax[syntax["paper relation"] != "All"].groupby("model", sort=False)[
+        "relative depth"].median()
+    pos = positional[positional["weights"] == "pre-trained"]
+    out.append(f"**{PAPER}**: {CLARK_SECTION3['layer_order']}; separator {CLARK_SECTION3['sep_share']}; "
+               f"{CLARK_SECTION3['previous']} on the previous token and {CLARK_SECTION3['next']} "
+               f"on the next; best syntax heads at median relative depth {med.get(PAPER, np.nan):.2f}.")
+    for model in dict.fromkeys(list(sink["model"]) + list(med.index.drop(PAPER, errors="ignore"))):
+        parts = []
+        g = sink[(sink["model"] == model) & (sink["weights"] == "pre-trained")]
+        if len(g):
+            by_token = g.groupby("sink token", sort=False)["layer"].apply(list)
+            parts.append("attention sink " + ", ".join(
+                f"{tok} in layer{'s' if len(d) > 1 else ''} {layer_runs(d)}"
+                for tok, d in by_token.items()) + f" (of {int(g['layers'].iloc[0])})")
+            mid = g[(g["relative depth"] >= lo - 1e-9) & (g["relative depth"] <= hi + 1e-9)]
+            if len(mid):
+                parts.append(f"separator share {100 * mid['separator'].mean():.1f}% where the "
+                             f"paper has > {share:.0%}")
+        p = pos[pos["model"] == model]
+        if model in set(sink["model"]) or len(p):
+            parts.append(f"{int((p['direction'] == 'previous').sum())} previous-token and "
+                         f"{int((p['direction'] == 'next').sum())} next-token heads")
+        if model in med.index:
+            parts.append(f"best syntax heads at median relative depth {med[model]:.2f}")
+        if counts is not None and model in counts.index:
+            c = counts.loc[model]
+            parts.append(f"{c['held']} of {c['held'] + c['did not hold']} judged claims held")
+        out.append(f"**{model}**: " + "; ".join(parts) + ".")
+    return out
