@@ -304,7 +304,9 @@ _ = run.figure(fig, "summary_panels")
 # (from its `NN_paper_vs_run.csv`, by the test in "held if"); notebooks 04 and 05 state none,
 # so the test in "held if" is applied here ("verdict from" 08 in the saved table). "–": the
 # paper makes no claim there, the model's tables lack it, or the relation has no UD
-# counterpart; "not testable": notebook 01 judged its fitted masked-LM head too weak.
+# counterpart; "not testable": notebook 01 judged its fitted masked-LM head too weak. Claims
+# are worded with BERT's token names: for MPNet, `[CLS]` is `<s>` and `[SEP]` is `</s>` (a
+# claim worded with either name, or by role, is one row).
 
 # %%
 # NBVAL_CHECK_OUTPUT

@@ -312,3 +312,18 @@ def test_setup_tables_opens_a_run_without_loading_a_model():
                                 names=["runs", "thr_prev"])
     assert run.prefix == "08" and run.params == {"runs": "results", "thr_prev": 0.5}
     assert run.models == {"results": {"name": "tiny-a"}}
+
+
+@pytest.mark.parametrize("text", [
+    "attention to [SEP] in the paper's layers 6-10",
+    "attention to </s> in the paper's layers 6-10",
+    "attention to the separator (</s>) in the paper's layers 6-10",
+    "attention to separators in the paper's layers 6-10"])
+def test_one_claim_however_the_special_token_is_named(text):
+    assert cm.normalise_claim(text) == "attention to [SEP] in the paper's layers 6-10"
+
+
+def test_first_token_names_and_other_tokens():
+    assert cm.normalise_claim("entropy from the first token (<s>), last layer") == \
+        "entropy from [CLS], last layer"
+    assert cm.normalise_claim("heads > 50% on the next token") == "heads > 50% on the next token"

@@ -533,14 +533,21 @@ def map_type_proportions(runs: Sequence[RunFolder],
 
 # --- every claim, held or not, per model -----------------------------------------------------
 
-_TOKEN_ALIASES = (("<s>", "[CLS]"), ("</s>", "[SEP]"))
+_FIRST = r"(?:\[CLS\]|<s>|(?:the )?first tokens?)"
+_SEP = r"(?:\[SEP\]|</s>|(?:the )?separators?(?: tokens?)?)"
 
 
 def normalise_claim(text: str) -> str:
-    """A claim's wording with the model's special tokens by BERT's names, so the same claim
-    of two models (``"... to </s> ..."`` and ``"... to [SEP] ..."``) is one row."""
-    for alias, bert in sorted(_TOKEN_ALIASES, key=lambda a: -len(a[0])):
-        text = text.replace(alias, bert)
+    """A claim's wording with the special tokens by BERT's names, so that the same claim of
+    two models is one row: ``<s>`` / "the first token" -> ``[CLS]``, ``</s>`` / "the
+    separator(s)" -> ``[SEP]``, and a role followed by the model's token in brackets ("the
+    separator (</s>)") -> the BERT name alone.
+
+    >>> normalise_claim("heads > 90% from </s> to the separator ([SEP])")
+    'heads > 90% from [SEP] to [SEP]'
+    """
+    for pattern, bert in ((_FIRST, "[CLS]"), (_SEP, "[SEP]")):
+        text = re.sub(rf"{pattern}(?: \({pattern}\))?", lambda _m, b=bert: b, text)
     return text
 
 
