@@ -164,7 +164,7 @@ def test_missing_folder_and_missing_table_are_named_with_the_command(root):
     assert cm.profile_for("results") == "default"
     table = cm.availability(runs).set_index("folder")
     assert table.loc["results", "02"] == "yes"
-    assert table.loc["results/base", "02"].startswith("missing 02_")
+    assert table.loc["results/base", "02"].startswith("missing or unreadable: 02_")
     assert table.loc["results/ghost", "01"] == "folder missing"
     # the questions still answer for the runs that can
     syn = cm.syntax_best_heads(runs)
@@ -327,3 +327,17 @@ def test_first_token_names_and_other_tokens():
     assert cm.normalise_claim("entropy from the first token (<s>), last layer") == \
         "entropy from [CLS], last layer"
     assert cm.normalise_claim("heads > 50% on the next token") == "heads > 50% on the next token"
+
+
+def test_a_table_without_the_columns_read_is_reported_not_read(root):
+    _write(root / "results" / "base", "01_layer_token_class_shares.csv",
+           [{"layer": 1, "model first token": 0.5}])
+    runs = cm.load_runs("results,results/base", root=root)
+    assert cm.gaps(runs, "sink") == [
+        "not read: results/base/01_layer_token_class_shares.csv lacks the column(s) model cls, "
+        "model sep, model punct, model other, control cls, control sep, control punct, control "
+        "other (written by another version of notebook 01); produce it again with "
+        "`python -m analysis_utils run --profile base --only 01`"]
+    assert set(cm.sink_by_layer(runs)["model"]) == {"tiny-a (2 x 2)"}
+    assert cm.availability(runs).set_index("folder").loc["results/base", "01"].startswith(
+        "missing or unreadable: 01_layer_token_class_shares.csv")

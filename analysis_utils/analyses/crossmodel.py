@@ -59,6 +59,27 @@ NEEDS: dict[str, tuple[str, ...]] = {
                "04_table3.csv", "05_layer_separation.csv", "05_type_proportions.csv"),
 }
 
+#: The columns notebook 08 reads from each table; a table without them is reported, not read.
+COLUMNS: dict[str, tuple[str, ...]] = {
+    "01_layer_token_class_shares.csv": ("layer", *(f"{w} {c}" for w in ("model", "control")
+                                                   for c in ("cls", "sep", "punct", "other"))),
+    "01_per_head_model.csv": ("layer", "head", "previous", "next", "entropy", "entropy_cls",
+                              "max_weight"),
+    "01_per_head_control.csv": ("layer", "head", "previous", "next", "entropy", "entropy_cls",
+                                "max_weight"),
+    "01_paper_vs_run.csv": ("claim", "paper (BERT-base)", "model", "unit", "held", "held if"),
+    "02_table1_model.csv": ("relation", "head", "accuracy", "baseline", "sd_relation"),
+    "02_table1_control.csv": ("relation", "accuracy"),
+    "02_paper_vs_run.csv": ("paper relation", "relation here", "head", "accuracy", "baseline",
+                            "margin", "held"),
+    "03_table2.csv": ("system", "source", "All", "pronoun", "proper", "nominal"),
+    "03_paper_vs_run.csv": ("claim", "paper", "this run", "paper detail", "detail", "held",
+                            "held if"),
+    "04_table3.csv": ("probe", "n seeds", "dev argmax mean", "dev argmax sd"),
+    "05_layer_separation.csv": ("model", "ratio", "p_value", "n_perm", "p", "stress"),
+    "05_type_proportions.csv": ("task", "type", "share_mean"),
+}
+
 #: Token classes of notebook 01's tables, named by role (the model's own token in brackets).
 ROLES = {"cls": "first token", "sep": "separator", "punct": "punctuation"}
 _SPECIAL_TOKENS = {"bert": ("[CLS]", "[SEP]"), "mpnet": ("<s>", "</s>"),
@@ -77,6 +98,7 @@ class RunFolder:
     num_heads: int | None = None
     model_type: str | None = None
     present: frozenset = frozenset()
+    malformed: dict[str, list[str]] = field(default_factory=dict)  # table -> missing columns
     identity: dict = field(default_factory=dict)  # the model's, as its provenance records it
     parameters: dict[str, dict] = field(default_factory=dict)  # prefix -> its provenance's
     problems: list[str] = field(default_factory=list)
@@ -98,11 +120,13 @@ class RunFolder:
         return {"cls": first, "sep": sep, "punct": ". ,"}
 
     def has(self, *names: str) -> bool:
-        return all(n in self.present for n in names)
+        """Every table of ``names`` is there, with the columns notebook 08 reads."""
+        return all(n in self.present and n not in self.malformed for n in names)
 
     def read(self, name: str) -> pd.DataFrame | None:
-        """Table ``name`` (``"02_table1_model.csv"``) of this folder, or None when absent."""
-        return pd.read_csv(self.path / name) if name in self.present else None
+        """Table ``name`` (``"02_table1_model.csv"``) of this folder, or None when absent or
+        lacking a column of :data:`COLUMNS`."""
+        return pd.read_csv(self.path / name) if self.has(name) else None
 
 
 def profile_for(folder: str) -> str:
@@ -122,6 +146,12 @@ def load_run(folder: str, root: str | Path | None = None) -> RunFolder:
     if not path.is_dir():
         return run
     run.present = frozenset(p.name for p in path.glob("[0-9][0-9]_*.csv"))
+    for name, wanted in COLUMNS.items():
+        if name in run.present:
+            header = pd.read_csv(path / name, nrows=0).columns
+            missing = [c for c in wanted if c not in header]
+            if missing:
+                run.malformed[name] = missing
     identities = {}
     for prov in sorted(path.glob("0[1-5]_provenance.json")):
         try:
@@ -178,12 +208,19 @@ def gaps(runs: Sequence[RunFolder], question: str) -> list[str]:
                        f"{_command(run, [])}")
             continue
         missing = [n for n in NEEDS[question] if n not in run.present]
+        bad = [n for n in NEEDS[question] if n in run.malformed]
         if question == "claims":  # any of them gives some rows; report only a folder with none
             missing = missing if len(missing) == len(NEEDS[question]) else []
         if missing:
             out.append(f"not run: {run.folder} has no {', '.join(missing)}; produce it with "
                        f"{_command(run, [n[:2] for n in missing])}")
-        elif run.num_layers is None and question != "claims":
+        for n in bad:
+            out.append(f"not read: {run.folder}/{n} lacks the column(s) "
+                       f"{', '.join(run.malformed[n])} (written by another version of notebook "
+                       f"{n[:2]}); produce it again with {_command(run, [n[:2]])}")
+        if missing or bad:
+            continue
+        if run.num_layers is None and question != "claims":
             out.append(f"not comparable: {run.folder} has no provenance naming its model, so "
                        "its relative depth is unknown")
     return out
@@ -208,9 +245,9 @@ def availability(runs: Sequence[RunFolder]) -> pd.DataFrame:
                                   if run.num_layers else DASH)}
         for prefix in ("01", "02", "03", "04", "05"):
             names = [n for n in wanted if n.startswith(prefix)]
-            missing = [n for n in names if n not in run.present]
+            missing = [n for n in names if not run.has(n)]
             row[prefix] = ("folder missing" if not run.exists else "yes" if not missing
-                           else "missing " + ", ".join(missing))
+                           else "missing or unreadable: " + ", ".join(missing))
         inits: dict[str, list[str]] = {}
         for prefix, prm in sorted(run.parameters.items()):
             if "control_init" in prm:
