@@ -628,6 +628,8 @@ def _claims_02(run: RunFolder) -> list[dict]:
     out = []
     for _, r in t.iterrows():
         rel = r["paper relation"]
+        if rel not in CLARK_TABLE1:
+            continue
         head, acc, base, _o, _d = CLARK_TABLE1[rel]
         here = (DASH if r["relation here"] in (DASH, "", None) or pd.isna(r["accuracy"])
                 else f"{r['relation here']} {r['head']}: {r['accuracy']:.1f} vs. "
@@ -688,9 +690,9 @@ def _claims_04(run: RunFolder) -> list[dict]:
 
 def _claims_05(run: RunFolder) -> list[dict]:
     out = []
-    if run.has("05_layer_separation.csv"):
-        t = run.read("05_layer_separation.csv").set_index("model")
-        r = t.loc["model"]
+    t = run.read("05_layer_separation.csv")
+    if t is not None and "model" in set(t["model"]):
+        r = t.set_index("model").loc["model"]
         out.append({"notebook": "05", "claim": "Figure 6: heads of the same layer are closer",
                     "paper (BERT-base)": CLARK_FIGURE6["same_layer_closer"],
                     "this run": f"ratio {r['ratio']:.3f}, {r['p']}",
