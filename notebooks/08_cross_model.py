@@ -179,6 +179,12 @@ notebook.table_view(entropy[["model", "layer", "relative depth", "entropy", "con
                     digits=2)
 
 # %% [markdown]
+# The paper's two entropy claims beside each model and its control:
+
+# %%
+notebook.table_view(cm.entropy_claims(folders), digits=2, index=["model", "weights"])
+
+# %% [markdown]
 # ## 4. Best syntax head per relation of Table 1 (Clark Section 4.2)
 #
 # For each relation of the paper's Table 1, each model's best single head for its UD
@@ -257,7 +263,8 @@ _ = run.table(clustering, "clustering_ratio", key=["model", "weights"],
               tolerance={"ratio": within(abs=1e-3), "p_value": within(abs=0.01),
                          "stress": within(abs=0.01), "p": IGNORE},
               caption="Same-layer / other-layer JS distance ratio per model")
-notebook.table_view(clustering, digits={"ratio": 3, "p_value": 3, "stress": 2})
+notebook.table_view(clustering, digits={"ratio": 3, "p_value": 3, "stress": 2,
+                                        "permutations": 0})
 
 # %% [markdown]
 # ## 8. Attention-map types (Kovaleva Section 4.1)
@@ -275,7 +282,7 @@ _ = run.table(maptypes, "map_type_proportions", key=["model", "type"],
               tolerance={"share": within(abs=0.02), "lowest": within(abs=0.03),
                          "highest": within(abs=0.03)},
               caption="Attention-map type shares, mean over the paper's tasks, per model")
-notebook.table_view(maptypes, digits=3)
+cm.map_type_view(maptypes)
 
 # %% [markdown]
 # ## The models on one relative-depth axis

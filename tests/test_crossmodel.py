@@ -216,6 +216,13 @@ def test_entropy_by_layer_against_the_control(root):
     ent = cm.entropy_by_layer(cm.load_runs("results", root=root))
     assert ent["entropy"].tolist() == [2.0, 4.0]
     assert ent["entropy / control"].tolist() == [0.5, 0.5]  # control: 4 nats x layer
+    claims = cm.entropy_claims(cm.load_runs("results", root=root)).set_index(
+        ["model", "weights"])
+    row = claims.loc[("tiny-a (2 x 2)", "pre-trained")]
+    assert row["layer 1: lowest mean max weight (%)"] == 50.0
+    assert row["last layer: entropy from first token (nats)"] == 1.0
+    assert claims.loc[(cm.PAPER, "pre-trained"), "last layer: entropy from first token "
+                      "(nats)"] == papers.CLARK_SECTION3["cls_entropy_last"]
 
 
 def test_syntax_best_heads_beside_the_paper(root):
@@ -254,12 +261,20 @@ def test_probe_clustering_and_map_types(root):
     assert a.loc["Attention only", "uas"] == 60.0 and np.isnan(a.loc["Right-branching", "sd"])
     assert uas[uas["model"] == cm.PAPER].set_index("probe").loc["Attention + GloVe", "uas"] == 77
     cl = cm.clustering_ratio(runs)
-    assert cl[["weights", "ratio"]].values.tolist()[:2] == [["pre-trained", 0.8], ["control", 1.0]]
+    assert cl["model"].iloc[0] == cm.PAPER and cl["p"].iloc[0].startswith("yes")
+    assert cl[["weights", "ratio"]].values.tolist()[1:3] == [["pre-trained", 0.8],
+                                                              ["control", 1.0]]
     mt = cm.map_type_proportions(runs)
     het = mt[(mt["model"] == "tiny-a (2 x 2)") & (mt["type"] == "Heterogeneous")].iloc[0]
     # CoLA is not a task of the paper: only MRPC and RTE count
     assert het["share"] == pytest.approx(0.45)
     assert (het["lowest task"], het["highest task"]) == ("MRPC", "RTE")
+    view = cm.map_type_view(mt)
+    assert view.loc["Heterogeneous", "tiny-a (2 x 2)"] == "45% (40% MRPC - 50% RTE)"
+    assert view.loc["Heterogeneous", cm.PAPER] == "\u2013 (32% MRPC - 61% QQP)"
+    assert view.loc["Vertical", cm.PAPER] == "\u2013"
+    paper = mt[mt["model"] == cm.PAPER].iloc[0]
+    assert (paper["type"], paper["lowest"], paper["highest"]) == ("Heterogeneous", 0.32, 0.61)
 
 
 def test_claims_take_each_runs_verdicts_and_apply_the_stated_rules(root):
@@ -295,13 +310,14 @@ def test_nothing_to_compare_gives_empty_frames_not_errors(tmp_path):
     runs = cm.load_runs("results,results/base", root=tmp_path)
     assert all(len(cm.gaps(runs, q)) == 2 for q in cm.NEEDS)
     for frame in (cm.sink_by_layer(runs), cm.entropy_by_layer(runs),
-                  cm.clustering_ratio(runs), cm.map_type_proportions(runs),
                   cm.claims(runs), cm.claims_wide(cm.claims(runs)),
                   cm.held_counts(cm.claims(runs))):
         assert frame.empty
     # the paper's rows stay
-    assert set(cm.positional_heads(runs)["model"]) == {cm.PAPER}
-    assert set(cm.coref_best_heads(runs)["model"]) == {cm.PAPER}
+    for frame in (cm.positional_heads(runs), cm.coref_best_heads(runs),
+                  cm.clustering_ratio(runs), cm.map_type_proportions(runs),
+                  cm.entropy_claims(runs), cm.probe_uas(runs)):
+        assert set(frame["model"]) <= {cm.PAPER, "BERT-base (EWT reproduction)"}
 
 
 def test_setup_tables_opens_a_run_without_loading_a_model():

@@ -424,6 +424,27 @@ def entropy_by_layer(runs: Sequence[RunFolder]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def entropy_claims(runs: Sequence[RunFolder]) -> pd.DataFrame:
+    """Clark et al.'s two entropy claims (Section 3.3) per run, pre-trained and control, beside
+    the paper's: the lowest mean max weight of a layer-1 head (%; the paper: broad heads,
+    at most about 10% on any word) and the mean entropy of the attention from the first token
+    in the last layer (nats; the paper: 3.89 nats from [CLS], on its segments). Reads
+    ``01_per_head_{model,control}.csv``."""
+    rows = [{"model": PAPER, "weights": "pre-trained",
+             "layer 1: lowest mean max weight (%)": CLARK_SECTION3["broad_layer1"],
+             "last layer: entropy from first token (nats)": CLARK_SECTION3["cls_entropy_last"]}]
+    for run in usable(runs, "entropy"):
+        for weights, name in (("pre-trained", "01_per_head_model.csv"),
+                              ("control", "01_per_head_control.csv")):
+            t = run.read(name)
+            rows.append({"model": run.label, "weights": weights,
+                         "layer 1: lowest mean max weight (%)":
+                             100 * float(t.loc[t["layer"] == 1, "max_weight"].min()),
+                         "last layer: entropy from first token (nats)":
+                             float(t.loc[t["layer"] == t["layer"].max(), "entropy_cls"].mean())})
+    return pd.DataFrame(rows)
+
+
 # --- best syntax head per relation (Table 1) -------------------------------------------------
 
 def syntax_best_heads(runs: Sequence[RunFolder]) -> pd.DataFrame:
@@ -535,8 +556,10 @@ def probe_uas(runs: Sequence[RunFolder]) -> pd.DataFrame:
 def clustering_ratio(runs: Sequence[RunFolder]) -> pd.DataFrame:
     """Per run and weights: the mean Jensen-Shannon distance between heads of the same layer
     over that between heads of different layers (below 1: same-layer heads are closer), its
-    permutation p-value and the MDS stress. Reads ``05_layer_separation.csv``."""
-    rows = []
+    permutation p-value and the MDS stress; the paper's row first (Figure 6, a picture: no
+    ratio). Reads ``05_layer_separation.csv``."""
+    rows = [{"model": PAPER, "weights": "pre-trained", "ratio": np.nan, "p_value": np.nan,
+             "permutations": np.nan, "p": CLARK_FIGURE6["same_layer_closer"], "stress": np.nan}]
     for run in usable(runs, "clustering"):
         t = run.read("05_layer_separation.csv")
         for _, r in t.iterrows():
@@ -553,9 +576,15 @@ def clustering_ratio(runs: Sequence[RunFolder]) -> pd.DataFrame:
 def map_type_proportions(runs: Sequence[RunFolder],
                          tasks: Sequence[str] = KOVALEVA_TASKS) -> pd.DataFrame:
     """Per run and map type: the share of maps of that type (mean over CNN seeds), averaged
-    over the GLUE tasks of ``tasks`` that the run classified, with the lowest and highest task.
-    Reads ``05_type_proportions.csv``."""
-    rows = []
+    over the GLUE tasks of ``tasks`` that the run classified, with the lowest and highest task;
+    the paper's Heterogeneous range first (its only per-task proportions, of *fine-tuned*
+    BERT-base maps; ``papers.KOVALEVA_HETEROGENEOUS_RANGE``). Reads
+    ``05_type_proportions.csv``."""
+    (lo_task, lo), (hi_task, hi) = (KOVALEVA_HETEROGENEOUS_RANGE["low"],
+                                    KOVALEVA_HETEROGENEOUS_RANGE["high"])
+    rows = [{"model": PAPER, "type": "Heterogeneous", "share": np.nan, "lowest": lo,
+             "lowest task": lo_task, "highest": hi, "highest task": hi_task,
+             "tasks": ",".join(tasks)}]
     for run in usable(runs, "maptypes"):
         t = run.read("05_type_proportions.csv")
         t = t[t["task"].isin(tasks)]
@@ -566,6 +595,24 @@ def map_type_proportions(runs: Sequence[RunFolder],
                          "highest": float(hi["share_mean"]), "highest task": hi["task"],
                          "tasks": ",".join(g["task"])})
     return pd.DataFrame(rows)
+
+
+def map_type_view(maptypes: pd.DataFrame) -> pd.DataFrame:
+    """:func:`map_type_proportions` as a reader compares it: one row per map type, one column
+    per model, each cell ``"49% (34% STS-B - 58% QNLI)"`` (mean over tasks, lowest and highest
+    task); ``–`` where a model has no such number."""
+    def cell(r) -> str:
+        mean = DASH if pd.isna(r["share"]) else f"{100 * r['share']:.0f}%"
+        return (f"{mean} ({100 * r['lowest']:.0f}% {r['lowest task']} - "
+                f"{100 * r['highest']:.0f}% {r['highest task']})")
+
+    if maptypes.empty:
+        return pd.DataFrame()
+    view = maptypes.assign(cell=maptypes.apply(cell, axis=1))
+    types = list(dict.fromkeys(view["type"].loc[view["model"] != PAPER]).keys()) or \
+        list(dict.fromkeys(view["type"]))
+    return view.pivot(index="type", columns="model", values="cell").reindex(
+        index=types, columns=list(dict.fromkeys(view["model"]))).fillna(DASH)
 
 
 # --- every claim, held or not, per model -----------------------------------------------------

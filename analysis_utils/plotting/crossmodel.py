@@ -176,7 +176,10 @@ def summary_panels(uas: pd.DataFrame, clustering: pd.DataFrame, maptypes: pd.Dat
 
     uas, clustering, maptypes: :func:`crossmodel.probe_uas`, :func:`~crossmodel.clustering_ratio`,
     :func:`~crossmodel.map_type_proportions`."""
+    clustering = clustering[clustering["ratio"].notna()]  # the paper's row: a picture, no ratio
+    maptypes = maptypes[maptypes["share"].notna()]  # the paper's range: drawn from paper_het
     fig = Figure(figsize=(13.5, 4.2), layout="constrained")
+    fig.get_layout_engine().set(wspace=0.06)
     a, b, c = fig.subplots(1, 3, width_ratios=[2.2, 1, 1.3])
     # probes
     probes = list(probes or dict.fromkeys(uas["probe"]))
