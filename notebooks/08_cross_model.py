@@ -109,9 +109,9 @@ notebook.table_view(cm.availability(folders), index="folder")
 # one). "x control" is that share over the random-init control's share of the same class in
 # the same layer (the control attends about uniformly). The paper: early layers attend to
 # `[CLS]`, middle layers to `[SEP]` (over half of all attention in layers 6-10, i.e. relative
-# depth 0.50-0.83), deep layers to periods and commas. Deviation: WikiText paragraphs, not the
-# paper's Wikipedia segments; each model's own tokenizer, so segments differ in length
-# between models.
+# depth 0.50-0.83), deep layers to periods and commas. Deviation: segments of WikiText's
+# Wikipedia articles, not the paper's own Wikipedia sample; each model's own tokenizer, so
+# segments differ in length between models.
 
 # %%
 not_run("sink")
@@ -120,19 +120,12 @@ _ = run.table(sink, "sink_by_layer", key=["model", "weights", "layer"],
               tolerance={"*": within(abs=1e-3), "x control": within(rel=0.01)},
               caption="Share of each layer's attention per token class, and the sink, per model "
                       "(notebook 01's tables)")
-paper_sink = {"model": cm.PAPER,
-              "sink by layer": papers.CLARK_SECTION3["layer_order"],
-              "separator share, paper's layers 6-10 (%)": papers.CLARK_SECTION3["sep_share"],
-              "layers there": "6-10 of 12"}
-notebook.table_view(pd.concat([pd.DataFrame([paper_sink]), cm.sink_summary(sink)]),
+notebook.table_view(pd.concat([pd.DataFrame([cm.paper_sink_row()]), cm.sink_summary(sink)]),
                     index="model")
 
 # %%
 fig = cm_plots.sink_profiles(
-    sink, colours, paper_band=cm.paper_sep_band(),
-    paper_notes={"first token": "[CLS] in early layers",
-                 "separator": papers.CLARK_SECTION3["sep_share"],
-                 "punctuation": "./, in deep layers"},
+    sink, colours, paper_band=cm.paper_sep_band(), paper_notes=cm.paper_sink_notes(),
     title="Where each layer's attention goes (solid: pre-trained; dashed: random-init control)")
 _ = run.figure(fig, "sink_profiles")
 

@@ -141,6 +141,10 @@ def test_relative_depth_and_the_papers_layers():
     assert cm.paper_layers("> 50% in layers 6-10") == [6, 7, 8, 9, 10]
     share, lo, hi = cm.paper_sep_band()
     assert (share, lo, hi) == (0.5, 6 / 12, 10 / 12)
+    assert cm.paper_sink_notes() == {"first token": "[CLS] in early layers",
+                                     "punctuation": "./, in deep layers",
+                                     "separator": "> 50% in layers 6-10"}
+    assert cm.paper_sink_row()["layers there"] == "6-10 of 12"
 
 
 def test_load_runs_reads_model_and_shape_from_provenance(root):

@@ -324,6 +324,25 @@ def sink_by_layer(runs: Sequence[RunFolder]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def paper_sink_notes() -> dict[str, str]:
+    """Clark et al.'s Figure 2 per token class, from ``CLARK_SECTION3``: ``{"first token":
+    "[CLS] in early layers", "separator": "> 50% in layers 6-10", "punctuation": "./, in deep
+    layers"}``."""
+    parts = dict(p.split(" ", 1)[::-1] for p in CLARK_SECTION3["layer_order"].split(", "))
+    notes = {ROLES[c]: f"{tok} in {parts[tok]} layers" for c, tok in
+             (("cls", "[CLS]"), ("punct", "./,")) if tok in parts}
+    notes[ROLES["sep"]] = CLARK_SECTION3["sep_share"]
+    return notes
+
+
+def paper_sink_row() -> dict:
+    """The paper's row of :func:`sink_summary`."""
+    layers = paper_layers(CLARK_SECTION3["sep_share"])
+    return {"model": PAPER, "sink by layer": CLARK_SECTION3["layer_order"],
+            "separator share, paper's layers 6-10 (%)": CLARK_SECTION3["sep_share"],
+            "layers there": f"{layer_runs(layers)} of {BERT_BASE_LAYERS}"}
+
+
 def sink_summary(sink: pd.DataFrame) -> pd.DataFrame:
     """:func:`sink_by_layer` of the pre-trained weights in one line per model: the sink of
     each layer in order (``"L1 [CLS] 6%, L2 [CLS] 37%, ..."``) and the largest separator
