@@ -126,6 +126,7 @@ notebook.table_view(pd.concat([pd.DataFrame([cm.paper_sink_row()]), cm.sink_summ
 # %%
 fig = cm_plots.sink_profiles(
     sink, colours, paper_band=cm.paper_sep_band(), paper_notes=cm.paper_sink_notes(),
+    titles=cm.role_names(folders),
     title="Where each layer's attention goes (solid: pre-trained; dashed: random-init control)")
 _ = run.figure(fig, "sink_profiles")
 

@@ -153,6 +153,7 @@ def test_load_runs_reads_model_and_shape_from_provenance(root):
     a, b, ghost = runs
     assert (a.model, a.num_layers, a.num_heads, a.label) == ("tiny-a", 2, 2, "tiny-a (2 x 2)")
     assert b.tokens()["cls"] == "<s>" and a.tokens()["sep"] == "[SEP]"
+    assert cm.role_names(runs)["separator"] == "separator ([SEP], </s>)"
     assert not ghost.exists and ghost.label == "results/ghost" and not ghost.present
     assert a.parameters["02"]["wide_margin"] == 10.0
 

@@ -129,6 +129,18 @@ class RunFolder:
         return pd.read_csv(self.path / name) if self.has(name) else None
 
 
+def role_names(runs: Sequence[RunFolder]) -> dict[str, str]:
+    """Role -> the role and every compared model's own token: ``{"first token": "first token
+    ([CLS], <s>)", ...}``, for figure and column titles."""
+    present = [r for r in runs if r.model is not None]
+    out = {}
+    for key, role in ROLES.items():
+        names = list(dict.fromkeys(r.tokens()[key] for r in present)) or (
+            ["[CLS]"] if key == "cls" else ["[SEP]"] if key == "sep" else [". ,"])
+        out[role] = f"{role} ({', '.join(names)})"
+    return out
+
+
 def profile_for(folder: str) -> str:
     """The ``run`` profile that writes ``folder``: ``results`` -> ``default``,
     ``results/base`` -> ``base``."""
@@ -845,7 +857,8 @@ def head_depths(positional: pd.DataFrame, syntax: pd.DataFrame,
     """The heads of :func:`positional_heads` (pre-trained weights), :func:`syntax_best_heads`
     and :func:`coref_best_heads` in one frame for a relative-depth figure: columns ``row``
     ("previous-token heads", "syntax: det", "coreference", ...), ``model``, ``relative depth``
-    and ``label`` (the head, ``"7-6"``; the paper's positional heads have no head number)."""
+    and ``label`` (the head, ``"7-6"``, with the UD relation where it is named otherwise,
+    ``"3-9 case"``; the paper's positional heads have no head number)."""
     rows = []
     pos = positional[positional["weights"] == "pre-trained"]
     for direction in ("previous", "next"):
@@ -854,8 +867,9 @@ def head_depths(positional: pd.DataFrame, syntax: pd.DataFrame,
                          "relative depth": r["relative depth"],
                          "label": "" if r["head"].endswith("?") else r["head"]})
     for _, r in syntax.iterrows():
+        here = "" if r["relation here"] == r["paper relation"] else f" {r['relation here']}"
         rows.append({"row": f"syntax: {r['paper relation']}", "model": r["model"],
-                     "relative depth": r["relative depth"], "label": r["head"]})
+                     "relative depth": r["relative depth"], "label": r["head"] + here})
     for _, r in coref.dropna(subset=["relative depth"]).iterrows():
         rows.append({"row": "coreference", "model": r["model"],
                      "relative depth": r["relative depth"], "label": r["best head"]})

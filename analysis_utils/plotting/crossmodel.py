@@ -50,12 +50,14 @@ def _depth_axis(ax, label: bool = True) -> None:
 
 def sink_profiles(sink: pd.DataFrame, colours: Mapping[str, str],
                   paper_band: tuple[float, float, float] | None = None,
-                  paper_notes: Mapping[str, str] | None = None, title: str = "") -> Figure:
+                  paper_notes: Mapping[str, str] | None = None, title: str = "",
+                  titles: Mapping[str, str] | None = None) -> Figure:
     """One panel per token class (first token, separator, punctuation): the share of each
     layer's attention on it against relative depth, one line per model (solid, dots: the
     pre-trained weights; dashed: its random-init control). ``paper_band``: (share, from,
     to) of the paper's separator claim, drawn as a black bar in the separator panel;
-    ``paper_notes``: a line per class under the panel title (the paper's words).
+    ``paper_notes``: a line per class under the panel title (the paper's words); ``titles``:
+    the panel title per class (default the class, e.g. "first token").
 
     sink: :func:`crossmodel.sink_by_layer`."""
     classes = list(ROLES.values())
@@ -73,7 +75,8 @@ def sink_profiles(sink: pd.DataFrame, colours: Mapping[str, str],
             ax.annotate(f"paper: > {share:.0%} here", ((lo + hi) / 2, share), xytext=(0, -5),
                         textcoords="offset points", ha="center", va="top", fontsize=8)
         note = (paper_notes or {}).get(cls)
-        ax.set_title(cls + (f"\npaper (BERT-base): {note}" if note else ""), fontsize=9)
+        ax.set_title((titles or {}).get(cls, cls)
+                     + (f"\npaper (BERT-base): {note}" if note else ""), fontsize=9)
         _depth_axis(ax)
         ax.set_ylim(0, 1)
     axes[0].set_ylabel("share of the layer's attention")
