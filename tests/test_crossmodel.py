@@ -362,3 +362,28 @@ def test_a_table_without_the_columns_read_is_reported_not_read(root):
     assert set(cm.sink_by_layer(runs)["model"]) == {"tiny-a (2 x 2)"}
     assert cm.availability(runs).set_index("folder").loc["results/base", "01"].startswith(
         "missing or unreadable: 01_layer_token_class_shares.csv")
+
+
+def test_notebook_08_runs_on_two_depths_and_a_missing_folder(root, tmp_path, monkeypatch):
+    """The notebook end to end on the hand-made folders (absolute paths), through the driver;
+    its staging (and, on failure, its kept notebook) in a temporary cache."""
+    import json as _json
+
+    from analysis_utils import paths, pipeline
+
+    monkeypatch.setenv(paths.CACHE_ENV, str(tmp_path / "cache"))
+
+    runs = ",".join(str(root / f) for f in ("results", "results/base", "results/ghost"))
+    (rendered,) = pipeline.run("smoke", only=["08"], extra={"runs": runs},
+                               output_dir=tmp_path / "out")
+    text = rendered.read_text()
+    assert "tiny-a (2 x 2)" in text and "tiny-b (4 x 2)" in text
+    assert "results/ghost does not exist" in text
+    assert "results/base has no 02_table1_model.csv" in text
+    assert '"output_type": "error"' not in text
+    results = tmp_path / "out" / "results"
+    claims = pd.read_csv(results / "08_claims_by_model.csv")
+    assert set(claims["model"]) == {"tiny-a (2 x 2)", "tiny-b (4 x 2)"}
+    prov = _json.loads((results / "08_provenance.json").read_text())
+    assert {m["name"] for m in prov["models"].values()} == {"tiny-a", "tiny-b"}
+    assert (tmp_path / "out" / "figures" / "08_head_depths.png").is_file()
