@@ -317,8 +317,7 @@ _ = run.table(claims, "claims_by_model", key=["model", "notebook", "claim"],
               tolerance={"this run": IGNORE},
               caption="Every paper claim of notebooks 01-05, held or not, per model")
 print(cm.held_counts(claims).to_string(index=False))
-notebook.table_view(cm.claims_wide(claims).drop(columns=["held if"]),
-                    index=["notebook", "claim"])
+notebook.table_view(cm.claims_wide(claims), index=["notebook", "claim"])
 
 # %% [markdown]
 # ## Recap

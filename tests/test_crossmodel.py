@@ -176,6 +176,15 @@ def test_missing_folder_and_missing_table_are_named_with_the_command(root):
     assert set(syn["model"]) == {"tiny-a (2 x 2)", cm.PAPER}
 
 
+def test_two_folders_of_one_model_keep_apart(root, tmp_path):
+    import shutil
+
+    shutil.copytree(root / "results" / "base", tmp_path / "again")
+    runs = cm.load_runs(["results/base", str(tmp_path / "again")], root=root)
+    assert runs[0].label == "tiny-b (4 x 2) [results/base]"
+    assert len(set(cm.sink_by_layer(runs)["model"])) == 2
+
+
 def test_a_provenance_naming_another_model_is_a_problem(root):
     _provenance(root / "results", "03", "other", 2, 2, sha="b")
     (run,) = cm.load_runs("results", root=root)

@@ -102,6 +102,7 @@ class RunFolder:
     identity: dict = field(default_factory=dict)  # the model's, as its provenance records it
     parameters: dict[str, dict] = field(default_factory=dict)  # prefix -> its provenance's
     problems: list[str] = field(default_factory=list)
+    show_folder: bool = False  # set by load_runs when two folders hold the same model
 
     @property
     def exists(self) -> bool:
@@ -112,7 +113,8 @@ class RunFolder:
         """``"all-MiniLM-L6-v2 (6 x 12)"``; the folder when no provenance names a model."""
         if self.model is None:
             return self.folder
-        return f"{self.model} ({self.num_layers} x {self.num_heads})"
+        label = f"{self.model} ({self.num_layers} x {self.num_heads})"
+        return f"{label} [{self.folder}]" if self.show_folder else label
 
     def tokens(self) -> dict[str, str]:
         """Role -> the model's own token: ``{"cls": "[CLS]", "sep": "[SEP]", ...}``."""
@@ -201,6 +203,9 @@ def load_runs(spec: str | Sequence[str], root: str | Path | None = None) -> list
         if f and f not in seen:
             seen.add(f)
             out.append(load_run(f, root))
+    labels = [r.label for r in out]
+    for r in out:
+        r.show_folder = labels.count(r.label) > 1
     return out
 
 
@@ -824,8 +829,9 @@ def claims(runs: Sequence[RunFolder]) -> pd.DataFrame:
 
 def claims_wide(long: pd.DataFrame) -> pd.DataFrame:
     """:func:`claims` with one row per claim and, per model, ``"<model>: this run"`` and
-    ``"<model>: held"`` side by side (``–`` where a model's tables lack the claim). Claims in
-    the order first met."""
+    ``"<model>: held"`` side by side (``–`` where a model's tables lack the claim), and the
+    test (``held if``, as the first model's table words it) last. Claims in the order first
+    met."""
     if long.empty:
         return pd.DataFrame(columns=["notebook", "claim", "paper (BERT-base)"])
     keys = ["notebook", "claim"]
@@ -836,6 +842,7 @@ def claims_wide(long: pd.DataFrame) -> pd.DataFrame:
         idx = pd.MultiIndex.from_frame(out[keys])
         out[f"{model}: this run"] = g["this run"].reindex(idx).fillna(DASH).to_numpy()
         out[f"{model}: held"] = g["held"].reindex(idx).fillna(DASH).to_numpy()
+    out = out[[c for c in out.columns if c != "held if"] + ["held if"]]  # the test, last
     return out.reset_index(drop=True)
 
 
