@@ -396,3 +396,12 @@ def test_notebook_08_runs_on_two_depths_and_a_missing_folder(root, tmp_path, mon
     prov = _json.loads((results / "08_provenance.json").read_text())
     assert {m["name"] for m in prov["models"].values()} == {"tiny-a", "tiny-b"}
     assert (tmp_path / "out" / "figures" / "08_head_depths.png").is_file()
+
+
+def test_an_empty_table_file_is_reported_not_raised(root):
+    (root / "results" / "base" / "04_table3.csv").write_text("")
+    runs = cm.load_runs("results/base", root=root)
+    assert cm.gaps(runs, "probes") == [
+        "not read: results/base/04_table3.csv is unreadable (EmptyDataError); produce it again "
+        "with `python -m analysis_utils run --profile base --only 04`"]
+    assert set(cm.probe_uas(runs)["model"]) == {cm.PAPER, "BERT-base (EWT reproduction)"}

@@ -144,8 +144,8 @@ def role_names(runs: Sequence[RunFolder]) -> dict[str, str]:
 
 
 def profile_for(folder: str) -> str:
-    """The ``run`` profile that writes ``folder``: ``results`` -> ``default``,
-    ``results/base`` -> ``base``."""
+    """The ``run`` profile that writes ``folder``: ``results`` -> ``default``, otherwise the
+    folder's last name (``results/base`` -> ``base``, the profile that publishes there)."""
     parts = Path(folder).parts
     return "default" if parts in ((), ("results",)) else parts[-1]
 
@@ -162,7 +162,11 @@ def load_run(folder: str, root: str | Path | None = None) -> RunFolder:
     run.present = frozenset(p.name for p in path.glob("[0-9][0-9]_*.csv"))
     for name, wanted in COLUMNS.items():
         if name in run.present:
-            header = pd.read_csv(path / name, nrows=0).columns
+            try:
+                header = pd.read_csv(path / name, nrows=0).columns
+            except (OSError, ValueError) as err:  # empty or not a CSV (pandas' errors)
+                run.malformed[name] = [f"unreadable ({type(err).__name__})"]
+                continue
             missing = [c for c in wanted if c not in header]
             if missing:
                 run.malformed[name] = missing
@@ -232,9 +236,12 @@ def gaps(runs: Sequence[RunFolder], question: str) -> list[str]:
             out.append(f"not run: {run.folder} has no {', '.join(missing)}; produce it with "
                        f"{_command(run, [n[:2] for n in missing])}")
         for n in bad:
-            out.append(f"not read: {run.folder}/{n} lacks the column(s) "
-                       f"{', '.join(run.malformed[n])} (written by another version of notebook "
-                       f"{n[:2]}); produce it again with {_command(run, [n[:2]])}")
+            what = run.malformed[n]
+            why = (f"is {what[0]}" if what[0].startswith("unreadable")
+                   else f"lacks the column(s) {', '.join(what)} (written by another version of "
+                        f"notebook {n[:2]})")
+            out.append(f"not read: {run.folder}/{n} {why}; produce it again with "
+                       f"{_command(run, [n[:2]])}")
         if missing or bad:
             continue
         if run.num_layers is None and question != "claims":
