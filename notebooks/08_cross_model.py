@@ -101,6 +101,22 @@ for line in cm.gaps(folders, "claims"):
 notebook.table_view(cm.availability(folders), index="folder")
 
 # %% [markdown]
+# ### Where the runs were not made alike
+#
+# Every parameter and data description of notebooks 01-05 that differs between the runs, from
+# their provenance: the model itself, and whatever a profile changed (e.g. the `base`
+# profile's seeded samples of EWT, fewer probe seeds and fewer GLUE examples, which its CPU
+# budget forced), and what follows from the tokenizer (segment lengths, words split into
+# pieces). Each is a deviation between the models' numbers below.
+
+# %%
+run_differences = cm.differences(folders)
+if run_differences.empty:
+    print("fewer than two runs with tables: nothing to compare")
+else:
+    display(notebook.table_view(run_differences, index=["notebook", "kind", "name"]))
+
+# %% [markdown]
 # ## 1. Which token is the attention sink, by layer (Clark Section 3.2, Figure 2)
 #
 # Per layer, the share of all attention on the *first token* (`[CLS]` in BERT-style models,

@@ -405,3 +405,14 @@ def test_an_empty_table_file_is_reported_not_raised(root):
         "not read: results/base/04_table3.csv is unreadable (EmptyDataError); produce it again "
         "with `python -m analysis_utils run --profile base --only 04`"]
     assert set(cm.probe_uas(runs)["model"]) == {cm.PAPER, "BERT-base (EWT reproduction)"}
+
+
+def test_differences_between_runs_from_their_provenance(root):
+    runs = cm.load_runs("results,results/base,results/ghost", root=root)
+    diff = cm.differences(runs)
+    # results/ records wide_margin for every notebook, results/base for none; 02 is not in base
+    assert set(diff["notebook"]) == {"01", "02", "03", "04", "05"}
+    row = diff[(diff["notebook"] == "01") & (diff["name"] == "wide_margin")].iloc[0]
+    assert (row["tiny-a (2 x 2)"], row["tiny-b (4 x 2)"]) == ("10.0", "\u2013")
+    assert list(diff.columns) == ["notebook", "kind", "name", "tiny-a (2 x 2)", "tiny-b (4 x 2)"]
+    assert cm.differences(runs[:1]).empty

@@ -101,6 +101,7 @@ class RunFolder:
     malformed: dict[str, list[str]] = field(default_factory=dict)  # table -> missing columns
     identity: dict = field(default_factory=dict)  # the model's, as its provenance records it
     parameters: dict[str, dict] = field(default_factory=dict)  # prefix -> its provenance's
+    data: dict[str, dict] = field(default_factory=dict)  # prefix -> its provenance's, flat
     problems: list[str] = field(default_factory=list)
     show_folder: bool = False  # set by load_runs when two folders hold the same model
 
@@ -178,6 +179,7 @@ def load_run(folder: str, root: str | Path | None = None) -> RunFolder:
             run.problems.append(f"{prov.name} is unreadable ({err})")
             continue
         run.parameters[prov.name[:2]] = record.get("parameters", {})
+        run.data[prov.name[:2]] = _flatten(record.get("data", {}))
         ident = record.get("models", {}).get("model", {})
         if ident:
             identities[prov.name[:2]] = ident
@@ -196,6 +198,41 @@ def load_run(folder: str, root: str | Path | None = None) -> RunFolder:
     elif run.present:
         run.problems.append("no NN_provenance.json names the model: its depth is unknown")
     return run
+
+
+def _flatten(d: dict, prefix: str = "") -> dict:
+    """``{"encoding": {"words": 5}}`` -> ``{"encoding: words": 5}``."""
+    out = {}
+    for k, v in d.items():
+        key = f"{prefix}{k}"
+        if isinstance(v, dict):
+            out.update(_flatten(v, f"{key}: "))
+        else:
+            out[key] = v
+    return out
+
+
+def differences(runs: Sequence[RunFolder]) -> pd.DataFrame:
+    """Every parameter and data description (from the ``NN_provenance.json`` files) of
+    notebooks 01-05 whose value differs between the runs: columns ``notebook``, ``kind``
+    (``parameter`` / ``data``), ``name``, then one column per run (``–`` where a run does not
+    record it). Each row is a way in which the models' numbers were not made alike (the model
+    itself among them). Empty with fewer than two runs that have provenance."""
+    present = [r for r in runs if r.parameters]
+    rows = []
+    if len(present) < 2:
+        return pd.DataFrame(columns=["notebook", "kind", "name"])
+    for prefix in ("01", "02", "03", "04", "05"):
+        for kind, attr in (("parameter", "parameters"), ("data", "data")):
+            tables = [getattr(r, attr).get(prefix, {}) for r in present]
+            names = list(dict.fromkeys(k for t in tables for k in t))
+            for name in names:
+                values = [t.get(name, DASH) for t in tables]
+                if len({json.dumps(v, sort_keys=True, default=str) for v in values}) > 1:
+                    rows.append({"notebook": prefix, "kind": kind, "name": name,
+                                 **{r.label: (v if isinstance(v, str) else json.dumps(v))
+                                    for r, v in zip(present, values, strict=True)}})
+    return pd.DataFrame(rows, columns=["notebook", "kind", "name", *[r.label for r in present]])
 
 
 def load_runs(spec: str | Sequence[str], root: str | Path | None = None) -> list[RunFolder]:
