@@ -36,6 +36,20 @@ def _write(folder, name, rows):
     pd.DataFrame(rows).to_csv(folder / name, index=False)
 
 
+def _norms_rows(shares):
+    """Rows of ``01_norms_by_layer.csv`` from ``{(model_kind, layer): {target: (weight share,
+    norm share)}}``; ``other`` takes the rest of both shares."""
+    rows = []
+    for (kind, layer), by_target in shares.items():
+        w_rest = 1 - sum(w for w, _ in by_target.values())
+        n_rest = 1 - sum(n for _, n in by_target.values())
+        for target, (w, n) in {**by_target, "other": (w_rest, n_rest)}.items():
+            rows.append({"model_kind": kind, "layer": layer, "target": target,
+                         "weight_share": w, "norm_share": n, "norm_ratio": n / w,
+                         "norm_over_weight": n / w})
+    return rows
+
+
 @pytest.fixture
 def root(tmp_path):
     """``results`` (a 2 x 2 BERT-like model, every table) and ``results/base`` (a 4 x 2
@@ -70,6 +84,13 @@ def root(tmp_path):
              "paper (BERT-base)": "> 90% for some heads", "model": 0.0 if folder == a else 2.0,
              "unit": "heads", "which": "", "layers of this model": "", "held": "no"
              if folder == a else "yes", "held if": "at least one head"}])
+    # 01's attention norms (only results/, as a run before they existed): layer 2's first
+    # token is weighted 60% but carries 6% of the norms; layer 1's separators 30% vs 20%
+    _write(a, "01_norms_by_layer.csv", _norms_rows({
+        ("model", 1): {"cls": (0.05, 0.02), "sep": (0.30, 0.20), "punct": (0.05, 0.05)},
+        ("model", 2): {"cls": (0.60, 0.06), "sep": (0.05, 0.05), "punct": (0.05, 0.10)},
+        **{("control", k): {"cls": (0.02, 0.02), "sep": (0.04, 0.04), "punct": (0.10, 0.10)}
+           for k in (1, 2)}}))
     # 02 (only results/): Table 1 with two paper relations and one UD-only relation
     _write(a, "02_table1_model.csv", [
         {"relation": "All", "head": "2-1", "accuracy": 40.0, "baseline": 30.0, "sd_relation": "All"},
@@ -416,3 +437,65 @@ def test_differences_between_runs_from_their_provenance(root):
     assert (row["tiny-a (2 x 2)"], row["tiny-b (4 x 2)"]) == ("10.0", "\u2013")
     assert list(diff.columns) == ["notebook", "kind", "name", "tiny-a (2 x 2)", "tiny-b (4 x 2)"]
     assert cm.differences(runs[:1]).empty
+
+
+def test_norms_by_layer_read_from_notebook_01_and_a_run_without_them(root):
+    runs = cm.load_runs("results,results/base,results/ghost", root=root)
+    assert cm.gaps(runs, "norms") == [
+        "not run: results/base has no 01_norms_by_layer.csv; produce it with "
+        "`python -m analysis_utils run --profile base --only 01`",
+        "not run: results/ghost does not exist; produce it with "
+        "`python -m analysis_utils run --profile ghost`"]
+    assert cm.availability(runs).set_index("folder").loc["results/base", "01"] == \
+        "missing or unreadable: 01_norms_by_layer.csv"
+    norms = cm.norms_by_layer(runs)
+    assert set(norms["model"]) == {"tiny-a (2 x 2)"}  # results/base: not run, not dropped silently
+    assert len(norms) == 2 * 2 * 4  # weights x layers x classes
+    assert list(norms["weights"].unique()) == ["pre-trained", "control"]
+    assert list(norms["target"].iloc[:4]) == ["first token", "separator", "punctuation",
+                                             "other tokens"]
+    row = norms[(norms["weights"] == "pre-trained") & (norms["layer"] == 2)
+                & (norms["target"] == "first token")].iloc[0]
+    assert (row["token"], row["relative depth"]) == ("[CLS]", 1.0)
+    assert (row["weight share"], row["norm share"]) == (0.60, 0.06)
+    assert row["norm / weight"] == pytest.approx(0.1)
+    hits = cm.discounted_layers(norms)
+    assert hits[["weights", "layer", "target"]].values.tolist() == [
+        ["pre-trained", 2, "first token"]]
+
+
+def test_norm_findings_name_the_layers_and_contrast_the_control(root):
+    norms = cm.norms_by_layer(cm.load_runs("results", root=root))
+    (line,) = cm.norm_findings(norms)
+    assert line == (
+        "**tiny-a (2 x 2)**: the first token (`[CLS]`) gets much more weight than norm share in "
+        "layer 2 of 2 (relative depth 1.00): weight share 60%, norm share 6%, norm / weight "
+        "0.10; the separators (`[SEP]`) get much more weight than norm share in no layer (where "
+        "their weight share is above 10%, in layer 1, norm / weight is at least 0.67). In its "
+        "random-init control neither class does in any layer (weight share at most 4.0%, "
+        "norm / weight 1.00).")
+    # a stricter rule finds nothing; a looser one also takes layer 1's separators
+    assert "in no layer (where its weight share" in cm.norm_findings(norms, ratio_max=0.05)[0]
+    assert "separators (`[SEP]`) get much more weight than norm share in layer 1 of 2" in \
+        cm.norm_findings(norms, ratio_max=0.7)[0]
+
+
+def test_norm_findings_of_a_control_that_also_discounts_a_token():
+    rows = [{"model": "m (4 x 1)", "weights": w, "layer": k, "layers": 4,
+             "relative depth": k / 4, "target": t, "token": tok, "weight share": ws,
+             "norm share": ws * r, "norm / weight": r}
+            for w, r in (("pre-trained", 0.2), ("control", 0.4))
+            for k in (1, 2, 4) for t, tok, ws in (("first token", "<s>", 0.3),
+                                                 ("separator", "</s>", 0.01))]
+    (line,) = cm.norm_findings(pd.DataFrame(rows))
+    assert "first token (`<s>`) gets much more weight than norm share in layers 1-2, 4 of 4 " \
+        "(relative depth 0.25-0.50, 1.00): weight share 30%, norm share 6%, norm / weight " \
+        "0.20" in line
+    assert "separators (`</s>`) get much more weight than norm share in no layer (their " \
+        "weight share is at most 1.0%)" in line
+    assert line.endswith("In its random-init control the first token (`<s>`) gets much more "
+                         "weight than norm share in layers 1-2, 4 of 4 (relative depth "
+                         "0.25-0.50, 1.00): weight share 30%, norm share 12%, norm / weight "
+                         "0.40; the separators (`</s>`) get much more weight than norm share in "
+                         "no layer (their weight share is at most 1.0%).")
+    assert cm.norm_findings(pd.DataFrame(rows).iloc[:0]) == []

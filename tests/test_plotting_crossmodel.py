@@ -9,6 +9,7 @@ matplotlib.use("Agg")
 import io  # noqa: E402
 
 import pandas as pd  # noqa: E402
+import pytest  # noqa: E402
 
 from analysis_utils.analyses import crossmodel as cm  # noqa: E402
 from analysis_utils.plotting import crossmodel as cp  # noqa: E402
@@ -36,6 +37,26 @@ def test_sink_profiles_put_both_depths_on_one_axis():
     xs = sorted({x for line in axes[0].get_lines() for x in line.get_xdata()})
     assert xs == [0.25, 0.5, 0.75, 1.0]  # 2 and 4 layers on the same relative-depth axis
     assert axes[0].get_xlim() == (0, 1.04)
+    _save(fig)
+
+
+def test_norm_profiles_weight_solid_norm_dashed_control_faint():
+    rows = [{"model": m, "weights": w, "layer": layer, "relative depth": layer / n,
+             "target": t, "weight share": 0.4, "norm share": 0.05}
+            for m, n in (("a", 2), ("b", 4)) for w in ("pre-trained", "control")
+            for layer in range(1, n + 1) for t in ("first token", "separator", "punctuation")]
+    fig = cp.norm_profiles(pd.DataFrame(rows), {"a": "red", "b": "blue"},
+                           titles={"separator": "separator ([SEP], </s>)"}, weight_min=0.1)
+    first, sep = fig.axes
+    assert sep.get_title() == "separator ([SEP], </s>)" and first.get_title() == "first token"
+    lines = [x for x in first.get_lines() if x.get_linestyle() != ":"]
+    assert len(lines) == 2 * 2 * 2  # models x weights x (weight, norm share)
+    assert [x.get_ydata()[0] for x in first.get_lines() if x.get_linestyle() == ":"] == [0.1]
+    assert {x.get_linestyle() for x in lines} == {"-", "--"}
+    assert {x.get_alpha() for x in lines} == {1.0, 0.3}  # the control faint
+    xs = sorted({x for line in lines for x in line.get_xdata()})
+    assert xs == [0.25, 0.5, 0.75, 1.0] and first.get_xlim() == (0, 1.04)
+    assert first.get_ylim()[1] == pytest.approx(0.44)
     _save(fig)
 
 

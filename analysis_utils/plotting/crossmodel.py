@@ -91,6 +91,53 @@ def sink_profiles(sink: pd.DataFrame, colours: Mapping[str, str],
     return fig
 
 
+def norm_profiles(norms: pd.DataFrame, colours: Mapping[str, str],
+                  targets: Sequence[str] = ("first token", "separator"),
+                  titles: Mapping[str, str] | None = None, weight_min: float | None = None,
+                  title: str = "") -> Figure:
+    """Attention norms (Kobayashi et al. 2020) on one relative-depth axis: one panel per token
+    class of ``targets``, each layer's weight share (solid, dots) and norm share (dashed,
+    squares) of that class, one colour per model; the model's random-init control in the same
+    styles, faint. ``titles``: the panel title per class (e.g. "first token ([CLS], <s>)");
+    ``weight_min``: drawn as a dotted line (the weight share above which a notebook calls a
+    class's norm share "much" smaller).
+
+    norms: :func:`crossmodel.norms_by_layer`."""
+    fig = Figure(figsize=(4.6 * len(targets), 3.7), layout="constrained")
+    axes = np.atleast_1d(fig.subplots(1, len(targets), sharey=True))
+    shown = norms[norms["target"].isin(targets)]
+    top = max(0.1, 1.1 * float(shown[["weight share", "norm share"]].max().max())) \
+        if len(shown) else 1.0
+    for ax, target in zip(axes, targets, strict=True):
+        for (model, weights), g in shown[shown["target"] == target].groupby(
+                ["model", "weights"], sort=False):
+            g = g.sort_values("layer")
+            ctrl = weights == "control"
+            style = {"color": colours[model], "alpha": 0.3 if ctrl else 1.0,
+                     "lw": 1.0 if ctrl else 1.8, "ms": 3 if ctrl else 4}
+            ax.plot(g["relative depth"], g["weight share"], ls="-", marker="o", **style)
+            ax.plot(g["relative depth"], g["norm share"], ls="--", marker="s", **style)
+        if weight_min is not None:
+            ax.axhline(weight_min, color="grey", ls=":", lw=1)
+        ax.set_title((titles or {}).get(target, target), fontsize=9)
+        _depth_axis(ax)
+        ax.set_ylim(0, top)
+    axes[0].set_ylabel("share (mean over the layer's heads)")
+    models = [m for m in colours if m in set(shown["model"])]
+    handles = [Line2D([], [], color=colours[m], lw=1.8, label=m) for m in models]
+    handles += [Line2D([], [], color="grey", marker="o", ms=4, label="weight share"),
+                Line2D([], [], color="grey", ls="--", marker="s", ms=4, label="norm share"),
+                Line2D([], [], color="grey", alpha=0.3, label="faint: random-init control")]
+    if weight_min is not None:
+        handles.append(Line2D([], [], color="grey", ls=":",
+                              label=f"weight share {weight_min:.0%}"))
+    fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 4),
+               fontsize=8, frameon=False)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    return fig
+
+
 def depth_map(rows: pd.DataFrame, colours: Mapping[str, str], title: str = "") -> Figure:
     """Where the heads are: one line per behaviour (``row``: "previous-token heads",
     "syntax: det", "coreference", ...), one marker per head at its relative depth, models
