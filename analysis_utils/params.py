@@ -213,6 +213,8 @@ CONSTRAINTS: dict[str, Range | Matches | SeedList] = {
     "runs": Matches(r"[^,\s][^,]*(?:,[^,\s][^,]*)*",
                     "a comma-separated list of run folders relative to the repository root, "
                     "e.g. 'results,results/base'"),
+    "norm_weight_min": SHARE,  # a class's weight share above which its norm share is judged
+    "norm_ratio_max": Range(0, lo_open=True),  # norm share / weight share below this: "much"
 }
 
 # (low, high): where a notebook has both, low <= high after the overrides.

@@ -23,8 +23,9 @@
 # 7. whether heads of one layer cluster together (Section 6, Figure 6);
 # 8. the attention-map type proportions (Kovaleva Section 4.1);
 #
-# and one table of every claim of the papers that notebooks 01-05 test, with *held / did not
-# hold* per model.
+# one table of every claim of the papers that notebooks 01-05 test, with *held / did not
+# hold* per model; and, beyond the papers, how much of the first token's and the separators'
+# attention weight their attention *norms* carry (Kobayashi et al. 2020, from notebook 01).
 #
 # **Nothing heavy is computed here.** Each model's numbers are read from the tables its own
 # notebooks 01-05 saved into a *run folder* (`results/` for the default profile,
@@ -60,6 +61,8 @@ if "google.colab" in sys.modules:
 runs = "results,results/base"  # run folders (relative to the repository root) to compare
 thr_prev = 0.5  # a previous-token head: more than this share on the previous token (paper: 50%)
 thr_next = 0.5  # a next-token head: more than this share on the next token (paper: 50%)
+norm_weight_min = 0.1  # attention norms: judge a class in layers where its weight share > this
+norm_ratio_max = 0.5  # ... and call its norm share much smaller where norm / weight share < this
 
 # %%
 import pandas as pd
@@ -295,6 +298,43 @@ _ = run.table(maptypes, "map_type_proportions", key=["model", "type"],
 cm.map_type_view(maptypes)
 
 # %% [markdown]
+# ## Attention norms across models (beyond the papers)
+#
+# Neither paper has these numbers. A head's output at a token is `sum_j a_ij f(x_j)`, where
+# `f(x_j)` is the attended token's vector through the head's value and output projections, so
+# a large weight `a_ij` on a token whose `f(x_j)` is short moves the output little (Kobayashi
+# et al. 2020, "Attention is not only a weight"). Notebook 01 measures, per layer (mean over
+# its heads), each token class's share of the attention *weights* and its share of the
+# weighted *norms* `||a_ij f(x_j)||`, in the model and in its random-weights control (see
+# notebook 01's norms section for how). Below, for each model on the relative-depth axis:
+# the first token's (`[CLS]`, `<s>`) and the separators' (`[SEP]`, `</s>`) weight share
+# (solid) and norm share (dashed), the control faint. A class gets **much more weight than
+# norm share** in a layer where its weight share is above `norm_weight_min` and its norm share
+# is less than `norm_ratio_max` times its weight share; the sentences under the figure are
+# generated from the table by that rule. Kobayashi et al. report this for BERT-base (the
+# weight on `[SEP]` and punctuation goes with small norms), but their figures are not in this
+# compendium's reference set (`analysis_utils.papers`), so there is no paper column and no
+# paper line: compare the models with each other and with their controls, not with BERT-base.
+# Deviation: each model's own tokenizer and WikiText segments, as in section 1.
+
+# %%
+not_run("norms")
+norm_layers = cm.norms_by_layer(folders)
+# notebook 01's numbers, copied: its tolerance (float32 forward passes)
+_ = run.table(norm_layers, "norms_by_layer", key=["model", "weights", "layer", "target"],
+              tolerance={"*": within(abs=1e-3)},
+              caption="Attention weight share vs norm share (Kobayashi et al. 2020) per layer and "
+                      "token class, model and random-init control (notebook 01's tables)")
+fig = cm_plots.norm_profiles(
+    norm_layers, colours, titles=cm.role_names(folders), weight_min=norm_weight_min,
+    title="Weight share (solid) vs norm share (dashed) of the first token and the separators "
+          "(faint: random-init control)")
+_ = run.figure(fig, "norm_profiles")
+display(Markdown("\n".join(f"- {line}" for line in cm.norm_findings(
+    norm_layers, weight_min=norm_weight_min, ratio_max=norm_ratio_max))
+    or "No run folder has notebook 01's attention norms."))
+
+# %% [markdown]
 # ## The models on one relative-depth axis
 #
 # Where each behaviour's heads sit: the previous- and next-token heads (section 2), the best
@@ -349,7 +389,9 @@ display(Markdown("\n".join(f"- {line}" for line in cm.recap(sink, positional, sy
 # - Relative depth compares layers at the same *share* of the network; it does not say that
 #   layer 3 of 6 does what layer 6 of 12 does, only where to look.
 # - Attention weights are not explanations: these tables say where attention goes, not what a
-#   model uses.
+#   model uses. The attention norms (beyond the papers) are one step towards the second: a
+#   heavily weighted token with a short transformed vector contributes little to the head's
+#   output.
 
 # %%
 _ = run.finish()

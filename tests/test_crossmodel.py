@@ -410,6 +410,8 @@ def test_notebook_08_runs_on_two_depths_and_a_missing_folder(root, tmp_path, mon
     assert "tiny-a (2 x 2)" in text and "tiny-b (4 x 2)" in text
     assert "results/ghost does not exist" in text
     assert "results/base has no 02_table1_model.csv" in text
+    assert "results/base has no 01_norms_by_layer.csv" in text
+    assert "the first token (`[CLS]`) gets much more weight than norm share in layer 2" in text
     assert '"output_type": "error"' not in text
     results = tmp_path / "out" / "results"
     claims = pd.read_csv(results / "08_claims_by_model.csv")
@@ -417,6 +419,9 @@ def test_notebook_08_runs_on_two_depths_and_a_missing_folder(root, tmp_path, mon
     prov = _json.loads((results / "08_provenance.json").read_text())
     assert {m["name"] for m in prov["models"].values()} == {"tiny-a", "tiny-b"}
     assert (tmp_path / "out" / "figures" / "08_head_depths.png").is_file()
+    assert (tmp_path / "out" / "figures" / "08_norm_profiles.png").is_file()
+    norms = pd.read_csv(results / "08_norms_by_layer.csv")
+    assert set(norms["model"]) == {"tiny-a (2 x 2)"}
 
 
 def test_an_empty_table_file_is_reported_not_raised(root):
