@@ -504,3 +504,13 @@ def test_norm_findings_of_a_control_that_also_discounts_a_token():
                          "0.40; the separators (`</s>`) get much more weight than norm share in "
                          "no layer (their weight share is at most 1.0%).")
     assert cm.norm_findings(pd.DataFrame(rows).iloc[:0]) == []
+
+
+def test_recap_writes_tokens_as_code_so_markdown_keeps_mpnets_s(root):
+    runs = cm.load_runs("results,results/base", root=root)
+    sink, claims = cm.sink_by_layer(runs), cm.claims(runs)
+    lines = cm.recap(sink, cm.positional_heads(runs), cm.syntax_best_heads(runs), claims)
+    (b,) = [line for line in lines if line.startswith("**tiny-b (4 x 2)**")]
+    # unquoted, "</s> in layers 1-4" would close, and a later "<s>" open, HTML strikethrough
+    assert b.startswith("**tiny-b (4 x 2)**: attention sink `</s>` in layers 1-4 (of 4)")
+    assert "<s>" not in b.replace("`</s>`", "")

@@ -1089,7 +1089,7 @@ def recap(sink: pd.DataFrame, positional: pd.DataFrame, syntax: pd.DataFrame,
         if len(g):
             by_token = g.groupby("sink token", sort=False)["layer"].apply(list)
             parts.append("attention sink " + ", ".join(
-                f"{tok} in layer{'s' if len(d) > 1 else ''} {layer_runs(d)}"
+                f"`{tok}` in layer{'s' if len(d) > 1 else ''} {layer_runs(d)}"  # <s>: not HTML
                 for tok, d in by_token.items()) + f" (of {int(g['layers'].iloc[0])})")
             mid = g[(g["relative depth"] >= lo - 1e-9) & (g["relative depth"] <= hi + 1e-9)]
             if len(mid):
