@@ -309,9 +309,9 @@ cm.map_type_view(maptypes)
 # notebook 01's norms section for how). Below, for each model on the relative-depth axis:
 # the first token's (`[CLS]`, `<s>`) and the separators' (`[SEP]`, `</s>`) weight share
 # (solid) and norm share (dashed), the control faint. A class gets **much more weight than
-# norm share** in a layer where its weight share is above `norm_weight_min` and its norm share
-# is less than `norm_ratio_max` times its weight share; the sentences under the figure are
-# generated from the table by that rule. Kobayashi et al. report this for BERT-base (the
+# norm share** in a layer where its weight share is above `norm_weight_min` (by default 10%;
+# the dotted line) and its norm share is less than `norm_ratio_max` (by default 0.5) times its
+# weight share; the sentences under the figure are generated from the table by that rule. Kobayashi et al. report this for BERT-base (the
 # weight on `[SEP]` and punctuation goes with small norms), but their figures are not in this
 # compendium's reference set (`analysis_utils.papers`), so there is no paper column and no
 # paper line: compare the models with each other and with their controls, not with BERT-base.
@@ -330,9 +330,11 @@ fig = cm_plots.norm_profiles(
     title="Weight share (solid) vs norm share (dashed) of the first token and the separators "
           "(faint: random-init control)")
 _ = run.figure(fig, "norm_profiles")
-display(Markdown("\n".join(f"- {line}" for line in cm.norm_findings(
-    norm_layers, weight_min=norm_weight_min, ratio_max=norm_ratio_max))
-    or "No run folder has notebook 01's attention norms."))
+findings = cm.norm_findings(norm_layers, weight_min=norm_weight_min, ratio_max=norm_ratio_max)
+display(Markdown(f"Much more weight than norm share: weight share above {100 * norm_weight_min:g}% "
+                 f"and norm / weight below {norm_ratio_max:g}.\n\n"
+                 + ("\n".join(f"- {line}" for line in findings)
+                    or "No run folder has notebook 01's attention norms.")))
 
 # %% [markdown]
 # ## The models on one relative-depth axis

@@ -130,7 +130,7 @@ def norm_profiles(norms: pd.DataFrame, colours: Mapping[str, str],
                 Line2D([], [], color="grey", alpha=0.3, label="faint: random-init control")]
     if weight_min is not None:
         handles.append(Line2D([], [], color="grey", ls=":",
-                              label=f"weight share {weight_min:.0%}"))
+                              label=f"weight share {100 * weight_min:g}% (the rule's threshold)"))
     fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 4),
                fontsize=8, frameon=False)
     if title:
