@@ -254,6 +254,8 @@ uas = cm.probe_uas(folders)
 _ = run.table(uas, "probe_uas", key=["probe", "model"],
               tolerance={"uas": within(abs=0.5), "sd": within(abs=0.5, rel=1.0)},
               caption="Attention-probe UAS per model (EWT dev; the paper: WSJ dev)")
+if note := cm.probe_training_note(folders):
+    display(Markdown(f"**Not a like-for-like comparison.** {note}"))
 uas_view = uas.assign(cell=[f"{u:.1f}" + (f" ± {s:.1f}" if s == s else "")
                             for u, s in zip(uas["uas"], uas["sd"], strict=True)])
 uas_view.pivot(index="probe", columns="model", values="cell").reindex(

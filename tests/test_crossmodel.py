@@ -514,3 +514,18 @@ def test_recap_writes_tokens_as_code_so_markdown_keeps_mpnets_s(root):
     # unquoted, "</s> in layers 1-4" would close, and a later "<s>" open, HTML strikethrough
     assert b.startswith("**tiny-b (4 x 2)**: attention sink `</s>` in layers 1-4 (of 4)")
     assert "<s>" not in b.replace("`</s>`", "")
+
+
+def test_probe_training_note_names_different_training_sizes(tmp_path):
+    from analysis_utils.analyses.crossmodel import NEEDS, RunFolder, probe_training_note
+
+    def folder(name, used):
+        return RunFolder(folder=name, path=tmp_path, model=name, num_layers=6,
+                         num_heads=12, present=frozenset(NEEDS["probes"]),
+                         data={"04": {"encoding: train: sentences used": used}})
+
+    a, b = folder("small", 2000), folder("large", 12544)
+    note = probe_training_note([a, b])
+    assert "small (6 x 12): 2,000" in note and "large (6 x 12): 12,544" in note
+    assert probe_training_note([a, folder("same", 2000)]) == ""
+    assert probe_training_note([a]) == ""

@@ -758,6 +758,26 @@ def probe_uas(runs: Sequence[RunFolder]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def probe_training_note(runs: Sequence[RunFolder]) -> str:
+    """A sentence when the runs trained their probes on different numbers of EWT train
+    sentences (their 04 provenance), since that alone moves every fitted probe's UAS; empty
+    when they agree or fewer than two runs have probes. Distances + GloVe reads no attention,
+    so its gap between runs is the part of any difference that the data size explains."""
+    sizes = {}
+    for run in usable(runs, "probes"):
+        used = next((v for k, v in run.data.get("04", {}).items()
+                     if k.endswith("train: sentences used")), None)
+        if used is not None:
+            sizes[run.label] = int(used)
+    if len(sizes) < 2 or len(set(sizes.values())) == 1:
+        return ""
+    listed = "; ".join(f"{m}: {n:,}" for m, n in sizes.items())
+    return (f"The probes were trained on different numbers of EWT train sentences ({listed}), "
+            "so the fitted probes' UAS differ between these runs partly for that reason. "
+            "Distances + GloVe reads no attention: its gap between the runs is what the "
+            "training data alone does; compare the attention probes by their gain over it.")
+
+
 # --- same-layer clustering (Figure 6) --------------------------------------------------------
 
 def clustering_ratio(runs: Sequence[RunFolder]) -> pd.DataFrame:
