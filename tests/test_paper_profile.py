@@ -41,7 +41,7 @@ FINETUNE_PLAN = {"tasks": "SST-2", "multi_seed_tasks": "", "train_subsets": "SST
 # Below the smoke sizes, where a BERT-base forward per example costs ~10x the packaged model's.
 # 01 and 05 take the same segments, so 05 reads 01's maps from the cache.
 CUTS: dict[str, dict] = {
-    "01": {"n_segments": 8, "n_grad_segments": 2},
+    "01": {"n_segments": 8, "n_grad_segments": 2, "n_norm_segments": 4},
     "02": {"max_sentences": 24, "min_count": 5},
     "03": {"max_documents": 2},
     "04": {"max_train": 24, "max_dev": 12, "max_test": 12, "min_count": 5},
@@ -54,7 +54,7 @@ CUTS: dict[str, dict] = {
 }
 # Tables with one row per head (a 12 x 12 grid of (layer, head)) or per layer.
 HEAD_TABLES = {
-    "01": ["01_per_head_model.csv", "01_per_head_control.csv"],
+    "01": ["01_per_head_model.csv", "01_per_head_control.csv", "01_norms_per_head_model.csv"],
     "02": ["02_head_scores_model.csv", "02_head_scores_control.csv"],
     "03": ["03_head_scores_model.csv", "03_head_scores_control.csv"],
     "04": ["04_head_weights.csv"],
@@ -63,7 +63,8 @@ HEAD_TABLES = {
     "07": ["07_importance.csv", "07_framenet_heads.csv"],
 }
 LAYER_TABLES = {
-    "01": ["01_layer_token_class_shares.csv", "01_gradient_importance.csv"],
+    "01": ["01_layer_token_class_shares.csv", "01_gradient_importance.csv",
+           "01_norms_by_layer.csv"],
     "06": ["06_drift_by_layer.csv"],
 }
 # What a rendered notebook must not carry (as tests/test_rendered.py for the committed ones).
