@@ -6,7 +6,8 @@ hidden 768; ``bert_base_dir`` in conftest.py) instead of ``bert-base-uncased``, 
 Each notebook gets the smoke profile's subset sizes (read from ``profiles.PROFILES["smoke"]``)
 cut further by :data:`CUTS` for a 110M-parameter model on a 2-core CPU; everything else, the
 paper profile's own overrides included, is what ``run --profile paper -p model=FOLDER``
-does. The measured cost of a full paper run is printed by
+does. Notebook 08, which has no model of its own, then reads the 12 x 12 run folder beside
+the committed default run. The measured cost of a full paper run is printed by
 ``benchmarks/bench_paper_profile.py``, not asserted here.
 
 Caches: every model-keyed cache (attention maps, fine-tuned models, baselines) goes to a
@@ -158,3 +159,29 @@ def test_notebook_runs_the_paper_path_on_bert_base_shape(paper_run, prefix):
         assert dis.loc[dis["kind"] == "layer", "layer"].nunique() == LAYERS
 
     assert not _noisy_streams(rendered), f"{rendered.name}: progress bars or warnings"
+
+
+def test_cross_model_notebook_sets_the_paper_path_run_beside_the_default(paper_run):
+    """Notebook 08 has no model of its own: under the paper profile it reads run folders.
+    Given this module's 12 x 12 run folder beside the committed default run, it names the
+    folder's model and puts all 12 of its layers on the relative-depth axis. (Its ``runs``
+    parameter names folders by path, relative to the repository root in ordinary use, so
+    its provenance is not checked for local paths here.)"""
+    model_dir, out = paper_run["model"], paper_run["out"]
+    folder = out / "results"
+    needed = [f"{p}_provenance.json" for p in ("01", "02", "03", "04", "05")]
+    if not all((folder / n).exists() for n in needed):
+        pytest.skip("the paper-path runs of notebooks 01-05 in this module did not all run "
+                    "(deselected, or failed: see their own tests)")
+    pipeline.run("paper", only=["08"], output_dir=out, extra={"runs": f"results,{folder}"})
+    prov = json.loads((folder / "08_provenance.json").read_text())
+    shapes = {(m["source"], m["num_layers"], m["num_heads"], m["hidden_size"])
+              for m in prov["models"].values()}
+    assert (f"folder:{model_dir.name}", LAYERS, HEADS, HIDDEN) in shapes
+    label = f"{model_dir.name} ({LAYERS} x {HEADS})"
+    for name in ("08_entropy_by_layer.csv", "08_sink_by_layer.csv"):
+        table = pd.read_csv(folder / name)
+        rows = table[table["model"] == label]  # one row per layer (per weights, for sinks)
+        per_layer = rows.groupby("layer").size()
+        assert list(per_layer.index) == list(range(1, LAYERS + 1)), name
+        assert per_layer.nunique() == 1, name
