@@ -114,13 +114,30 @@ def collect_parameters(prefix: str, namespace: Mapping,
     return {n: namespace[n] for n in names}
 
 
+def recorded_parameters(params: dict, identity: dict) -> dict:
+    """``params`` as provenance records them: a ``model`` given as a local folder is named
+    as the model identity names it (``"folder:<name>"``, :func:`~analysis_utils.engine.models.
+    portable_source`), since its path exists on this machine only and the identity's weights
+    hash already says which weights they were; every other value unchanged.
+
+    >>> recorded_parameters({"model": "/tmp/x/bert", "seed": 0},
+    ...                     {"source": "folder:bert"})
+    {'model': 'folder:bert', 'seed': 0}
+    """
+    source = str(identity.get("source") or "")
+    if "model" in params and source.startswith("folder:"):
+        return {**params, "model": source}
+    return dict(params)
+
+
 def setup(prefix: str, namespace: Mapping, *, precision: int = 3,
           names: Sequence[str] | None = None) -> Setup:
     """Start notebook ``prefix`` (``"01"``): collect its parameters from ``namespace``
     (:func:`collect_parameters`; it needs ``model``, ``control_init``, ``seed`` and ``device``),
     seed numpy's global generator with ``seed``, set pandas' display precision, load the model
     and its control (``load_model(model, init=control_init)``) and open the run record with
-    the parameters and both models' identities; print one line per model.
+    the parameters (a model folder by its name, :func:`recorded_parameters`) and both
+    models' identities; print one line per model.
 
     Add the data a notebook reads to ``run.data`` once it has read it.
     """
@@ -139,7 +156,7 @@ def setup(prefix: str, namespace: Mapping, *, precision: int = 3,
     lm = load_model(params["model"], device=device, seed=seed)
     control = load_model(params["model"], init=params["control_init"], device=device,
                          seed=seed)
-    run = report.start_run(prefix, params,
+    run = report.start_run(prefix, recorded_parameters(params, lm.identity),
                            models={"model": lm.identity, "control": control.identity})
     print(f"model: {lm.label} ({lm.num_layers} layers x {lm.num_heads} heads) on {lm.device}")
     print(f"control: {control.label}")

