@@ -54,6 +54,7 @@ import time
 
 import numpy as np
 import pandas as pd
+from IPython.display import Markdown, display
 
 from analysis_utils import notebook
 from analysis_utils.analyses import syntax
@@ -233,9 +234,8 @@ print(syntax.describe_margins(tables["model"], wide=wide_margin))
 #
 # Each panel shows every head in the relation's best direction, the box marks the best head,
 # and the last title line gives the paper's row. The same panels for the other relations of
-# the table are in
-# [`figures/02_relation_heatmaps_other.png`](../figures/02_relation_heatmaps_other.png) (not
-# shown here: too many panels to read at this width).
+# the table are saved as a file, linked under the figure (not shown here: too many panels to
+# read at this width).
 #
 # The random-init control gets a sentence instead of a figure: its panels are one flat colour
 # (every head scores about the same, far below the fixed offset), and the sentence under the
@@ -254,9 +254,11 @@ if other_rels:
     fig = syntax_plots.relation_heatmaps(
         scores["model"], baselines, relations=other_rels, ncols=3, font_scale=1.4, cell=0.3,
         suptitle=f"Accuracy per head, the other relations: {lm.label}; {data_label}")
-    _ = run.figure(fig, "relation_heatmaps_other", show=False)
+    other_png = run.figure(fig, "relation_heatmaps_other", show=False)
+    display(Markdown(f"The other {len(other_rels)} relations: "
+                     f"[{other_png.name}]({run.figure_link(other_png)})"))
 print(f"shown: {len(paper_rels)} panels (All and the relations with a counterpart in the "
-      f"paper's Table 1); in figures/02_relation_heatmaps_other.png: the other "
+      f"paper's Table 1); in 02_relation_heatmaps_other.png: the other "
       f"{len(other_rels)} of the {n_relations} relations")
 print(f"random-init control: {syntax.describe_control(tables['control'])}")
 
