@@ -49,24 +49,12 @@ from analysis_utils import params, paths
 from analysis_utils.data import glue, manifest, ontogum, treebank, wikitext
 from analysis_utils.data import labels as sheets
 from analysis_utils.engine import attention, wordmaps
-from analysis_utils.engine.models import load_model, minilm_path, quiet_loading
+from analysis_utils.engine.models import load_model, quiet_loading, save_bert_base_shape
 from analysis_utils.training import finetune as ft
 from analysis_utils.training import plan
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_finetune import padded_tokens, time_epoch  # noqa: E402
-
-
-def save_bert_base_shape(folder: Path, seed: int = 0) -> Path:
-    """As tests/conftest.py's fixture: BertConfig() defaults, packaged uncased tokenizer."""
-    from transformers import AutoTokenizer, BertConfig, BertForPreTraining
-
-    with quiet_loading(True):
-        tokenizer = AutoTokenizer.from_pretrained(minilm_path())
-        torch.manual_seed(seed)
-        BertForPreTraining(BertConfig(vocab_size=len(tokenizer))).save_pretrained(folder)
-        tokenizer.save_pretrained(folder)
-    return folder
 
 
 def defaults(prefix: str) -> dict:

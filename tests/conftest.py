@@ -10,7 +10,7 @@ import shutil
 
 import pytest
 import torch
-from transformers import BertConfig, BertForPreTraining, BertModel
+from transformers import BertConfig, BertModel
 
 from analysis_utils import paths, report
 
@@ -40,29 +40,13 @@ def tiny_model_dir(tmp_path_factory):
     return folder
 
 
-def save_bert_base_shape(folder, seed: int = 0):
-    """Save into ``folder`` a BERT-base-shaped model (``BertConfig()`` defaults: 12 layers,
-    12 heads, hidden 768, 512 positions), every weight randomly initialised from ``seed``, with
-    the uncased BERT tokenizer of the packaged all-MiniLM-L6-v2 (vocabulary size from it).
-    Saved as ``BertForPreTraining``, the layout of the ``bert-base-uncased`` checkpoint: the
-    encoder under ``bert.*`` and its own masked-LM head (``cls.predictions.*``). Returns
-    ``folder``; the same seed writes byte-identical weights."""
-    from transformers import AutoTokenizer
-
-    from analysis_utils.engine.models import minilm_path, quiet_loading
-
-    with quiet_loading(True):
-        tokenizer = AutoTokenizer.from_pretrained(minilm_path())
-        torch.manual_seed(seed)
-        BertForPreTraining(BertConfig(vocab_size=len(tokenizer))).save_pretrained(folder)
-        tokenizer.save_pretrained(folder)
-    return folder
-
-
 @pytest.fixture(scope="session")
 def bert_base_dir(tmp_path_factory):
     """Folder with a randomly initialised model of BERT-base shape (seed 0) and the packaged
-    uncased tokenizer (:func:`save_bert_base_shape`); 440 MB, removed after the session."""
+    uncased tokenizer (:func:`analysis_utils.engine.models.save_bert_base_shape`); 440 MB,
+    removed after the session."""
+    from analysis_utils.engine.models import save_bert_base_shape
+
     folder = save_bert_base_shape(tmp_path_factory.mktemp("bert-base-shape-random"), seed=0)
     yield folder
     shutil.rmtree(folder, ignore_errors=True)

@@ -451,3 +451,20 @@ def load_model(
     }
     return LoadedModel(model=model, tokenizer=tokenizer, device=dev, identity=identity,
                        location=source)
+
+
+def save_bert_base_shape(folder, seed: int = 0):
+    """Save into ``folder`` a BERT-base-shaped model (``BertConfig()`` defaults: 12 layers,
+    12 heads, hidden 768, 512 positions), every weight randomly initialised from ``seed``, with
+    the uncased BERT tokenizer of the packaged all-MiniLM-L6-v2 (vocabulary size from it).
+    Saved as ``BertForPreTraining``, the layout of the ``bert-base-uncased`` checkpoint: the
+    encoder under ``bert.*`` and its own masked-LM head (``cls.predictions.*``). Returns
+    ``folder``; the same seed writes byte-identical weights."""
+    from transformers import AutoTokenizer, BertConfig, BertForPreTraining
+
+    with quiet_loading(True):
+        tokenizer = AutoTokenizer.from_pretrained(minilm_path())
+        torch.manual_seed(seed)
+        BertForPreTraining(BertConfig(vocab_size=len(tokenizer))).save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+    return folder

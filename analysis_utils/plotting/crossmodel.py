@@ -18,6 +18,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from ..analyses.crossmodel import PAPER, ROLES
+from .grid import legend_below
 
 PALETTE = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b")
 PAPER_COLOUR = "black"
@@ -84,11 +85,7 @@ def sink_profiles(sink: pd.DataFrame, colours: Mapping[str, str],
                for m, c in colours.items() if m in set(sink["model"])]
     handles += [Line2D([], [], color="grey", ls="--", label="random-init control"),
                 Line2D([], [], color=PAPER_COLOUR, lw=3, label=PAPER)]
-    fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 4),
-               fontsize=8, frameon=False)
-    if title:
-        fig.suptitle(title, fontsize=10)
-    return fig
+    return legend_below(fig, handles, title=title)
 
 
 def norm_profiles(norms: pd.DataFrame, colours: Mapping[str, str],
@@ -131,11 +128,7 @@ def norm_profiles(norms: pd.DataFrame, colours: Mapping[str, str],
     if weight_min is not None:
         handles.append(Line2D([], [], color="grey", ls=":",
                               label=f"weight share {100 * weight_min:g}% (the rule's threshold)"))
-    fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 4),
-               fontsize=8, frameon=False)
-    if title:
-        fig.suptitle(title, fontsize=10)
-    return fig
+    return legend_below(fig, handles, title=title)
 
 
 def depth_map(rows: pd.DataFrame, colours: Mapping[str, str], title: str = "") -> Figure:
@@ -208,11 +201,7 @@ def entropy_profiles(entropy: pd.DataFrame, colours: Mapping[str, str],
     if paper_cls_last is not None:
         handles.append(Line2D([], [], color=PAPER_COLOUR, marker="*", ms=10, ls="",
                               label=f"{PAPER}: {paper_cls_last:g} nats from [CLS], last layer"))
-    fig.legend(handles=handles, loc="outside lower center", ncol=min(len(handles), 4),
-               fontsize=8, frameon=False)
-    if title:
-        fig.suptitle(title, fontsize=10)
-    return fig
+    return legend_below(fig, handles, title=title)
 
 
 def summary_panels(uas: pd.DataFrame, clustering: pd.DataFrame, maptypes: pd.DataFrame,

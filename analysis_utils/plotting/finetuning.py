@@ -30,12 +30,10 @@ def _panels(n: int, ncols: int, size=(3.3, 2.6)):
 
 def _shared_legend(fig, ax, title: str):
     """One legend for the figure, below the panels, from ``ax``'s entries; then the title."""
+    from .grid import legend_below
+
     handles, labels = ax.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncol=min(len(labels), 4),
-               fontsize=7, frameon=False)
-    if title:
-        fig.suptitle(title, fontsize=10)
-    return fig
+    return legend_below(fig, handles, labels, title, fontsize=7)
 
 
 def training_curves(curves: pd.DataFrame, *, by: str = "task", line: Sequence[str] = ("init", "seed"),

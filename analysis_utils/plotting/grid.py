@@ -125,3 +125,18 @@ def _label_colorbar(cb, label: str | None, font_scale: float = 1.0) -> None:
     if label:
         cb.set_label(label, fontsize=(LABEL_SIZE - 1) * font_scale)
     cb.ax.tick_params(labelsize=TICK_SIZE * font_scale)
+
+
+def legend_below(fig: Figure, handles, labels=None, title: str = "",
+                 fontsize: float = 8) -> Figure:
+    """One legend for the whole figure, below the panels (at most 4 columns), then the title;
+    ``labels``: None to take each handle's own label. Returns ``fig``."""
+    kwargs = dict(loc="outside lower center", ncol=min(len(handles), 4), fontsize=fontsize,
+                  frameon=False)
+    if labels is None:
+        fig.legend(handles=handles, **kwargs)
+    else:
+        fig.legend(handles, labels, **kwargs)
+    if title:
+        fig.suptitle(title, fontsize=10)
+    return fig
