@@ -25,7 +25,7 @@ import torch
 from torch import nn
 
 from ..engine.attention import as_inputs, collate, length_batches, uses_token_types
-from ..engine.interventions import unwrap_model
+from ..engine.interventions import layer_list, unwrap_model
 from .surface import _class_masks
 
 TARGETS = ("cls", "sep", "punct", "other")
@@ -77,15 +77,6 @@ def class_shares(attn: np.ndarray, fnorm: np.ndarray, masks: dict[str, np.ndarra
     return out
 
 
-def _layers(model: nn.Module, num_layers: int) -> nn.ModuleList:
-    found = next((m for m in model.modules()
-                  if isinstance(m, nn.ModuleList) and len(m) == num_layers), None)
-    if found is None:
-        raise ValueError(f"{type(model).__name__}: no list of {num_layers} encoder layers found; "
-                         "attention norms support BERT-family and MPNet encoders")
-    return found
-
-
 def projections(block: nn.Module) -> tuple[nn.Linear, nn.Linear]:
     """The value and output projections (``nn.Linear``) of one encoder layer."""
     for v_name, o_name in _PROJECTIONS:
@@ -114,7 +105,20 @@ def transformed_norms(value: nn.Linear, output: nn.Linear, hidden: torch.Tensor,
     return torch.linalg.vector_norm(f, dim=-1)
 
 
-def _forward(loaded, batch_inputs):
+def layer_projections(loaded) -> list[tuple[nn.Linear, nn.Linear]]:
+    """(value, output) projections of every encoder layer of ``loaded``, in order."""
+    model = unwrap_model(loaded)
+    n = int(model.config.num_hidden_layers)
+    layers = layer_list(model, n)
+    if layers is None:
+        raise ValueError(f"{type(model).__name__}: no list of {n} encoder layers found; "
+                         "attention norms support BERT-family and MPNet encoders")
+    return [projections(block) for block in layers]
+
+
+def _forward(loaded, batch_inputs, projs):
+    """Attention probabilities and ``||f(x_j)||`` per layer for one batch: (B, H, n, n) and
+    (B, H, n) each; ``projs``: :func:`layer_projections`."""
     model = unwrap_model(loaded)
     enc = collate(batch_inputs, loaded.special_ids["pad"] or 0, loaded.device,
                   uses_token_types(model))
@@ -122,12 +126,9 @@ def _forward(loaded, batch_inputs):
     if not out.attentions or out.attentions[0] is None:
         raise ValueError(f"{type(model).__name__} returned no attention probabilities; load it "
                          "with attn_implementation='eager' (analysis_utils.load_model does)")
-    layers = _layers(model, len(out.attentions))
-    fn = []
-    for li, block in enumerate(layers):
-        v, o = projections(block)
-        fn.append(transformed_norms(v, o, out.hidden_states[li], out.attentions[li].shape[1]))
-    return out.attentions, fn  # per layer: (B, H, n, n), (B, H, n)
+    fn = [transformed_norms(v, o, out.hidden_states[li], out.attentions[li].shape[1])
+          for li, (v, o) in enumerate(projs)]
+    return out.attentions, fn
 
 
 def norm_statistics(loaded, items: Sequence, cls_id: int | None, sep_id: int | None,
@@ -148,12 +149,13 @@ def norm_statistics(loaded, items: Sequence, cls_id: int | None, sep_id: int | N
     ratio_n = {}
     n_ex = 0
     model = unwrap_model(loaded)
+    projs = layer_projections(loaded)
     was_training = model.training
     model.eval()
     try:
         with torch.inference_mode():
             for batch in length_batches(lengths, np.arange(len(inputs)), max_tokens, max_batch):
-                attns, fns = _forward(loaded, [inputs[i] for i in batch])
+                attns, fns = _forward(loaded, [inputs[i] for i in batch], projs)
                 for b, i in enumerate(batch):
                     n = int(lengths[i])
                     a = torch.stack([x[b, :, :n, :n] for x in attns]).double().cpu().numpy()
@@ -210,7 +212,7 @@ def norm_maps(loaded, item, heads: Sequence[tuple[int, int]]) -> dict:
     model.eval()
     try:
         with torch.inference_mode():
-            attns, fns = _forward(loaded, [x])
+            attns, fns = _forward(loaded, [x], layer_projections(loaded))
     finally:
         model.train(was_training)
     out = {}

@@ -146,10 +146,16 @@ def _heads(pairs, num_layers: int, num_heads: int, what: str) -> tuple[tuple[int
     return tuple(sorted(out))
 
 
+def layer_list(model: nn.Module, num_layers: int) -> nn.ModuleList | None:
+    """The encoder's list of ``num_layers`` layers (the first ``nn.ModuleList`` of that
+    length), or None when the model has none (ALBERT-like models share one layer)."""
+    return next((m for m in model.modules()
+                 if isinstance(m, nn.ModuleList) and len(m) == num_layers), None)
+
+
 def _layer_map(model: nn.Module, num_layers: int) -> dict[nn.Module, int | None]:
     """Every submodule -> its layer: position in the layer list, else ``layer_idx``, else None."""
-    layers = next((m for m in model.modules()
-                   if isinstance(m, nn.ModuleList) and len(m) == num_layers), None)
+    layers = layer_list(model, num_layers)
     found = {}
     if layers is not None:
         for i, block in enumerate(layers):
