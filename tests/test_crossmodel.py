@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis_utils import papers
+from analysis_utils import ledger, papers
 from analysis_utils.analyses import crossmodel as cm
 
 
@@ -58,9 +58,9 @@ def root(tmp_path):
     b = a / "base"
     b.mkdir(parents=True)
     for p in ("01", "02", "03", "04", "05"):
-        _provenance(a, p, "tiny-a", 2, 2, wide_margin=10.0)
+        _provenance(a, p, "tiny-a", 2, 2, wide_margin=10.0, n_segments=100)
     for p in ("01", "03", "04", "05"):
-        _provenance(b, p, "tiny-b", 4, 2, model_type="mpnet")
+        _provenance(b, p, "tiny-b", 4, 2, model_type="mpnet", n_segments=100)
     # 01: layer shares (layer 1: punctuation the largest of the three classes; layer 2: cls)
     _write(a, "01_layer_token_class_shares.csv", [
         {"layer": 1, "model cls": 0.05, "model sep": 0.02, "model punct": 0.10,
@@ -312,41 +312,11 @@ def test_probe_clustering_and_map_types(root):
     assert (paper["type"], paper["lowest"], paper["highest"]) == ("Heterogeneous", 0.32, 0.61)
 
 
-def test_claims_take_each_runs_verdicts_and_apply_the_stated_rules(root):
-    runs = cm.load_runs("results,results/base,results/ghost", root=root)
-    long = cm.claims(runs)
-    a = long[long["model"] == "tiny-a (2 x 2)"].set_index("claim")
-    assert a.loc["heads > 90% from [SEP] to [SEP]", "held"] == "no"
-    assert a.loc["heads > 90% from [SEP] to [SEP]", "verdict from"] == "01"
-    assert a.loc["Table 1, All: best head vs. offset baseline", "held"] == "no"
-    assert a.loc["Table 1, prep: best head vs. offset baseline", "held"] == "\u2013"
-    assert "10 points" in a.loc["Table 1, All: best head vs. offset baseline", "held if"]
-    # 04: 60 vs 30 is far beyond 2 sd; 61 +- 1 vs 60 +- 1 is within 2 x hypot(1, 1)
-    assert a.loc["Table 3: attention only beats right-branching", "held"] == "yes"
-    assert a.loc["Table 3: attention + GloVe beats distances + GloVe", "held"] == "no"
-    assert a.loc["Table 3: attention only beats right-branching", "verdict from"] == "08"
-    assert a.loc["Figure 6: heads of the same layer are closer", "held"] == "yes"
-    assert a.loc["Kovaleva 4.1: Heterogeneous share across tasks", "held"] == "yes"
-    b = long[long["model"] == "tiny-b (4 x 2)"].set_index("claim")
-    assert b.loc["Figure 6: heads of the same layer are closer", "held"] == "no"
-    # MPNet's </s> claim is the same row as BERT's [SEP] claim
-    wide = cm.claims_wide(long).set_index("claim")
-    row = wide.loc["heads > 90% from [SEP] to [SEP]"]
-    assert (row["tiny-a (2 x 2): held"], row["tiny-b (4 x 2): held"]) == ("no", "yes")
-    # tiny-b has no notebook 02 tables: its Table 1 rows read "–"
-    assert wide.loc["Table 1, All: best head vs. offset baseline",
-                    "tiny-b (4 x 2): held"] == "\u2013"
-    counts = cm.held_counts(long).set_index("model")
-    assert counts.loc["tiny-a (2 x 2)"].tolist() == [
-        int((a["held"] == "yes").sum()), int((a["held"] == "no").sum()), 1]
-
-
 def test_nothing_to_compare_gives_empty_frames_not_errors(tmp_path):
     runs = cm.load_runs("results,results/base", root=tmp_path)
     assert all(len(cm.gaps(runs, q)) == 2 for q in cm.NEEDS)
     for frame in (cm.sink_by_layer(runs), cm.entropy_by_layer(runs),
-                  cm.claims(runs), cm.claims_wide(cm.claims(runs)),
-                  cm.held_counts(cm.claims(runs))):
+                  ledger.wide(ledger.build([]))):
         assert frame.empty
     # the paper's rows stay
     for frame in (cm.positional_heads(runs), cm.coref_best_heads(runs),
@@ -363,21 +333,6 @@ def test_setup_tables_opens_a_run_without_loading_a_model():
                                 names=["runs", "thr_prev"])
     assert run.prefix == "08" and run.params == {"runs": "results", "thr_prev": 0.5}
     assert run.models == {"results": {"name": "tiny-a"}}
-
-
-@pytest.mark.parametrize("text", [
-    "attention to [SEP] in the paper's layers 6-10",
-    "attention to </s> in the paper's layers 6-10",
-    "attention to the separator (</s>) in the paper's layers 6-10",
-    "attention to separators in the paper's layers 6-10"])
-def test_one_claim_however_the_special_token_is_named(text):
-    assert cm.normalise_claim(text) == "attention to [SEP] in the paper's layers 6-10"
-
-
-def test_first_token_names_and_other_tokens():
-    assert cm.normalise_claim("entropy from the first token (<s>), last layer") == \
-        "entropy from [CLS], last layer"
-    assert cm.normalise_claim("heads > 50% on the next token") == "heads > 50% on the next token"
 
 
 def test_a_table_without_the_columns_read_is_reported_not_read(root):
@@ -414,7 +369,7 @@ def test_notebook_08_runs_on_two_depths_and_a_missing_folder(root, tmp_path, mon
     assert "the first token (`[CLS]`) gets much more weight than norm share in layer 2" in text
     assert '"output_type": "error"' not in text
     results = tmp_path / "out" / "results"
-    claims = pd.read_csv(results / "08_claims_by_model.csv")
+    claims = pd.read_csv(results / "08_claims.csv")
     assert set(claims["model"]) == {"tiny-a (2 x 2)", "tiny-b (4 x 2)"}
     prov = _json.loads((results / "08_provenance.json").read_text())
     assert {m["name"] for m in prov["models"].values()} == {"tiny-a", "tiny-b"}
@@ -508,7 +463,7 @@ def test_norm_findings_of_a_control_that_also_discounts_a_token():
 
 def test_recap_writes_tokens_as_code_so_markdown_keeps_mpnets_s(root):
     runs = cm.load_runs("results,results/base", root=root)
-    sink, claims = cm.sink_by_layer(runs), cm.claims(runs)
+    sink, claims = cm.sink_by_layer(runs), ledger.build([str(r.path) for r in runs])
     lines = cm.recap(sink, cm.positional_heads(runs), cm.syntax_best_heads(runs), claims)
     (b,) = [line for line in lines if line.startswith("**tiny-b (4 x 2)**")]
     # unquoted, "</s> in layers 1-4" would close, and a later "<s>" open, HTML strikethrough

@@ -160,21 +160,24 @@ def test_report_readme_rewrites_only_the_block_and_check_fails_when_stale(tmp_pa
     assert "runtimes:start" in capsys.readouterr().err
 
 
-def test_findings_table_reads_each_paper_vs_run_table(tmp_path):
+def test_findings_table_reads_the_claims_ledger(tmp_path):
     results = tmp_path / "results"
     results.mkdir()
-    pd.DataFrame({"claim": ["heads on [SEP]", "a | b"], "paper (BERT-base)": ["> 50%", "x"],
-                  "this run": ["2.8%", "y"], "held": ["no", "yes"]}).to_csv(
-        results / "01_paper_vs_run.csv", index=False)
-    pd.DataFrame({"section": ["S6"], "quantity": ["ratio"], "paper": ["yes"],
-                  "this run": ["0.87"]}).to_csv(results / "05_paper_vs_run.csv", index=False)
-    table = report.findings_table(results).splitlines()
-    assert table[2].endswith("| heads on [SEP] | > 50% | 2.8% | no |")
-    assert "| a \\| b |" in table[3]  # a pipe inside a cell does not split the row
-    assert table[4].endswith("| ratio | yes | 0.87 |  |")
-    pd.DataFrame({"what": ["x"]}).to_csv(results / "02_paper_vs_run.csv", index=False)
-    with pytest.raises(ValueError, match="02_paper_vs_run.csv needs a claim"):
+    with pytest.raises(FileNotFoundError, match="run notebook 08"):
         report.findings_table(results)
+    rows = [{"model": "m (1 x 2)", "notebook": "01", "claim": "a | b", "paper_value": "> 50%",
+             "verdict": "yes", "control_verdict": "no"},
+            {"model": "m (1 x 2)", "notebook": "07", "claim": "c", "paper_value": "x",
+             "verdict": "untestable", "control_verdict": ""},
+            {"model": "n (2 x 2)", "notebook": "01", "claim": "a | b", "paper_value": "> 50%",
+             "verdict": "no", "control_verdict": "no"}]
+    pd.DataFrame(rows).to_csv(results / "08_claims.csv", index=False)
+    lines = report.findings_table(results).splitlines()
+    assert "| m (1 x 2) | 01 | 1 | 0 | 0 | 0 | 0 of 1 |" in [
+        re.sub(r" +", " ", x) for x in lines]
+    row = next(x for x in lines if "a \\| b" in x)  # a pipe inside a cell does not split the row
+    assert row.endswith("| > 50% | yes (control: no) | no (control: no) |")
+    assert lines[-1].endswith("| c | x | untestable | \u2013 |")
 
 
 def test_committed_readme_has_the_findings_block():

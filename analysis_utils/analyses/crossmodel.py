@@ -842,212 +842,6 @@ def map_type_view(maptypes: pd.DataFrame) -> pd.DataFrame:
         index=types, columns=list(dict.fromkeys(view["model"]))).fillna(DASH)
 
 
-# --- every claim, held or not, per model -----------------------------------------------------
-
-_FIRST = r"(?:\[CLS\]|<s>|(?:the )?first tokens?)"
-_SEP = r"(?:\[SEP\]|</s>|(?:the )?separators?(?: tokens?)?)"
-
-
-def normalise_claim(text: str) -> str:
-    """A claim's wording with the special tokens by BERT's names, so that the same claim of
-    two models is one row: ``<s>`` / "the first token" -> ``[CLS]``, ``</s>`` / "the
-    separator(s)" -> ``[SEP]``, and a role followed by the model's token in brackets ("the
-    separator (</s>)") -> the BERT name alone.
-
-    >>> normalise_claim("heads > 90% from </s> to the separator ([SEP])")
-    'heads > 90% from [SEP] to [SEP]'
-    """
-    for pattern, bert in ((_FIRST, "[CLS]"), (_SEP, "[SEP]")):
-        text = re.sub(rf"{pattern}(?: \({pattern}\))?", lambda _m, b=bert: b, text)
-    return text
-
-
-def _yes(ok: bool) -> str:
-    return "yes" if ok else "no"
-
-
-def _fmt(v, unit: str = "") -> str:
-    if v is None or (isinstance(v, float) and np.isnan(v)):
-        return DASH
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        return str(v)
-    text = f"{x:.0f}" if x == int(x) and unit in ("heads", "layer", "") else f"{x:.1f}"
-    if unit == "nats":
-        text = f"{x:.2f}"
-    return {"%": f"{text}%", "nats": f"{text} nats", "layer": f"L{text}",
-            "heads": f"{text} head" + ("" if x == 1 else "s"), "x other": f"x{x:.2f}"}.get(unit, text)
-
-
-def _claims_01(run: RunFolder) -> list[dict]:
-    t = run.read("01_paper_vs_run.csv")
-    out = []
-    for _, r in t.iterrows():
-        value = _fmt(r["model"], r.get("unit", ""))
-        if str(r.get("which", "")) not in ("", "nan"):
-            value += f" ({r['which']})"
-        if str(r.get("layers of this model", "")) not in ("", "nan"):
-            value += f" [layers {r['layers of this model']}]"
-        out.append({"notebook": "01", "claim": normalise_claim(r["claim"]),
-                    "paper (BERT-base)": r["paper (BERT-base)"], "this run": value,
-                    "held": r["held"], "held if": r["held if"], "verdict from": "01"})
-    return out
-
-
-def _claims_02(run: RunFolder) -> list[dict]:
-    t = run.read("02_paper_vs_run.csv")
-    margin = run.parameters.get("02", {}).get("wide_margin")
-    margin = f"{margin:g}" if isinstance(margin, (int, float)) else "wide_margin"
-    out = []
-    for _, r in t.iterrows():
-        rel = r["paper relation"]
-        if rel not in CLARK_TABLE1:
-            continue
-        head, acc, base, _o, _d = CLARK_TABLE1[rel]
-        here = (DASH if r["relation here"] in (DASH, "", None) or pd.isna(r["accuracy"])
-                else f"{r['relation here']} {r['head']}: {r['accuracy']:.1f} vs. "
-                     f"{r['baseline']:.1f} ({r['margin']:+.1f})")
-        out.append({"notebook": "02", "claim": f"Table 1, {rel}: best head vs. offset baseline",
-                    "paper (BERT-base)": f"{head}: {acc:.1f} vs. {base:.1f} ({acc - base:+.1f})",
-                    "this run": here, "held": r["held"],
-                    "held if": f"margin over the baseline on the same side of {margin} "
-                               "points as the paper's",
-                    "verdict from": "02"})
-    return out
-
-
-def _claims_03(run: RunFolder) -> list[dict]:
-    t = run.read("03_paper_vs_run.csv")
-    out = []
-    for _, r in t.iterrows():
-        out.append({"notebook": "03", "claim": r["claim"],
-                    "paper (BERT-base)": f"{r['paper detail']} ({float(r['paper']):+.0f})",
-                    "this run": f"{r['detail']} ({float(r['this run']):+.1f})",
-                    "held": r["held"], "held if": r["held if"], "verdict from": "03"})
-    return out
-
-
-def _probe(t: pd.DataFrame, probe: str) -> tuple[float, float]:
-    row = t[t["probe"] == probe]
-    if row.empty:
-        return np.nan, np.nan
-    sd = row["dev argmax sd"].iloc[0]
-    return float(row["dev argmax mean"].iloc[0]), float(sd) if pd.notna(sd) else 0.0
-
-
-#: Clark et al.'s Table 3 read as three comparisons: (claim, better probe, worse probe).
-PROBE_CLAIMS = (
-    ("attention only beats right-branching", "Attention only", "Right-branching"),
-    ("attention + GloVe beats distances + GloVe", "Attention + GloVe", "Distances + GloVe"),
-    ("trained attention beats random-init attention (+ GloVe)", "Attention + GloVe",
-     "Random-init attention + GloVe"),
-)
-
-
-def _claims_04(run: RunFolder) -> list[dict]:
-    t = run.read("04_table3.csv")
-    out = []
-    for claim, better, worse in PROBE_CLAIMS:
-        (a, sa), (b, sb) = _probe(t, better), _probe(t, worse)
-        pa, pb = CLARK_TABLE3[better], CLARK_TABLE3[worse]
-        diff, bar = a - b, 2 * float(np.hypot(sa, sb))
-        out.append({"notebook": "04", "claim": f"Table 3: {claim}",
-                    "paper (BERT-base)": f"{pa} vs. {pb} ({pa - pb:+d})",
-                    "this run": (DASH if np.isnan(diff) else
-                                 f"{a:.1f} vs. {b:.1f} ({diff:+.1f})"),
-                    "held": DASH if np.isnan(diff) else _yes(diff > max(bar, 0.0)),
-                    "held if": "better by more than 2 sd of the difference (seeds), UAS, EWT dev",
-                    "verdict from": "08"})
-    return out
-
-
-def _claims_05(run: RunFolder) -> list[dict]:
-    out = []
-    t = run.read("05_layer_separation.csv")
-    if t is not None and "model" in set(t["model"]):
-        r = t.set_index("model").loc["model"]
-        out.append({"notebook": "05", "claim": "Figure 6: heads of the same layer are closer",
-                    "paper (BERT-base)": CLARK_FIGURE6["same_layer_closer"],
-                    "this run": f"ratio {r['ratio']:.3f}, {r['p']}",
-                    "held": _yes(r["ratio"] < 1 and r["p_value"] < 0.05),
-                    "held if": "same-layer / other-layer JS distance < 1, permutation p < 0.05",
-                    "verdict from": "08"})
-    if run.has("05_type_proportions.csv"):
-        t = run.read("05_type_proportions.csv")
-        t = t[(t["type"] == "Heterogeneous") & t["task"].isin(KOVALEVA_TASKS)]
-        (lo_task, lo), (hi_task, hi) = (KOVALEVA_HETEROGENEOUS_RANGE["low"],
-                                        KOVALEVA_HETEROGENEOUS_RANGE["high"])
-        if len(t):
-            a, b = t.loc[t["share_mean"].idxmin()], t.loc[t["share_mean"].idxmax()]
-            ok = a["share_mean"] >= lo - 0.05 and b["share_mean"] <= hi + 0.05
-            value = (f"{100 * a['share_mean']:.0f}% ({a['task']}) to "
-                     f"{100 * b['share_mean']:.0f}% ({b['task']}), {len(t)} tasks")
-        else:
-            ok, value = None, DASH
-        out.append({"notebook": "05", "claim": "Kovaleva 4.1: Heterogeneous share across tasks",
-                    "paper (BERT-base)": f"{100 * lo:.0f}% ({lo_task}) to {100 * hi:.0f}% "
-                                         f"({hi_task})",
-                    "this run": value, "held": DASH if ok is None else _yes(ok),
-                    "held if": "every task within the paper's range +- 5 points "
-                               "(pre-trained maps here, fine-tuned in the paper)",
-                    "verdict from": "08"})
-    return out
-
-
-_CLAIM_READERS = (("01_paper_vs_run.csv", _claims_01), ("02_paper_vs_run.csv", _claims_02),
-                  ("03_paper_vs_run.csv", _claims_03), ("04_table3.csv", _claims_04))
-
-
-def claims(runs: Sequence[RunFolder]) -> pd.DataFrame:
-    """Every paper claim that notebooks 01-05 test, one row per claim and run: the paper's
-    BERT-base figure, this run's, and whether it held (``yes`` / ``no`` / ``not testable`` /
-    ``–``) by the test in ``held if``. Verdicts of 01-03 are those of each run's own
-    ``NN_paper_vs_run.csv`` (``verdict from`` names it); 04 (Table 3) and 05 (Figure 6,
-    Section 4.1) state no verdict there, so the rule in ``held if`` is applied here
-    (``verdict from`` "08")."""
-    rows = []
-    for run in usable(runs, "claims"):
-        found = [r for name, reader in _CLAIM_READERS if run.has(name) for r in reader(run)]
-        found += _claims_05(run)
-        rows += [{"model": run.label, **r} for r in found]
-    cols = ["model", "notebook", "claim", "paper (BERT-base)", "this run", "held", "held if",
-            "verdict from"]
-    out = pd.DataFrame(rows, columns=cols)
-    out["held"] = out["held"].fillna(DASH).astype(str).replace({"nan": DASH})
-    return out
-
-
-def claims_wide(long: pd.DataFrame) -> pd.DataFrame:
-    """:func:`claims` with one row per claim and, per model, ``"<model>: this run"`` and
-    ``"<model>: held"`` side by side (``–`` where a model's tables lack the claim), and the
-    test (``held if``, as the first model's table words it) last. Claims in the order first
-    met."""
-    if long.empty:
-        return pd.DataFrame(columns=["notebook", "claim", "paper (BERT-base)"])
-    keys = ["notebook", "claim"]
-    base = long.drop_duplicates(keys)[keys + ["paper (BERT-base)", "held if"]]
-    out = base.copy()
-    for model, g in long.groupby("model", sort=False):
-        g = g.set_index(keys)
-        idx = pd.MultiIndex.from_frame(out[keys])
-        out[f"{model}: this run"] = g["this run"].reindex(idx).fillna(DASH).to_numpy()
-        out[f"{model}: held"] = g["held"].reindex(idx).fillna(DASH).to_numpy()
-    out = out[[c for c in out.columns if c != "held if"] + ["held if"]]  # the test, last
-    return out.reset_index(drop=True)
-
-
-def held_counts(long: pd.DataFrame) -> pd.DataFrame:
-    """Per model: how many claims held, did not hold, or were not judged."""
-    if long.empty:
-        return pd.DataFrame(columns=["model", "held", "did not hold", "not judged"])
-    g = long.groupby("model", sort=False)["held"]
-    return pd.DataFrame({"held": g.apply(lambda s: int((s == "yes").sum())),
-                         "did not hold": g.apply(lambda s: int((s == "no").sum())),
-                         "not judged": g.apply(lambda s: int((~s.isin(["yes", "no"])).sum()))}
-                        ).reset_index()
-
-
 # --- where the heads are, for one relative-depth figure --------------------------------------
 
 def head_depths(positional: pd.DataFrame, syntax: pd.DataFrame,
@@ -1090,13 +884,15 @@ def layer_runs(layers) -> str:
 
 
 def recap(sink: pd.DataFrame, positional: pd.DataFrame, syntax: pd.DataFrame,
-          long_claims: pd.DataFrame) -> list[str]:
+          ledger: pd.DataFrame) -> list[str]:
     """One sentence per model (and one for the paper) on where it parks its attention, how
     many positional heads it has, how deep its best syntax heads sit (median relative depth)
-    and how many claims held; every number from the frames, nothing hard-coded."""
+    and how its claims came out in the claims ledger (:func:`analysis_utils.ledger.build`,
+    columns ``model``, ``verdict``, ``control_verdict``); every number from the frames,
+    nothing hard-coded."""
     out = []
     share, lo, hi = paper_sep_band()
-    counts = held_counts(long_claims).set_index("model") if len(long_claims) else None
+    verdicts = ledger.groupby("model", sort=False) if len(ledger) else None
     med = syntax[syntax["paper relation"] != "All"].groupby("model", sort=False)[
         "relative depth"].median()
     pos = positional[positional["weights"] == "pre-trained"]
@@ -1121,8 +917,13 @@ def recap(sink: pd.DataFrame, positional: pd.DataFrame, syntax: pd.DataFrame,
                          f"{int((p['direction'] == 'next').sum())} next-token heads")
         if model in med.index:
             parts.append(f"best syntax heads at median relative depth {med[model]:.2f}")
-        if counts is not None and model in counts.index:
-            c = counts.loc[model]
-            parts.append(f"{c['held']} of {c['held'] + c['did not hold']} judged claims held")
+        if verdicts is not None and model in verdicts.groups:
+            g = verdicts.get_group(model)
+            ctrl = g[g["control_verdict"].isin(["yes", "no"])]
+            parts.append(f"{int((g['verdict'] == 'yes').sum())} of {len(g)} claims of the "
+                         f"ledger came out yes ({int((g['verdict'] == 'no').sum())} no, "
+                         f"{int((g['verdict'] == 'untestable').sum())} untestable); its "
+                         f"random-weights control passes {int((ctrl['control_verdict'] == 'yes').sum())}"
+                         f" of the {len(ctrl)} claims whose rule it can take")
         out.append(f"**{model}**: " + "; ".join(parts) + ".")
     return out

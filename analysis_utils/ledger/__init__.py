@@ -1,0 +1,94 @@
+"""The claims ledger: one row per claim of either paper that notebooks 01-07 check, per model,
+built from the notebooks' own saved tables (nothing recomputed from a model).
+
+Each claim's ``criterion`` and ``reference`` are fixed in code beside it (:mod:`.clark`,
+:mod:`.kovaleva`), the same rule runs on the random-weights control where the notebook saved
+its tables, and p-values are corrected within the family a row names (:mod:`.core`).
+
+>>> ledger = build(["results", "results/base"])                # doctest: +SKIP
+>>> ledger.groupby("model")["verdict"].value_counts()            # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from .. import paths
+from . import clark, kovaleva
+from .core import ALPHA, COLUMNS, MIN_SEEDS, VERDICTS, Claim, Outcome, Tables, evaluate
+
+__all__ = ["build", "claims", "counts", "wide", "findings_markdown", "ALPHA", "COLUMNS", "MIN_SEEDS", "VERDICTS", "Claim",
+           "Outcome", "Tables", "evaluate"]
+
+
+def claims() -> list[Claim]:
+    """Every claim the ledger judges, in notebook order."""
+    return clark.claims() + kovaleva.claims()
+
+
+def build(folders: Sequence[str] | str, root: str | Path | None = None) -> pd.DataFrame:
+    """The ledger of every run folder (``"results"``, ``"results/base"``; relative to
+    ``root``, default the repository root), one row per claim and model, columns
+    :data:`COLUMNS`. A folder without provenance is refused with the command that fills it."""
+    root = Path(root) if root is not None else paths.REPO_ROOT
+    folders = folders.split(",") if isinstance(folders, str) else list(folders)
+    frames = []
+    for f in (x.strip() for x in folders if x.strip()):
+        t = Tables(root / f)
+        if t.model is None:
+            raise FileNotFoundError(f"{root / f} holds no NN_provenance.json naming a model: "
+                                    "run the notebooks first (`make reproduce`)")
+        frames.append(evaluate(claims(), t))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
+
+
+def counts(ledger: pd.DataFrame) -> pd.DataFrame:
+    """Per model: verdict counts, how many of the same claims the random-weights control also
+    passes under the same rules (of those it could be run on), and how many ``yes`` chance
+    alone would give (at most ``ALPHA`` per claim with a test)."""
+    rows = []
+    for model, g in ledger.groupby("model", sort=False):
+        ctrl = g[g["control_verdict"].isin(["yes", "no"])]
+        tested = g[g["p_value"] != ""]
+        rows.append({"model": model, **{v: int((g["verdict"] == v).sum()) for v in VERDICTS},
+                     "claims": len(g),
+                     "control yes (same rules)": f"{int((ctrl['control_verdict'] == 'yes').sum())}"
+                                                 f" of {len(ctrl)}",
+                     "model yes on those": int(((ctrl["verdict"] == "yes")).sum()),
+                     "yes expected by chance": f"<= {ALPHA * len(tested):.1f} of {len(tested)}"})
+    return pd.DataFrame(rows)
+
+
+def wide(ledger: pd.DataFrame) -> pd.DataFrame:
+    """One row per claim, and per model its value and verdict side by side (``–`` where a
+    model's run does not check the claim); the criterion last. Claims in ledger order."""
+    dash = "\u2013"
+    keys = ["notebook", "paper", "claim"]
+    if ledger.empty:
+        return pd.DataFrame(columns=[*keys, "paper_value", "criterion"])
+    out = ledger.drop_duplicates(keys)[[*keys, "paper_value", "criterion"]].reset_index(drop=True)
+    idx = pd.MultiIndex.from_frame(out[keys])
+    for model, g in ledger.groupby("model", sort=False):
+        g = g.set_index(keys)
+        out[f"{model}: this run"] = g["this_run"].reindex(idx).fillna(dash).to_numpy()
+        out[f"{model}: verdict"] = g["verdict"].reindex(idx).fillna(dash).to_numpy()
+        out[f"{model}: control"] = g["control_verdict"].reindex(idx).fillna(dash).replace(
+            "", dash).to_numpy()
+    return out[[c for c in out.columns if c != "criterion"] + ["criterion"]]
+
+
+def findings_markdown(ledger: pd.DataFrame) -> str:
+    """The README's findings table, generated from the ledger: per model and notebook, how
+    many claims came out yes / no / mixed / untestable, and the control's yes under the same
+    rules."""
+    rows = []
+    for (model, nb), g in ledger.groupby(["model", "notebook"], sort=False):
+        ctrl = g[g["control_verdict"].isin(["yes", "no"])]
+        rows.append({"model": model, "notebook": nb,
+                     **{v: int((g["verdict"] == v).sum()) for v in VERDICTS},
+                     "control yes": (f"{int((ctrl['control_verdict'] == 'yes').sum())} of "
+                                     f"{len(ctrl)}" if len(ctrl) else "\u2013")})
+    return pd.DataFrame(rows).to_markdown(index=False)

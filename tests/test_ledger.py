@@ -1,0 +1,194 @@
+"""The claims ledger: its tests against hand-computed numbers, its verdict rules on hand-made
+run folders (a raw maximum never passes, the control's pass blocks a yes, too few seeds give
+untestable, seeds that disagree give mixed), and the committed ledger and README findings
+against what the code makes from the committed tables."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+
+import pandas as pd
+import pytest
+
+from analysis_utils import ledger, paths
+from analysis_utils.analyses import crossmodel as cm
+from analysis_utils.ledger import core, kovaleva, stats
+
+# --- the tests, by hand ------------------------------------------------------------------
+
+
+def test_hoeffding_by_hand():
+    assert stats.hoeffding_p(0.6, 0.5, 100) == pytest.approx(math.exp(-2.0))
+    assert stats.hoeffding_p(0.4, 0.5, 100) == 1.0  # the wrong side is never significant
+    lo, hi = stats.hoeffding_interval(0.5, 50, width=2.0, alpha=0.05)
+    assert hi - 0.5 == pytest.approx(2.0 * math.sqrt(math.log(40) / 100))
+    with pytest.raises(ValueError, match="independent unit"):
+        stats.hoeffding_p(0.6, 0.5, 0)
+
+
+def test_binomial_count_and_overlap_by_hand():
+    assert stats.binom_greater(7, 10, 0.5) == pytest.approx(176 / 1024)
+    q = stats.normal_tail(2.0)
+    assert q == pytest.approx(0.02275, abs=1e-5)
+    assert stats.count_greater(2, 72, q) == pytest.approx(
+        1 - (1 - q) ** 72 - 72 * q * (1 - q) ** 71)
+    assert stats.expected_overlap(40, 28, 72) == pytest.approx(15.56, abs=0.01)
+    # two sets of 2 of 4 share both items: 1 of C(4, 2) = 6 draws
+    assert stats.overlap_greater(2, 2, 2, 4) == pytest.approx(1 / 6)
+    assert stats.bonferroni(0.02, 10) == pytest.approx(0.2)
+    assert stats.bonferroni(0.2, 10) == 1.0
+
+
+def test_welch_against_a_constant_and_between_probes():
+    assert stats.welch_greater([61, 62, 63], [30]) < 0.01
+    assert stats.welch_greater([61, 62, 63], [62, 63, 64]) > 0.5
+    assert math.isnan(stats.welch_greater([61], [30]))
+    lo, hi = stats.seed_interval([1.0, 2.0, 3.0])
+    assert (lo + hi) / 2 == pytest.approx(2.0) and hi - 2.0 == pytest.approx(
+        4.302653 * 1 / math.sqrt(3), rel=1e-5)
+
+
+# --- verdicts on hand-made folders --------------------------------------------------------
+
+
+def _folder(tmp_path, prev_model, prev_control, n_segments=100):
+    f = tmp_path / "run"
+    f.mkdir()
+    ident = {"name": "tiny", "num_layers": 1, "num_heads": 2}
+    (f / "01_provenance.json").write_text(json.dumps(
+        {"parameters": {"n_segments": n_segments, "max_tokens": 128},
+         "models": {"model": ident}}))
+    for which, prev in (("model", prev_model), ("control", prev_control)):
+        pd.DataFrame({"layer": [1, 1], "head": [1, 2], "previous": prev, "next": [0.1, 0.1],
+                      "sep_to_sep": [0.0, 0.0], "max_weight": [0.5, 0.5],
+                      "entropy_cls": [1.0, 1.0]}).to_csv(f / f"01_per_head_{which}.csv",
+                                                          index=False)
+    return f
+
+
+def _previous_claim(ledger_frame):
+    return ledger_frame[ledger_frame["claim"].str.contains("previous")].iloc[0]
+
+
+def test_a_strong_head_is_yes_and_a_raw_maximum_is_not(tmp_path):
+    # 0.9 over 100 segments: p = exp(-2 * 100 * 0.16), far below 0.05 after Holm over 2 heads
+    row = _previous_claim(ledger.build([str(_folder(tmp_path, [0.9, 0.1], [0.1, 0.1]))]))
+    assert (row["verdict"], row["control_verdict"], row["heads"]) == ("yes", "no", "1-1")
+    # 0.55 over 10 segments: above 50% as a raw number, p = exp(-0.05) = 0.95: no
+    weak = tmp_path / "weak"
+    weak.mkdir()
+    row = _previous_claim(ledger.build([str(_folder(weak, [0.55, 0.1], [0.1, 0.1], 10))]))
+    assert row["verdict"] == "no"
+    assert float(row["p_value"]) == pytest.approx(min(1, 2 * math.exp(-0.05)), abs=1e-3)
+
+
+def test_a_rule_the_control_also_passes_is_never_yes(tmp_path):
+    row = _previous_claim(ledger.build([str(_folder(tmp_path, [0.9, 0.1], [0.95, 0.1]))]))
+    assert (row["verdict"], row["control_verdict"]) == ("untestable", "yes")
+    assert "control passes the same rule" in row["note"]
+
+
+def test_holm_within_a_family_by_hand():
+    o1 = core.Outcome("a", effect=True, p=0.03)
+    o2 = core.Outcome("b", effect=True, p=0.04)
+    def fixed(outcome):
+        return lambda tables, which: outcome
+
+    claims = [core.Claim("01", "P", "1", name, "", "", "", "", fixed(out), ())
+              for name, out in (("c1", o1), ("c2", o2))]
+
+    class _T:
+        notebooks = ["01"]
+
+        def has(self, name):
+            return True
+
+        def label(self):
+            return "m"
+    out = core.evaluate(claims, _T(), control=False)
+    # Holm: 0.03 x 2 = 0.06, then max(0.06, 0.04 x 1) = 0.06: neither survives
+    assert out["p_adjusted"].tolist() == ["0.060", "0.060"]
+    assert out["verdict"].tolist() == ["no", "no"]
+
+
+def _disabling_folder(tmp_path, seeds_gain):
+    """07 tables of one task (RTE): per seed, whether a head's gain survives Holm."""
+    f = tmp_path / "ft"
+    f.mkdir()
+    (f / "07_provenance.json").write_text(json.dumps(
+        {"parameters": {}, "models": {"model": {"name": "tiny", "num_layers": 1,
+                                                "num_heads": 2}}}))
+    rows = []
+    for seed, gain in seeds_gain.items():
+        for h, (delta, p_holm) in enumerate(((0.8, 0.01 if gain else 0.6), (-0.2, 1.0))):
+            rows.append({"task": "RTE", "seed": seed, "mode": "uniform", "kind": "head",
+                         "layer": 0, "head": h, "label": f"1-{h + 1}", "delta": delta,
+                         "p_holm": p_holm, "test": "mcnemar"})
+    pd.DataFrame(rows).to_csv(f / "07_disabling.csv", index=False)
+    return f
+
+
+@pytest.mark.parametrize(("seeds_gain", "verdict"), [
+    ({42: True}, "untestable"),
+    ({42: True, 43: True, 44: True}, "yes"),
+    ({42: True, 43: False, 44: True}, "mixed"),
+    ({42: False, 43: False, 44: False}, "no")])
+def test_fine_tuned_claims_need_three_seeds_and_every_seed(tmp_path, seeds_gain, verdict):
+    claim = next(c for c in kovaleva.claims() if c.claim.startswith("disabling some single"))
+    out = core.evaluate([claim], core.Tables(_disabling_folder(tmp_path, seeds_gain)))
+    assert out["verdict"].iloc[0] == verdict
+    assert out["seeds"].iloc[0] == f"RTE: {len(seeds_gain)}"
+    if verdict == "untestable":
+        assert "fewer than 3 fine-tuning seeds" in out["note"].iloc[0]
+
+
+def test_an_older_table_without_a_column_is_untestable_not_a_crash(tmp_path):
+    f = _folder(tmp_path, [0.9, 0.1], [0.1, 0.1])
+    pd.read_csv(f / "01_per_head_model.csv").drop(columns="sep_to_sep").to_csv(
+        f / "01_per_head_model.csv", index=False)
+    out = ledger.build([str(f)])
+    row = out[out["claim"].str.contains(r"\[SEP\]'s attention")].iloc[0]
+    assert row["verdict"] == "untestable" and "sep_to_sep" in row["note"]
+
+
+def test_a_folder_without_provenance_is_refused_with_the_command(tmp_path):
+    with pytest.raises(FileNotFoundError, match="make reproduce"):
+        ledger.build([str(tmp_path)])
+
+
+def test_every_criterion_and_reference_is_stated_before_the_numbers():
+    for c in ledger.claims():
+        assert c.criterion and c.reference and c.test, c.claim
+        assert not re.search(r"\{|\}", c.criterion + c.reference), c.claim  # no unfilled fields
+
+
+# --- the committed ledger, README and recap are what the code makes -----------------------
+
+
+def _committed_folders():
+    return [f for f in ("results", "results/base")
+            if (paths.REPO_ROOT / f / "01_provenance.json").is_file()]
+
+
+def test_committed_ledger_is_what_the_code_makes_from_the_committed_tables():
+    committed = paths.REPO_ROOT / "results" / "08_claims.csv"
+    assert committed.is_file(), "results/08_claims.csv is missing: run notebook 08"
+    made = ledger.build(_committed_folders())
+    saved = pd.read_csv(committed, dtype=str, keep_default_na=False)
+    assert saved["verdict"].tolist() == made["verdict"].tolist()
+    assert saved["claim"].tolist() == made["claim"].tolist()
+    assert saved["control_verdict"].tolist() == made["control_verdict"].tolist()
+    assert set(saved["verdict"]) <= set(ledger.VERDICTS)
+
+
+def test_rendered_recap_of_notebook_08_agrees_with_its_tables():
+    runs = cm.load_runs(",".join(_committed_folders()))
+    lines = cm.recap(cm.sink_by_layer(runs), cm.positional_heads(runs),
+                     cm.syntax_best_heads(runs), ledger.build(_committed_folders()))
+    nb = json.loads((paths.REPO_ROOT / "notebooks" / "08_cross_model.ipynb").read_text())
+    rendered = "".join("".join(o.get("data", {}).get("text/markdown", ""))
+                       for c in nb["cells"] for o in c.get("outputs", []))
+    for line in lines:
+        assert line in rendered, f"the rendered recap does not say: {line}"
