@@ -121,6 +121,17 @@ else:
     display(notebook.table_view(run_differences, index=["notebook", "kind", "name"]))
 
 # %% [markdown]
+# ### What the models were trained on
+#
+# Neither model is the masked-LM BERT-base of both papers. Where it bears on a result (a
+# frozen-[CLS] baseline, the [CLS]-attention premise of Kovaleva's Figure 7, the sentence-pair
+# tasks, a masked-LM gradient), read it against the model card shipped with the weights,
+# quoted here in its own words:
+
+# %%
+display(Markdown(cm.training_notes(folders)))
+
+# %% [markdown]
 # ## 1. Which token is the attention sink, by layer (Clark Section 3.2, Figure 2)
 #
 # Per layer, the share of all attention on the *first token* (`[CLS]` in BERT-style models,

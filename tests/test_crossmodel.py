@@ -484,3 +484,20 @@ def test_probe_training_note_names_different_training_sizes(tmp_path):
     assert "small (6 x 12): 2,000" in note and "large (6 x 12): 12,544" in note
     assert probe_training_note([a, folder("same", 2000)]) == ""
     assert probe_training_note([a]) == ""
+
+
+def test_training_card_quotes_the_packaged_model_card(tmp_path):
+    from analysis_utils.engine.modelcard import training_card
+
+    card = training_card("minilm")
+    assert card["base model"] == "nreimers/MiniLM-L6-H384-uncased"
+    assert card["objective"].startswith("We use a contrastive learning objective")
+    assert {"snli", "multi_nli", "embedding-data/QQP"} <= set(card["datasets"])
+    # a folder with no card, and one with a hand-made card
+    assert training_card(str(tmp_path)) is None
+    (tmp_path / "README.md").write_text(
+        "---\ndatasets:\n- a\n- b\n---\nWe used the pretrained [`x/y`](u) model. We use a "
+        "contrastive learning objective: pairs. The total number of sentence pairs is 3.\n")
+    card = training_card(str(tmp_path))
+    assert (card["base model"], card["datasets"]) == ("x/y", ["a", "b"])
+    assert card["pairs"] == "The total number of sentence pairs is 3."

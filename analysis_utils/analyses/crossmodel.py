@@ -238,6 +238,30 @@ def differences(runs: Sequence[RunFolder]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["notebook", "kind", "name", *[r.label for r in present]])
 
 
+def training_notes(runs: Sequence[RunFolder]) -> str:
+    """Markdown, one bullet per run: the base model, objective, pair count and data sets of
+    its model card (:func:`analysis_utils.engine.modelcard.training_card`), quoted; or that
+    no card could be read here, and how to install the model that ships one."""
+    from ..engine.modelcard import training_card
+
+    lines = []
+    for run in runs:
+        if run.model is None:
+            continue
+        key = next((p.get("model") for p in run.parameters.values() if p.get("model")), None)
+        card = training_card(key) if key else None
+        if card is None:
+            lines.append(f"- **{run.label}**: no model card could be read on this machine "
+                         f"(model `{key}`; for `mpnet`, `make mpnet` installs the weights with "
+                         "their card).")
+            continue
+        data = ", ".join(card["datasets"]) or "none listed"
+        lines.append(f"- **{run.label}** ({card['card']}): fine-tuned from "
+                     f"`{card['base model']}`; \"{card['objective']}\" "
+                     f"\"{card['pairs']}\" Data sets named by the card: {data}.")
+    return "\n".join(lines)
+
+
 def load_runs(spec: str | Sequence[str], root: str | Path | None = None) -> list[RunFolder]:
     """:func:`load_run` for each folder of ``spec`` (``"results,results/base"`` or a list),
     in order, duplicates dropped."""
