@@ -309,6 +309,7 @@ _ = run.table(maptypes, "map_type_proportions", key=["model", "type"],
               tolerance={"share": within(abs=0.02), "lowest": within(abs=0.03),
                          "highest": within(abs=0.03)},
               caption="Attention-map type shares, mean over the paper's tasks, per model")
+display(Markdown(cm.map_type_note(folders)))
 cm.map_type_view(maptypes)
 
 # %% [markdown]

@@ -501,3 +501,16 @@ def test_training_card_quotes_the_packaged_model_card(tmp_path):
     card = training_card(str(tmp_path))
     assert (card["base model"], card["datasets"]) == ("x/y", ["a", "b"])
     assert card["pairs"] == "The total number of sentence pairs is 3."
+
+
+def test_map_type_note_names_the_label_model_and_the_seed_spread(root):
+    runs = cm.load_runs("results,results/base", root=root)
+    for folder, shares in ((root / "results", (0.40, 0.50, 0.45)),
+                           (root / "results" / "base", (0.10, 0.40, 0.25))):
+        pd.DataFrame({"task": "MRPC", "seed": [0, 1, 2], "Heterogeneous": shares}).to_csv(
+            folder / "05_type_proportions_by_seed.csv", index=False)
+    for r in runs:
+        r.parameters["05"] = {"model": "minilm" if r.folder == "results" else "mpnet"}
+    a, b = cm.map_type_note(runs).splitlines()
+    assert "own labelled maps" in a and "moves by 10-10 points" in a
+    assert "a transfer that is not measured" in b and "moves by 30-30 points" in b

@@ -71,6 +71,15 @@ def test_depth_map_one_line_per_behaviour():
     _save(fig)
 
 
+def test_depth_map_keeps_coincident_heads_apart():
+    rows = pd.DataFrame({"row": ["next-token heads"] * 3, "model": [cm.PAPER] * 3,
+                         "relative depth": [2 / 12, 2 / 12, 1 / 12]})
+    ax = cp.depth_map(rows, cp.model_colours([cm.PAPER])).axes[0]
+    points = ax.collections[0].get_offsets()
+    assert len({tuple(p) for p in points.tolist()}) == 3  # the two layer-2 heads both show
+    assert points[0][0] == points[1][0]  # at the same depth
+
+
 def test_entropy_and_summary_panels_draw(tmp_path):
     ent = pd.DataFrame({"model": ["a", "a"], "relative depth": [0.5, 1.0],
                         "entropy / control": [0.5, 0.8], "entropy from first token": [1, 3],

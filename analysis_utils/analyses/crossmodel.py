@@ -796,10 +796,44 @@ def probe_training_note(runs: Sequence[RunFolder]) -> str:
     if len(sizes) < 2 or len(set(sizes.values())) == 1:
         return ""
     listed = "; ".join(f"{m}: {n:,}" for m, n in sizes.items())
+    dev = {r.label: next((v for k, v in r.data.get("04", {}).items()
+                          if k.endswith("dev: sentences used")), None)
+           for r in usable(runs, "probes")}
+    seeds = {r.label: len(str(r.parameters.get("04", {}).get("seeds", "")).split(","))
+             for r in usable(runs, "probes")}
+    also = ""
+    if len(set(dev.values())) > 1 or len(set(seeds.values())) > 1:
+        also = (" They were also scored on different EWT dev samples and over different "
+                "numbers of seeds (" + "; ".join(f"{m}: {dev[m]:,} dev sentences, {seeds[m]} "
+                                                   "seeds" for m in dev if dev[m]) + ").")
     return (f"The probes were trained on different numbers of EWT train sentences ({listed}), "
-            "so the fitted probes' UAS differ between these runs partly for that reason. "
-            "Distances + GloVe reads no attention: its gap between the runs is what the "
-            "training data alone does; compare the attention probes by their gain over it.")
+            "so the fitted probes' UAS differ between these runs partly for that reason."
+            + also + " Distances + GloVe reads no attention: its gap between the runs is what "
+            "the training data alone does; compare the attention probes by their gain over it.")
+
+
+def map_type_note(runs: Sequence[RunFolder]) -> str:
+    """Markdown on how far to trust each run's map-type shares: which model's labelled maps
+    trained its CNNs (the labels are of all-MiniLM-L6-v2's maps; on another model they are
+    a transfer that nothing here measures), and how far the Heterogeneous share of one task
+    moves across the CNN seeds (``05_type_proportions_by_seed.csv``)."""
+    from ..data.labels import LABELLED_MODEL
+
+    lines = []
+    for run in runs:
+        if run.model is None or not (run.path / "05_type_proportions_by_seed.csv").is_file():
+            continue
+        d = pd.read_csv(run.path / "05_type_proportions_by_seed.csv")
+        spread = d.groupby("task")["Heterogeneous"].agg(lambda s: s.max() - s.min())
+        own = run.parameters.get("05", {}).get("model") == LABELLED_MODEL
+        lines.append(
+            f"- **{run.label}**: CNNs trained on "
+            + ("this model's own labelled maps" if own else
+               f"the labelled maps of `{LABELLED_MODEL}` (another model) and applied to this "
+               "model's, a transfer that is not measured")
+            + f"; across {d['seed'].nunique()} CNN seeds a task's Heterogeneous share moves "
+              f"by {100 * spread.min():.0f}-{100 * spread.max():.0f} points.")
+    return "\n".join(lines)
 
 
 # --- same-layer clustering (Figure 6) --------------------------------------------------------

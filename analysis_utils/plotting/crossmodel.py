@@ -131,11 +131,21 @@ def norm_profiles(norms: pd.DataFrame, colours: Mapping[str, str],
     return legend_below(fig, handles, title=title)
 
 
+def _dodge(g: pd.DataFrame, step: float) -> np.ndarray:
+    """Vertical offsets that spread heads of one model and line at the same depth (BERT-base's
+    two next-token heads in layer 2) within the model's band, so no marker hides another."""
+    key = g["row"].astype(str) + "|" + g["relative depth"].round(6).astype(str)
+    rank = key.groupby(key).cumcount().to_numpy(float)
+    count = key.map(key.value_counts()).to_numpy(float)
+    return (rank - (count - 1) / 2) * step / np.maximum(count, 1)
+
+
 def depth_map(rows: pd.DataFrame, colours: Mapping[str, str], title: str = "") -> Figure:
     """Where the heads are: one line per behaviour (``row``: "previous-token heads",
     "syntax: det", "coreference", ...), one marker per head at its relative depth, models
-    side by side within a line (the paper's BERT-base heads: black crosses). ``label``, when
-    given, is written beside the marker (e.g. the head).
+    side by side within a line (the paper's BERT-base heads: black crosses); heads of one model
+    at the same depth are spread vertically so each stays visible. ``label``, when given, is
+    written beside the marker (e.g. the head).
 
     rows: columns ``row``, ``model``, ``relative depth`` and optionally ``label``."""
     order = list(dict.fromkeys(rows["row"]))
@@ -146,7 +156,7 @@ def depth_map(rows: pd.DataFrame, colours: Mapping[str, str], title: str = "") -
     for k, model in enumerate(models):
         g = rows[rows["model"] == model]
         y = g["row"].map({r: i for i, r in enumerate(order)}).to_numpy(float)
-        y = y - 0.35 + step * (k + 0.5)
+        y = y - 0.35 + step * (k + 0.5) + _dodge(g, step)
         paper = model.startswith("BERT-base")
         ax.scatter(g["relative depth"], y, s=30, color=colours[model],
                    marker="x" if paper else "o", label=model, zorder=3,
