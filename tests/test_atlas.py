@@ -1,0 +1,307 @@
+"""The head atlas: table -> JSON assembly on a tiny hand-made results folder, and the pages in
+a real browser (Playwright driving Debian's ``chromium``; ``.ci/run`` installs it)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis_utils import atlas, paths
+
+# --- a tiny results folder: 2 layers x 3 heads ------------------------------------------
+
+L, H = 2, 3
+
+
+def _heads(base: int):
+    return [(layer + base, head + base) for layer in range(L) for head in range(H)]
+
+
+@pytest.fixture
+def tiny_results(tmp_path):
+    """01 (1-based, head 2-3 missing from the model table), 02 (0-based, nsubj only), a
+    provenance; nothing of 03-07, so those families are not measured."""
+    res = tmp_path / "results"
+    res.mkdir()
+    prov = {"notebook": "01", "profile": "default", "git_commit": "abc",
+            "models": {"model": {"name": "tiny-bert", "num_layers": L, "num_heads": H,
+                                 "source": "test", "weights_sha256": None}}}
+    (res / "01_provenance.json").write_text(json.dumps(prov))
+    rows = [{"layer": la, "head": he, "previous": 0.1 * k, "entropy": 3.0 - 0.5 * k}
+            for k, (la, he) in enumerate(_heads(1))]
+    pd.DataFrame(rows[:-1]).to_csv(res / "01_per_head_model.csv", index=False)  # no 2-3
+    pd.DataFrame([{**r, "previous": 0.01, "entropy": 4.0} for r in rows]).to_csv(
+        res / "01_per_head_control.csv", index=False)
+    syn = [{"relation": "nsubj", "layer": la, "head": he, "direction": "dep2head",
+            "correct": k, "total": 10, "accuracy": k / 10} for k, (la, he) in enumerate(_heads(0))]
+    pd.DataFrame(syn).to_csv(res / "02_head_scores_model.csv", index=False)
+    pd.DataFrame([{**r, "accuracy": 0.05} for r in syn]).to_csv(
+        res / "02_head_scores_control.csv", index=False)
+    return res
+
+
+def _family(fams, fid):
+    return next(f for f in fams if f["id"] == fid)
+
+
+def _prop(fams, pid):
+    return next(p for f in fams for p in f["properties"] if p["id"] == pid)
+
+
+def test_collect_reads_each_base_and_marks_unmeasured(tiny_results):
+    fams = atlas.collect(tiny_results, L, H)
+    prev = _prop(fams, "01.previous")
+    # 1-based table: its row (layer 1, head 2) is cell [0][1]; the missing head is null, not 0
+    assert prev["values"][0][1] == pytest.approx(0.1)
+    assert prev["values"][1][2] is None
+    assert prev["control"][1][2] == pytest.approx(0.01)
+    assert prev["rank"][1][2] is None and prev["n_measured"] == L * H - 1
+    # 0-based table: its row (layer 1, head 2) is layer 2, head 3 = cell [1][2], accuracy 0.5
+    nsubj = _prop(fams, "02.nsubj.dep2head")
+    assert nsubj["values"][1][2] == pytest.approx(0.5) and nsubj["rank"][1][2] == 1
+    assert nsubj["control"][0][0] == pytest.approx(0.05)
+    # entropy ranks highest first; families without a table are not measured (no zeros)
+    assert _prop(fams, "01.entropy")["rank"][0][0] == 1
+    for fid in ("coref", "probe", "behaviour", "framenet", "drift", "disabling", "importance"):
+        fam = _family(fams, fid)
+        assert fam["measured"] is False and fam["properties"] == []
+
+
+def test_ranks_ascending_and_ties():
+    a = np.array([[0.2, np.nan, 0.2], [0.1, 0.5, 0.3]])
+    assert atlas.ranks(a, "asc").tolist()[1] == [1.0, 5.0, 4.0]
+    assert atlas.ranks(a, "desc")[0, 0] == atlas.ranks(a, "desc")[0, 2] == 3
+    assert np.isnan(atlas.ranks(a)[0, 1])
+
+
+def test_a_table_in_the_wrong_base_is_refused(tiny_results):
+    # 02 read as 1-based would put head 0 outside the model: refused, naming the file
+    with pytest.raises(atlas.AtlasError, match="02_head_scores_model.csv"):
+        atlas._grid(pd.read_csv(tiny_results / "02_head_scores_model.csv"), "accuracy",
+                    L, H, 1, "02_head_scores_model.csv")
+
+
+def test_heads_named_ignores_layer_ranges_and_out_of_range():
+    assert atlas.heads_named("case 3-9: 68.0 vs. 38.2 (+29.8)", 6, 12) == ["3-9"]
+    assert atlas.heads_named("2.8% [layers 3-5]", 6, 12) == []
+    assert atlas.heads_named("L5 [layers 1-6]; layers 2-4", 6, 12) == []
+    assert atlas.heads_named("head 7-1 vs 1-13", 6, 12) == []
+    assert atlas.heads_named("1 head (1-3), 5-4 and 1-3", 6, 12) == ["1-3", "5-4"]
+
+
+def test_claims_prefer_the_ledger_and_say_when_it_is_absent(tmp_path):
+    none = atlas.claims(tmp_path, "tiny-bert", L, H)
+    assert none["rows"] == [] and "claims.csv" in none["note"]
+    pd.DataFrame({"model": ["tiny-bert (2 x 3)", "other (2 x 3)"], "claim": ["c1", "c2"],
+                  "this run": ["head 2-3 50%", "head 1-1"], "held": ["yes", "no"]}).to_csv(
+        tmp_path / atlas.FALLBACK_LEDGER, index=False)
+    fb = atlas.claims(tmp_path, "tiny-bert", L, H)
+    assert fb["source"].endswith(atlas.FALLBACK_LEDGER) and "not in this run" in fb["note"]
+    assert [(r["heads"], r["verdict"]) for r in fb["rows"]] == [(["2-3"], "yes")]
+    pd.DataFrame({"model": ["tiny-bert"], "notebook": ["02"], "claim": ["syntax head"],
+                  "heads": ["1-2"], "this_run": ["x"], "verdict": ["held"]}).to_csv(
+        tmp_path / atlas.LEDGER, index=False)
+    led = atlas.claims(tmp_path, "tiny-bert", L, H)
+    assert led["source"] == "results/claims.csv" and led["note"] == ""
+    assert led["rows"] == [{"heads": ["1-2"], "claim": "syntax head", "verdict": "held",
+                            "this_run": "x", "notebook": "02"}]
+
+
+def test_build_writes_a_self_contained_page_and_portable_provenance(tiny_results, tmp_path):
+    page = atlas.build("default", tiny_results, tmp_path / "out", tmp_path, examples=False)
+    text = page.read_text()
+    assert page.name == "tiny-bert.html" and len(text.encode()) < atlas.MAX_PAGE_BYTES
+    for remote in ('src="http', "src='http", 'href="http', "url(http", "import(", "fetch("):
+        assert remote not in text
+    data = json.loads(text.split('type="application/json">', 1)[1].split("</script>", 1)[0])
+    assert data["model"]["num_layers"] == L and data["examples"]["unavailable"]
+    prov_text = (page.parent / "tiny-bert_provenance.json").read_text()
+    assert str(paths.REPO_ROOT) not in prov_text and str(tmp_path) not in prov_text
+    prov = json.loads(prov_text)
+    assert set(prov["sources"]) == {"01_per_head_model.csv", "01_per_head_control.csv",
+                                    "02_head_scores_model.csv", "02_head_scores_control.csv"}
+
+
+def test_missing_results_name_the_command(tmp_path, capsys):
+    with pytest.raises(atlas.AtlasError, match="analysis_utils run --profile base"):
+        atlas.build("base", tmp_path / "nope", tmp_path / "out", examples=False)
+    (tmp_path / "empty").mkdir()
+    assert atlas.cli(["--results", str(tmp_path / "empty"), "--out", str(tmp_path / "o"),
+                      "--no-examples"]) == 2
+    assert "analysis_utils run --profile default" in capsys.readouterr().err
+
+
+def test_example_maps_are_the_models_attention_as_uint8(tiny_model_dir, tmp_path, monkeypatch):
+    monkeypatch.setenv(paths.CACHE_ENV, str(tmp_path / "cache"))
+    ex = atlas.example_maps(str(tiny_model_dir), sentences=("the cat sat", "a dog ran ."))
+    assert len(ex["sentences"]) == 2
+    s = ex["sentences"][1]
+    n = len(s["tokens"])
+    assert s["tokens"][0] == "[CLS]" and s["tokens"][-1] == "[SEP]"
+    maps = np.frombuffer(base64.b64decode(s["maps"]), dtype=np.uint8).reshape(2, 2, n, n)
+    # each row of attention sums to 1: its uint8 rounding to within half a step per entry
+    assert np.all(np.abs(maps.sum(-1).astype(int) - 255) <= n)
+    missing = atlas.example_maps(str(tmp_path / "no-model"))
+    assert "not available" in missing["unavailable"]
+
+
+# --- the pages in a real browser ----------------------------------------------------------
+
+PAGES = {  # committed page -> its results folder
+    "default": (paths.FIGURES_DIR / "atlas" / "all-MiniLM-L6-v2.html", paths.RESULTS_DIR),
+    "base": (paths.FIGURES_DIR / "base" / "atlas" / "all-mpnet-base-v2.html",
+             paths.RESULTS_DIR / "base"),
+}
+
+
+@pytest.fixture(scope="module")
+def browser():
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("the atlas test needs Playwright for Python: pip install -e '.[test]' "
+                    "(make install)")
+    exe = shutil.which("chromium")
+    if exe is None:
+        pytest.fail("the atlas test drives Debian's chromium, not found on PATH: "
+                    "apt-get install -y chromium (.ci/run installs it); never `playwright "
+                    "install`")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=exe, args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+@pytest.fixture(scope="module")
+def fresh_page(tmp_path_factory):
+    """The default page built now by this code from the committed results (no example maps:
+    no model is loaded), so the code path is tested as well as the committed artefact."""
+    out = tmp_path_factory.mktemp("atlas")
+    return atlas.build("default", out_dir=out, examples=False), paths.RESULTS_DIR
+
+
+def _open(browser, page_path):
+    """Open ``page_path`` offline: any request that is not the file itself fails the test."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors, requests = [], []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(page_path.as_uri())
+    page.wait_for_selector("#detail h2")
+    return page, errors, requests
+
+
+def _cases(fresh_page):
+    return {"fresh": fresh_page, **PAGES}
+
+
+@pytest.mark.parametrize("which", ["fresh", "default", "base"])
+def test_page_loads_offline_with_every_head(browser, fresh_page, which):
+    page_path, results = _cases(fresh_page)[which]
+    assert page_path.exists(), f"{page_path.name} missing: run `python -m analysis_utils atlas`"
+    assert page_path.stat().st_size <= atlas.MAX_PAGE_BYTES
+    info = atlas.model_info(results)["identity"]
+    page, errors, requests = _open(browser, page_path)
+    assert errors == []
+    assert requests == [page_path.as_uri()]
+    cells = page.eval_on_selector_all("#grid [data-head]", "cs => cs.map(c => c.dataset.head)")
+    assert sorted(cells) == sorted(f"{la}-{he}" for la in range(1, info["num_layers"] + 1)
+                                   for he in range(1, info["num_heads"] + 1))
+    if which != "fresh":  # committed pages carry the example maps
+        assert page.locator("#detail .maps canvas").count() == len(atlas.EXAMPLE_SENTENCES)
+    page.close()
+
+
+def _colours(page):
+    return page.eval_on_selector_all("#grid .cell", "cs => cs.map(c => c.style.background)")
+
+
+@pytest.mark.parametrize("which", ["fresh", "default"])
+def test_choosing_another_property_recolours(browser, fresh_page, which):
+    page, _, _ = _open(browser, _cases(fresh_page)[which][0])
+    before = _colours(page)
+    page.select_option("#property", "01.previous")
+    after = _colours(page)
+    assert len(set(after)) > 1 and after != before
+    page.select_option("#property", "05.behaviour")  # categorical: one colour per label
+    beh = pd.read_csv(paths.RESULTS_DIR / "05_head_behaviour_model.csv")
+    assert len(set(_colours(page))) == beh["behaviour"].nunique()
+    page.close()
+
+
+def _shown_values(page, prefix, kind="model"):
+    return page.eval_on_selector_all(
+        f'#detail td.value[data-kind="{kind}"][data-prop^="{prefix}"]',
+        "ts => Object.fromEntries(ts.map(t => [t.dataset.prop, t.dataset.value ?? null]))")
+
+
+@pytest.mark.parametrize("which", ["fresh", "default", "base"])
+def test_head_3_9_shows_the_tables_numbers(browser, fresh_page, which):
+    page_path, results = _cases(fresh_page)[which]
+    page, _, _ = _open(browser, page_path)
+    page.fill("#search", "3-9")
+    page.click("#search-form button")
+    assert page.get_attribute("#detail", "data-selected") == "3-9"
+    for kind in ("model", "control"):
+        syn = pd.read_csv(results / f"02_head_scores_{kind}.csv")
+        syn = syn[(syn.layer == 2) & (syn["head"] == 8)]  # 0-based table
+        shown = _shown_values(page, "02.", kind)
+        assert len(shown) == len(syn) > 0
+        for r in syn.itertuples():
+            assert float(shown[f"02.{r.relation}.{r.direction}"]) == r.accuracy
+        surf = pd.read_csv(results / f"01_per_head_{kind}.csv").set_index(["layer", "head"])
+        shown = _shown_values(page, "01.", kind)
+        for col, value in surf.loc[(3, 9)].items():  # 1-based table
+            assert float(shown[f"01.{col}"]) == value
+    # the rank shown is the head's place among all heads, counted here from the table
+    syn = pd.read_csv(results / "02_head_scores_model.csv").query(
+        "relation == 'nsubj' and direction == 'dep2head'")
+    rank = int((syn.accuracy > syn.query("layer == 2 and head == 8").accuracy.iloc[0]).sum()) + 1
+    shown = page.text_content('#detail tr[data-prop="02.nsubj.dep2head"] td.rank')
+    assert shown == f"{rank} / {len(syn)}"
+    page.close()
+
+
+@pytest.mark.parametrize("query, prop", [("nsubj", "02.nsubj.dep2head"),
+                                         ("coreference", "03.all.All"),
+                                         ("vertical", "01.cls")])
+def test_role_search_colours_by_the_role_and_selects_its_best_head(browser, fresh_page,
+                                                                   query, prop):
+    page, errors, _ = _open(browser, fresh_page[0])
+    page.fill("#search", query)
+    page.click("#search-form button")
+    assert page.input_value("#property") == prop
+    table, col, base, filt = {
+        "02": ("02_head_scores_model.csv", "accuracy", 0,
+               "relation == 'nsubj' and direction == 'dep2head'"),
+        "03": ("03_head_scores_model.csv", "accuracy", 0, "breakdown == 'all'"),
+        "01": ("01_per_head_model.csv", "cls", 1, "layer > 0"),
+    }[prop[:2]]
+    df = pd.read_csv(paths.RESULTS_DIR / table).query(filt)
+    best = df.loc[df[col].idxmax()]
+    expected = f"{int(best.layer) + 1 - base}-{int(best['head']) + 1 - base}"
+    assert page.get_attribute("#detail", "data-selected") == expected
+    assert expected in page.eval_on_selector_all("#grid .cell.hit",
+                                                 "cs => cs.map(c => c.dataset.head)")
+    assert errors == []
+    page.close()
+
+
+def test_base_page_says_not_measured_never_zero(browser):
+    page_path, _ = PAGES["base"]
+    page, _, _ = _open(browser, page_path)
+    for fid in ("framenet", "drift", "features", "disabling", "importance"):
+        family = f'#detail details[data-family="{fid}"]'
+        assert "not measured" in page.text_content(family)
+        assert page.locator(f"{family} td.value").count() == 0
+    assert page.locator("#property option[disabled]").count() == 5
+    page.fill("#search", "13-1")
+    page.click("#search-form button")
+    assert "No head 13-1" in page.text_content("#search-result")
+    page.close()
