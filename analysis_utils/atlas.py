@@ -561,23 +561,28 @@ def build(profile: str = "default", results: Path | None = None, out_dir: Path |
           ) -> Path:
     """Write the atlas page of ``profile``'s run and its provenance; return the page path.
 
-    results: the run's tables (default: ``results/``, ``results/base/`` for ``base``);
-    out_dir: default ``figures/atlas/`` (``figures/base/atlas/``); ledger_dir: where
-    ``claims.csv`` / ``08_claims_by_model.csv`` live (default ``results/``); examples: compute
+    results: the run's tables (default: where ``run --profile P`` publishes them:
+    ``results/``, ``results/base/`` for ``base``, the cache's ``smoke_outputs/`` for
+    ``smoke``); out_dir: default ``atlas/`` in that run's figures folder; ledger_dir: where
+    ``claims.csv`` / ``08_claims_by_model.csv`` live (default: the top results folder of the
+    run); examples: compute
     the example maps (cached) with ``model`` (default: the profile's model).
     """
     from . import report
+    from .pipeline import destination
 
     started = time.time()
-    sub = profiles.SUBFOLDER.get(profile)
     if profile not in profiles.PROFILES:
         raise AtlasError(f"unknown profile {profile!r}; choose one of {sorted(profiles.PROFILES)}")
-    results = Path(results) if results else paths.RESULTS_DIR / (sub or "")
+    dest = destination(profile)  # where `run --profile P` publishes
+    sub = profiles.SUBFOLDER.get(profile)
+    results = Path(results) if results else dest.results
     if not results.is_dir():
         raise AtlasError(f"no results folder {_shown(results)}: run `python -m analysis_utils run "
                          f"--profile {profile}` (`make {'base' if sub else 'reproduce'}`) first")
-    out_dir = Path(out_dir) if out_dir else paths.FIGURES_DIR / (sub or "") / "atlas"
-    ledger_dir = Path(ledger_dir) if ledger_dir else paths.RESULTS_DIR
+    out_dir = Path(out_dir) if out_dir else dest.figures / "atlas"
+    # the ledger and notebook 08 cover every model, in the top results folder
+    ledger_dir = Path(ledger_dir) if ledger_dir else (results.parent if sub else results)
     info = model_info(results)
     ident = info["identity"]
     L, H = int(ident["num_layers"]), int(ident["num_heads"])
