@@ -127,6 +127,24 @@ def test_build_writes_a_self_contained_page_and_portable_provenance(tiny_results
                                     "02_head_scores_model.csv", "02_head_scores_control.csv"}
 
 
+def _page_data(page_path):
+    text = page_path.read_text()
+    return json.loads(text.split('type="application/json">', 1)[1].split("</script>", 1)[0])
+
+
+@pytest.mark.parametrize("profile", ["default", "base"])
+def test_committed_pages_match_the_committed_tables(profile, tmp_path):
+    """A committed page is regenerated whenever the tables, the ledger or this code change:
+    its data equal a fresh build's (the example maps aside, which need the model)."""
+    page_path, results = PAGES[profile]
+    fresh = _page_data(atlas.build(profile, out_dir=tmp_path, examples=False))
+    committed = _page_data(page_path)
+    stale = [k for k in fresh if k != "examples" and fresh[k] != committed.get(k)]
+    assert not stale, (f"{page_path.name} is stale ({', '.join(stale)} changed): run "
+                       f"`python -m analysis_utils atlas --profile {profile}` and commit it")
+    assert "sentences" in committed["examples"], committed["examples"]
+
+
 def test_missing_results_name_the_command(tmp_path, capsys):
     with pytest.raises(atlas.AtlasError, match="analysis_utils run --profile base"):
         atlas.build("base", tmp_path / "nope", tmp_path / "out", examples=False)
