@@ -48,7 +48,9 @@ EXAMPLE_SENTENCES = (
     "Mary told John that she would call him tomorrow.",
     "The keys to the old cabinet are on the table.",
 )
-LEDGER = "claims.csv"
+# The claims ledger as notebook 08 saves it (analysis_utils.ledger), then the name issue 24
+# gave it; before notebook 08 is re-run, its earlier held/not-held table.
+LEDGERS = ("08_claims.csv", "claims.csv")
 FALLBACK_LEDGER = "08_claims_by_model.csv"
 
 
@@ -456,42 +458,40 @@ def _col(df: pd.DataFrame, *names: str) -> str | None:
 
 
 def claims(ledger_dir: Path, model_name: str, num_layers: int, num_heads: int) -> dict:
-    """Verdicts that name a head: from the claims ledger ``results/claims.csv`` when present,
-    else from notebook 08's ``08_claims_by_model.csv``. Rows of other models are dropped
-    (a ``model`` column starting with ``model_name``); heads come from a ``head``/``heads``
-    column, else from the head labels in the ``this run`` text (:func:`heads_named`).
-    Returns ``{"source", "note", "rows": [{"heads", "claim", "verdict", "this_run",
-    "notebook"}]}``."""
-    ledger, fallback = ledger_dir / LEDGER, ledger_dir / FALLBACK_LEDGER
-    if ledger.exists():
-        path, note = ledger, ""
-    elif fallback.exists():
-        path, note = fallback, (f"The claims ledger (results/{LEDGER}) is not in this run; "
-                                f"verdicts are from notebook 08's results/{FALLBACK_LEDGER}.")
-    else:
+    """Verdicts that name a head, from the claims ledger notebook 08 saves
+    (``results/08_claims.csv``, :mod:`analysis_utils.ledger`; ``claims.csv`` also read),
+    else from notebook 08's earlier ``08_claims_by_model.csv``. Rows of other models are
+    dropped (``model`` is ``model_name`` or ``"model_name (L x H)"``); heads come from a
+    ``heads``/``head`` column, else from the head labels in the ``this run`` text
+    (:func:`heads_named`). Returns ``{"source", "note", "rows": [{"heads", "claim",
+    "verdict", "control_verdict", "this_run", "notebook", "paper", "criterion"}]}``."""
+    found = next((ledger_dir / n for n in LEDGERS if (ledger_dir / n).exists()), None)
+    if found is None and (ledger_dir / FALLBACK_LEDGER).exists():
+        found = ledger_dir / FALLBACK_LEDGER
+    if found is None:
         return {"source": None, "rows": [],
-                "note": f"No claims ledger (results/{LEDGER}) or results/{FALLBACK_LEDGER} in "
+                "note": f"No claims ledger (results/{LEDGERS[0]}, written by notebook 08) in "
                         "this run: no verdicts to show."}
-    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    note = ("" if found.name in LEDGERS else
+            f"The claims ledger (results/{LEDGERS[0]}) is not in this run yet (notebook 08 "
+            f"writes it); verdicts are from notebook 08's earlier results/{FALLBACK_LEDGER}.")
+    df = pd.read_csv(found, dtype=str, keep_default_na=False)
     model_col = _col(df, "model")
     if model_col:
-        df = df[df[model_col].str.startswith(model_name)]
-    claim_col = _col(df, "claim", "quantity", "finding")
-    verdict_col = _col(df, "verdict", "held")
-    head_col = _col(df, "heads", "head")
-    run_col = _col(df, "this run")
-    nb_col = _col(df, "notebook")
+        df = df[(df[model_col] == model_name) | df[model_col].str.startswith(f"{model_name} (")]
+    cols = {k: _col(df, *names) for k, names in {
+        "claim": ("claim", "quantity", "finding"), "verdict": ("verdict", "held"),
+        "control_verdict": ("control verdict",), "heads": ("heads", "head"),
+        "this_run": ("this run",), "notebook": ("notebook",), "paper": ("paper",),
+        "criterion": ("criterion",)}.items()}
     rows = []
     for _, r in df.iterrows():
-        text = r[head_col] if head_col else (r[run_col] if run_col else "")
-        named = heads_named(text, num_layers, num_heads)
-        if not named:
-            continue
-        rows.append({"heads": named, "claim": r[claim_col] if claim_col else "",
-                     "verdict": r[verdict_col] if verdict_col else "",
-                     "this_run": r[run_col] if run_col else "",
-                     "notebook": r[nb_col] if nb_col else ""})
-    return {"source": f"results/{path.name}", "note": note, "rows": rows}
+        named = heads_named(r[cols["heads"] or cols["this_run"]] if
+                            (cols["heads"] or cols["this_run"]) else "", num_layers, num_heads)
+        if named:
+            rows.append({"heads": named, **{k: (r[c] if c else "") for k, c in cols.items()
+                                            if k != "heads"}})
+    return {"source": f"results/{found.name}", "note": note, "rows": rows}
 
 
 # --- example maps -----------------------------------------------------------------------
@@ -564,7 +564,7 @@ def build(profile: str = "default", results: Path | None = None, out_dir: Path |
     results: the run's tables (default: where ``run --profile P`` publishes them:
     ``results/``, ``results/base/`` for ``base``, the cache's ``smoke_outputs/`` for
     ``smoke``); out_dir: default ``atlas/`` in that run's figures folder; ledger_dir: where
-    ``claims.csv`` / ``08_claims_by_model.csv`` live (default: the top results folder of the
+    ``08_claims.csv`` / ``08_claims_by_model.csv`` live (default: the top results folder of the
     run); examples: compute
     the example maps (cached) with ``model`` (default: the profile's model).
     """
@@ -643,7 +643,7 @@ def cli(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=None, metavar="DIR",
                     help="output folder (default: figures/atlas/ or figures/base/atlas/)")
     ap.add_argument("--ledger", default=None, metavar="DIR",
-                    help="folder of claims.csv / 08_claims_by_model.csv (default: results/)")
+                    help="folder of the claims ledger 08_claims.csv (default: results/)")
     ap.add_argument("--no-examples", action="store_true",
                     help="skip the example attention maps (no model is loaded)")
     args = ap.parse_args(argv)

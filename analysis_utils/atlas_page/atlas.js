@@ -229,17 +229,26 @@
         " names this head."));
       return;
     }
+    const withControl = rows.some(r => r.control_verdict);
     const t = el("table", { class: "values claims" });
     const hr = el("tr");
-    ["claim", "this run", "verdict"].forEach(x => hr.appendChild(el("th", {}, x)));
+    ["claim", "this run", "verdict"].concat(withControl ? ["control"] : [])
+      .forEach(x => hr.appendChild(el("th", {}, x)));
     t.appendChild(hr);
+    const verdictCell = v => {
+      v = String(v || "–");
+      return el("td", { class: /^(yes|held)/i.test(v) ? "verdict-yes" :
+                               /^(no|not)/i.test(v) ? "verdict-no" : "" }, v);
+    };
     rows.forEach(r => {
       const tr = el("tr");
-      tr.appendChild(el("td", {}, r.claim + (r.notebook ? " (" + r.notebook + ")" : "")));
+      const c = el("td", {}, r.claim + " (" + [r.paper, r.notebook && "notebook " + r.notebook]
+        .filter(Boolean).join(", ") + ")");
+      if (r.criterion) c.title = "criterion: " + r.criterion;
+      tr.appendChild(c);
       tr.appendChild(el("td", {}, r.this_run));
-      const v = String(r.verdict || "–");
-      tr.appendChild(el("td", { class: /^(yes|held)/i.test(v) ? "verdict-yes" :
-                                     /^(no|not)/i.test(v) ? "verdict-no" : "" }, v));
+      tr.appendChild(verdictCell(r.verdict));
+      if (withControl) tr.appendChild(verdictCell(r.control_verdict));
       t.appendChild(tr);
     });
     box.appendChild(t);
