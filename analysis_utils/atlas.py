@@ -507,10 +507,12 @@ def example_maps(model: str, sentences=EXAMPLE_SENTENCES, expected: dict | None 
 
     try:
         lm = models.load_model(model)
-    except (models.ModelError, OSError, ImportError) as err:
-        hint = " (`make mpnet` assembles it)" if model == "mpnet" else ""
-        return {"unavailable": f"example maps not available: model {model!r} is not installed "
-                               f"here{hint}: {str(err).splitlines()[0][:200]}"}
+    except (models.ModelError, OSError, ImportError, ValueError) as err:
+        # The reason goes to the terminal; the page, which may be committed, gets no local path.
+        print(f"atlas: no example maps: {err}", file=sys.stderr)
+        hint = "; `make mpnet` assembles it" if model == "mpnet" else ""
+        return {"unavailable": f"example maps not available: the model ({Path(model).name}) "
+                               f"is not installed where this page was built{hint}"}
     tok = lm.tokenizer
     ids = [tok(s)["input_ids"] for s in sentences]
     store = attention.extract_attention(lm, [attention.ModelInput(tuple(i)) for i in ids],

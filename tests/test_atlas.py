@@ -172,8 +172,9 @@ def test_example_maps_are_the_models_attention_as_uint8(tiny_model_dir, tmp_path
     maps = np.frombuffer(base64.b64decode(s["maps"]), dtype=np.uint8).reshape(2, 2, n, n)
     # each row of attention sums to 1: its uint8 rounding to within half a step per entry
     assert np.all(np.abs(maps.sum(-1).astype(int) - 255) <= n)
+    (tmp_path / "no-model").mkdir()
     missing = atlas.example_maps(str(tmp_path / "no-model"))
-    assert "not available" in missing["unavailable"]
+    assert "not available" in missing["unavailable"] and str(tmp_path) not in str(missing)
 
 
 # --- the pages in a real browser ----------------------------------------------------------
