@@ -431,6 +431,28 @@ def _prop_json(p: Property) -> dict:
     return d
 
 
+def neighbours(results: Path, num_layers: int, num_heads: int, k: int = 5) -> dict:
+    """Each head's ``k`` closest heads in notebook 05's Jensen-Shannon distance matrices
+    (``05_js_distance_{model,control}.csv``: (heads, heads), rows and columns labelled
+    "L-H"), read and sorted, not recomputed: ``{"model": {"3-9": [["2-4", 101.2], ...]},
+    "control": {...}}``; ``{}`` when notebook 05 did not run."""
+    from .heads import head_labels
+
+    labels = head_labels(num_layers, num_heads)
+    out = {}
+    for kind in ("model", "control"):
+        path = results / f"05_js_distance_{kind}.csv"
+        if not path.exists():
+            continue
+        d = pd.read_csv(path, index_col="head")
+        if sorted(d.index) != sorted(labels) or sorted(d.columns) != sorted(labels):
+            raise AtlasError(f"{path.name} in {_shown(results)} is not a {num_layers} x "
+                             f"{num_heads} model's head-by-head matrix; rerun notebook 05")
+        out[kind] = {lab: [[h, float(v)] for h, v in d.loc[lab].drop(lab).nsmallest(k).items()]
+                     for lab in labels}
+    return out
+
+
 # --- claims -----------------------------------------------------------------------------
 
 _LAYER_SPANS = re.compile(r"\[layers?[^\]]*\]|\blayers?\s+\d+(\s*-\s*\d+)?|\bL\d+", re.I)
@@ -598,7 +620,8 @@ def build(profile: str = "default", results: Path | None = None, out_dir: Path |
         "model": {k: ident.get(k) for k in ("name", "source", "num_layers", "num_heads",
                                              "hidden_size", "model_type")},
         "profile": profile, "results": _shown(results),
-        "families": families, "claims": claims(ledger_dir, ident["name"], L, H),
+        "families": families, "neighbours": neighbours(results, L, H),
+        "claims": claims(ledger_dir, ident["name"], L, H),
         "examples": maps,
     }
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -612,7 +635,8 @@ def build(profile: str = "default", results: Path | None = None, out_dir: Path |
     prov = {
         "output": page.name, "profile": profile, "bytes": size,
         "model": ident, "results": _shown(results), "results_commits": info["commits"],
-        "sources": {f: _sha256(results / f) for f in read},
+        "sources": {f: _sha256(results / f) for f in
+                    read + [f"05_js_distance_{k}.csv" for k in data["neighbours"]]},
         "claims_source": data["claims"]["source"],
         "examples": {"sentences": list(EXAMPLE_SENTENCES) if "sentences" in maps else [],
                      "model": maps.get("identity"), "unavailable": maps.get("unavailable")},

@@ -72,6 +72,19 @@ def test_collect_reads_each_base_and_marks_unmeasured(tiny_results):
         assert fam["measured"] is False and fam["properties"] == []
 
 
+def test_neighbours_sort_the_saved_matrix(tiny_results):
+    assert atlas.neighbours(tiny_results, L, H) == {}  # notebook 05 did not run
+    labels = ["1-1", "1-2", "1-3", "2-1", "2-2", "2-3"]
+    pos = np.array([0.0, 5.0, 1.0, 9.0, 2.0, 7.0])  # heads on a line: distance = |a - b|
+    d = pd.DataFrame(np.abs(pos[:, None] - pos[None, :]), columns=labels).assign(head=labels)
+    d[["head", *labels]].to_csv(tiny_results / "05_js_distance_model.csv", index=False)
+    nb = atlas.neighbours(tiny_results, L, H, k=2)
+    assert nb["model"]["1-1"] == [["1-3", 1.0], ["2-2", 2.0]] and "control" not in nb
+    d[["head", *labels[:4]]].to_csv(tiny_results / "05_js_distance_control.csv", index=False)
+    with pytest.raises(atlas.AtlasError, match="05_js_distance_control.csv"):
+        atlas.neighbours(tiny_results, L, H)
+
+
 def test_ranks_ascending_and_ties():
     a = np.array([[0.2, np.nan, 0.2], [0.1, 0.5, 0.3]])
     assert atlas.ranks(a, "asc").tolist()[1] == [1.0, 5.0, 4.0]
@@ -237,7 +250,7 @@ def test_page_loads_offline_with_every_head(browser, fresh_page, which):
     page, errors, requests = _open(browser, page_path)
     assert errors == []
     assert requests == [page_path.as_uri()]
-    cells = page.eval_on_selector_all("#grid [data-head]", "cs => cs.map(c => c.dataset.head)")
+    cells = page.eval_on_selector_all("[data-head]", "cs => cs.map(c => c.dataset.head)")
     assert sorted(cells) == sorted(f"{la}-{he}" for la in range(1, info["num_layers"] + 1)
                                    for he in range(1, info["num_heads"] + 1))
     if which != "fresh":  # committed pages carry the example maps
@@ -331,4 +344,18 @@ def test_base_page_says_not_measured_never_zero(browser):
     page.fill("#search", "13-1")
     page.click("#search-form button")
     assert "No head 13-1" in page.text_content("#search-result")
+    page.close()
+
+
+def test_closest_heads_are_read_from_the_js_distance_table(browser, fresh_page):
+    page, errors, _ = _open(browser, fresh_page[0])
+    page.click('#grid [data-head="3-9"]')
+    dist = pd.read_csv(paths.RESULTS_DIR / "05_js_distance_model.csv", index_col="head")
+    expected = list(dist.loc["3-9"].drop("3-9").nsmallest(5).index)
+    shown = page.eval_on_selector_all('#detail .neighbours [data-kind="model"] a',
+                                      "as => as.map(a => a.dataset.goto)")
+    assert shown == expected
+    page.click(f'#detail .neighbours a[data-goto="{expected[0]}"]')
+    assert page.get_attribute("#detail", "data-selected") == expected[0]
+    assert errors == []
     page.close()

@@ -174,6 +174,7 @@
         (v === null ? "" : " (rank " + p.rank[l][h] + " of " + p.n_measured + ")")));
     }
     renderMaps(box, l, h);
+    renderNeighbours(box, name);
     renderClaims(box, name);
     box.appendChild(el("h3", {}, "Everything measured on head " + name));
     box.appendChild(el("p", { class: "note" }, "Each value beside the same measure on the " +
@@ -216,6 +217,38 @@
         (f.properties.some(p => p.control) ? "; control: " + f.control_note : "") + "."));
       box.appendChild(d);
     });
+  }
+
+  function renderNeighbours(box, name) {
+    const nb = D.neighbours || {};
+    box.appendChild(el("h3", {}, "Closest heads (Clark Section 6)"));
+    if (!nb.model) {
+      box.appendChild(el("p", { class: "nm" }, NM + " for this model: no 05_js_distance_model.csv " +
+        "in this run (notebook 05)."));
+      return;
+    }
+    const p = el("p", { class: "neighbours" });
+    [["model", "this model"], ["control", "random-weights control"]].forEach(([kind, what]) => {
+      if (!nb[kind]) return;
+      const line = el("span", { "data-kind": kind });
+      line.appendChild(document.createTextNode(what + ": "));
+      nb[kind][name].forEach(([other, d], i) => {
+        if (i) line.appendChild(document.createTextNode(", "));
+        const a = el("a", { href: "#", "data-goto": other }, other);
+        a.addEventListener("click", e => {
+          e.preventDefault();
+          const [ol, oh] = other.split("-").map(x => parseInt(x, 10) - 1);
+          select(ol, oh);
+        });
+        line.appendChild(a);
+        line.appendChild(document.createTextNode(" (" + fmt(d) + ")"));
+      });
+      p.appendChild(line);
+      p.appendChild(el("br"));
+    });
+    box.appendChild(p);
+    box.appendChild(el("p", { class: "note" }, "Jensen-Shannon distance between the heads' " +
+      "attention maps on the same segments, from 05_js_distance_model.csv (and _control)."));
   }
 
   function renderClaims(box, name) {
