@@ -48,10 +48,7 @@ EXAMPLE_SENTENCES = (
     "Mary told John that she would call him tomorrow.",
     "The keys to the old cabinet are on the table.",
 )
-# The claims ledger as notebook 08 saves it (analysis_utils.ledger), then the name issue 24
-# gave it; before notebook 08 is re-run, its earlier held/not-held table.
-LEDGERS = ("08_claims.csv", "claims.csv")
-FALLBACK_LEDGER = "08_claims_by_model.csv"
+LEDGER = "08_claims.csv"  # the claims ledger, as notebook 08 saves it (analysis_utils.ledger)
 
 
 class AtlasError(RuntimeError):
@@ -481,39 +478,28 @@ def _col(df: pd.DataFrame, *names: str) -> str | None:
 
 def claims(ledger_dir: Path, model_name: str, num_layers: int, num_heads: int) -> dict:
     """Verdicts that name a head, from the claims ledger notebook 08 saves
-    (``results/08_claims.csv``, :mod:`analysis_utils.ledger`; ``claims.csv`` also read),
-    else from notebook 08's earlier ``08_claims_by_model.csv``. Rows of other models are
-    dropped (``model`` is ``model_name`` or ``"model_name (L x H)"``); heads come from a
-    ``heads``/``head`` column, else from the head labels in the ``this run`` text
-    (:func:`heads_named`). Returns ``{"source", "note", "rows": [{"heads", "claim",
-    "verdict", "control_verdict", "this_run", "notebook", "paper", "criterion"}]}``."""
-    found = next((ledger_dir / n for n in LEDGERS if (ledger_dir / n).exists()), None)
-    if found is None and (ledger_dir / FALLBACK_LEDGER).exists():
-        found = ledger_dir / FALLBACK_LEDGER
-    if found is None:
+    (``results/08_claims.csv``, :mod:`analysis_utils.ledger`). Rows of other models are dropped
+    (``model`` is ``model_name`` or ``"model_name (L x H)"``); heads come from its ``heads``
+    column ("3-9, 2-5"). Returns ``{"source", "note", "rows": [{"heads", "claim", "verdict",
+    "control_verdict", "this_run", "notebook", "paper", "criterion"}]}``."""
+    path = ledger_dir / LEDGER
+    if not path.exists():
         return {"source": None, "rows": [],
-                "note": f"No claims ledger (results/{LEDGERS[0]}, written by notebook 08) in "
-                        "this run: no verdicts to show."}
-    note = ("" if found.name in LEDGERS else
-            f"The claims ledger (results/{LEDGERS[0]}) is not in this run yet (notebook 08 "
-            f"writes it); verdicts are from notebook 08's earlier results/{FALLBACK_LEDGER}.")
-    df = pd.read_csv(found, dtype=str, keep_default_na=False)
-    model_col = _col(df, "model")
-    if model_col:
-        df = df[(df[model_col] == model_name) | df[model_col].str.startswith(f"{model_name} (")]
-    cols = {k: _col(df, *names) for k, names in {
-        "claim": ("claim", "quantity", "finding"), "verdict": ("verdict", "held"),
-        "control_verdict": ("control verdict",), "heads": ("heads", "head"),
-        "this_run": ("this run",), "notebook": ("notebook",), "paper": ("paper",),
-        "criterion": ("criterion",)}.items()}
+                "note": f"No claims ledger (results/{LEDGER}) in this run: notebook 08 writes "
+                        "it (`python -m analysis_utils run --only 08`); no verdicts to show."}
+    df = pd.read_csv(path, dtype=str, keep_default_na=False)
+    missing = sorted({"model", "claim", "heads", "verdict"} - set(df.columns))
+    if missing:
+        raise AtlasError(f"results/{LEDGER} lacks column(s) {missing}; re-run notebook 08 to "
+                         "rewrite the ledger")
+    df = df[(df["model"] == model_name) | df["model"].str.startswith(f"{model_name} (")]
+    keep = ("claim", "verdict", "control_verdict", "this_run", "notebook", "paper", "criterion")
     rows = []
     for _, r in df.iterrows():
-        named = heads_named(r[cols["heads"] or cols["this_run"]] if
-                            (cols["heads"] or cols["this_run"]) else "", num_layers, num_heads)
+        named = heads_named(r["heads"], num_layers, num_heads)
         if named:
-            rows.append({"heads": named, **{k: (r[c] if c else "") for k, c in cols.items()
-                                            if k != "heads"}})
-    return {"source": f"results/{found.name}", "note": note, "rows": rows}
+            rows.append({"heads": named, **{k: r.get(k, "") for k in keep}})
+    return {"source": f"results/{LEDGER}", "note": "", "rows": rows}
 
 
 # --- example maps -----------------------------------------------------------------------
@@ -588,7 +574,7 @@ def build(profile: str = "default", results: Path | None = None, out_dir: Path |
     results: the run's tables (default: where ``run --profile P`` publishes them:
     ``results/``, ``results/base/`` for ``base``, the cache's ``smoke_outputs/`` for
     ``smoke``); out_dir: default ``atlas/`` in that run's figures folder; ledger_dir: where
-    ``08_claims.csv`` / ``08_claims_by_model.csv`` live (default: the top results folder of the
+    ``08_claims.csv`` lives (default: the top results folder of the
     run); examples: compute
     the example maps (cached) with ``model`` (default: the profile's model).
     """

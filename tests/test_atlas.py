@@ -107,30 +107,26 @@ def test_heads_named_ignores_layer_ranges_and_out_of_range():
     assert atlas.heads_named("1 head (1-3), 5-4 and 1-3", 6, 12) == ["1-3", "5-4"]
 
 
-def test_claims_prefer_the_ledger_and_say_when_it_is_absent(tmp_path):
+def test_claims_come_from_the_ledger_and_say_when_it_is_absent(tmp_path):
     from analysis_utils import ledger
 
     none = atlas.claims(tmp_path, "tiny-bert", L, H)
     assert none["rows"] == [] and "08_claims.csv" in none["note"]
-    pd.DataFrame({"model": ["tiny-bert (2 x 3)", "other (2 x 3)"], "claim": ["c1", "c2"],
-                  "this run": ["head 2-3 50%", "head 1-1"], "held": ["yes", "no"]}).to_csv(
-        tmp_path / atlas.FALLBACK_LEDGER, index=False)
-    fb = atlas.claims(tmp_path, "tiny-bert", L, H)
-    assert fb["source"].endswith(atlas.FALLBACK_LEDGER) and "not in this run" in fb["note"]
-    assert [(r["heads"], r["verdict"]) for r in fb["rows"]] == [(["2-3"], "yes")]
-    # the ledger's own columns (analysis_utils.ledger): heads listed, a model of a longer name
-    # and a row naming no head are left out
+    # the ledger's own columns: a model of a longer name and a row naming no head are left out
     row = dict.fromkeys(ledger.COLUMNS, "")
     rows = [{**row, "model": "tiny-bert (2 x 3)", "notebook": "02", "claim": "syntax head",
              "heads": "1-2, 2-3", "this_run": "58% [layers 1-2]", "verdict": "yes",
              "control_verdict": "no"},
             {**row, "model": "tiny-bert-large (2 x 3)", "claim": "x", "heads": "1-1"},
             {**row, "model": "tiny-bert (2 x 3)", "claim": "no head", "this_run": "1-1"}]
-    pd.DataFrame(rows, columns=ledger.COLUMNS).to_csv(tmp_path / "08_claims.csv", index=False)
+    pd.DataFrame(rows, columns=ledger.COLUMNS).to_csv(tmp_path / atlas.LEDGER, index=False)
     led = atlas.claims(tmp_path, "tiny-bert", L, H)
     assert led["source"] == "results/08_claims.csv" and led["note"] == ""
     assert [(r["heads"], r["claim"], r["verdict"], r["control_verdict"]) for r in led["rows"]] \
         == [(["1-2", "2-3"], "syntax head", "yes", "no")]
+    pd.DataFrame({"model": ["tiny-bert"], "claim": ["c"]}).to_csv(tmp_path / atlas.LEDGER)
+    with pytest.raises(atlas.AtlasError, match="re-run notebook 08"):
+        atlas.claims(tmp_path, "tiny-bert", L, H)
 
 
 def test_build_writes_a_self_contained_page_and_portable_provenance(tiny_results, tmp_path):
