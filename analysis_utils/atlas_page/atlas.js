@@ -265,13 +265,14 @@
     const withControl = rows.some(r => r.control_verdict);
     const t = el("table", { class: "values claims" });
     const hr = el("tr");
-    ["claim", "this run", "verdict"].concat(withControl ? ["control"] : [])
+    ["claim", "this run", "verdict"].concat(withControl ? ["control's verdict"] : [])
       .forEach(x => hr.appendChild(el("th", {}, x)));
     t.appendChild(hr);
-    const verdictCell = v => {
+    // the model's verdict in colour; the control's plain (its "no" is what a claim wants)
+    const verdictCell = (v, plain) => {
       v = String(v || "–");
-      return el("td", { class: /^(yes|held)/i.test(v) ? "verdict-yes" :
-                               /^(no|not)/i.test(v) ? "verdict-no" : "" }, v);
+      return el("td", { class: plain ? "" : /^(yes|held)/i.test(v) ? "verdict-yes" :
+                                      /^(no|not)/i.test(v) ? "verdict-no" : "" }, v);
     };
     rows.forEach(r => {
       const tr = el("tr");
@@ -281,7 +282,7 @@
       tr.appendChild(c);
       tr.appendChild(el("td", {}, r.this_run));
       tr.appendChild(verdictCell(r.verdict));
-      if (withControl) tr.appendChild(verdictCell(r.control_verdict));
+      if (withControl) tr.appendChild(verdictCell(r.control_verdict, true));
       t.appendChild(tr);
     });
     box.appendChild(t);
