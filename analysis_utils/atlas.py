@@ -471,11 +471,6 @@ def heads_named(text, num_layers: int, num_heads: int) -> list[str]:
     return found
 
 
-def _col(df: pd.DataFrame, *names: str) -> str | None:
-    lower = {c.lower().replace("_", " "): c for c in df.columns}
-    return next((lower[n] for n in names if n in lower), None)
-
-
 def claims(ledger_dir: Path, model_name: str, num_layers: int, num_heads: int) -> dict:
     """Verdicts that name a head, from the claims ledger notebook 08 saves
     (``results/08_claims.csv``, :mod:`analysis_utils.ledger`). Rows of other models are dropped
