@@ -418,9 +418,9 @@ def compare_results(results: str | Path | None = None, rev: str = "HEAD",
     repo: the git checkout holding the committed tables (default: this compendium);
     only: notebook prefixes to compare (``["01", "02"]``), default all.
     """
-    from . import paths, report
+    from . import paths
 
-    results = Path(results) if results is not None else report.output_dirs()[0]
+    results = Path(results) if results is not None else paths.output_dirs()[0]
     repo = Path(repo) if repo is not None else paths.REPO_ROOT
     try:
         short = _git(repo, "rev-parse", "--short", rev).strip()

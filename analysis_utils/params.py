@@ -105,7 +105,7 @@ def list_of(*options: str) -> Matches:
                    "a comma-separated list of " + ", ".join(repr(o) for o in options))
 
 
-# GLUE task names as analyses.glue_metrics.TASKS spells them (not imported here: the driver
+# GLUE task names as data.glue_metrics.TASKS spells them (not imported here: the driver
 # checks parameters before loading scikit-learn; tests/test_params.py checks they agree).
 GLUE_TASKS = ("MRPC", "STS-B", "SST-2", "QQP", "RTE", "QNLI", "MNLI", "CoLA", "WNLI")
 _TASK = "(?:" + "|".join(re.escape(t) for t in GLUE_TASKS) + ")"

@@ -7,6 +7,8 @@ Environment variables (each also overridable by an explicit argument where a fun
   Default: ``<repo>/data`` (git-ignored; ``python -m analysis_utils fetch-data`` fills it).
 - ``BERTOLOGY_CACHE_DIR``: where attention maps and other long computations are cached.
   Default: ``<repo>/.cache``.
+- ``BERTOLOGY_OUTPUT_DIR``: where notebooks write ``results/`` and ``figures/``
+  (:func:`output_dirs`). Default: the repository's own.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ GOLDEN_DIR = REPO_ROOT / "tests" / "golden"
 
 DATA_ENV = "BERTOLOGY_DATA_DIR"
 CACHE_ENV = "BERTOLOGY_CACHE_DIR"
+OUTPUT_ENV = "BERTOLOGY_OUTPUT_DIR"
 
 
 def _resolve(override, env_name: str, default: Path) -> Path:
@@ -38,3 +41,13 @@ def data_dir(override: str | os.PathLike | None = None) -> Path:
 def cache_dir(override: str | os.PathLike | None = None) -> Path:
     """The cache root: ``override``, else ``$BERTOLOGY_CACHE_DIR``, else ``<repo>/.cache``."""
     return _resolve(override, CACHE_ENV, REPO_ROOT / ".cache")
+
+
+def output_dirs() -> tuple[Path, Path]:
+    """(results_dir, figures_dir) for this process: under ``$BERTOLOGY_OUTPUT_DIR`` when set (the
+    smoke profile and the tests point it elsewhere so they never overwrite committed results),
+    else the repository's ``results/`` and ``figures/``."""
+    root = os.environ.get(OUTPUT_ENV)
+    if root:
+        return Path(root) / "results", Path(root) / "figures"
+    return RESULTS_DIR, FIGURES_DIR

@@ -31,20 +31,12 @@ from pathlib import Path
 import pandas as pd
 
 from . import paths
+from .paths import OUTPUT_ENV, output_dirs  # noqa: F401  (report.OUTPUT_ENV: the tests' name)
 
-OUTPUT_ENV = "BERTOLOGY_OUTPUT_DIR"
 PROFILE_ENV = "BERTOLOGY_PROFILE"
 MARKDOWN_MAX_ROWS = 200
 _VERSIONED = ("torch", "transformers", "numpy", "pandas", "scikit-learn", "matplotlib",
               "seaborn", "conllu", "analysis_utils")
-
-
-def output_dirs() -> tuple[Path, Path]:
-    """(results_dir, figures_dir) for this process."""
-    root = os.environ.get(OUTPUT_ENV)
-    if root:
-        return Path(root) / "results", Path(root) / "figures"
-    return paths.RESULTS_DIR, paths.FIGURES_DIR
 
 
 #: What a provenance's commit must describe: a change here makes outputs "-dirty".

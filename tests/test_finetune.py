@@ -14,7 +14,7 @@ import torch
 from safetensors.torch import load_file, save_file
 from transformers import Trainer, TrainerCallback
 
-from analysis_utils.analyses import glue_metrics
+from analysis_utils.data import glue_metrics
 from analysis_utils.data.glue import GlueExample
 from analysis_utils.data.manifest import DataMissingError
 from analysis_utils.engine.fingerprint import weights_fingerprint

@@ -11,7 +11,7 @@ import pytest
 from scipy import stats
 from sklearn import metrics as skm
 
-from analysis_utils.analyses import glue_metrics as gm
+from analysis_utils.data import glue_metrics as gm
 
 
 def test_hand_computed_binary_case():

@@ -105,7 +105,7 @@ def test_notebook_06_07_plan_values_pass():
 
 
 def test_task_names_follow_the_metrics_table():
-    from analysis_utils.analyses.glue_metrics import TASKS
+    from analysis_utils.data.glue_metrics import TASKS
 
     assert params.GLUE_TASKS == tuple(TASKS)
     params.check_value("tasks", ",".join(TASKS), "MRPC")

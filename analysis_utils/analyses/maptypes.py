@@ -18,12 +18,9 @@ from torch import nn
 
 from .. import training
 
-VERTICAL = "Vertical"
-DIAGONAL = "Diagonal"
-VERTICAL_DIAGONAL = "Vertical+Diagonal"
-BLOCK = "Block"
-HETEROGENEOUS = "Heterogeneous"
-MAP_TYPES = (VERTICAL, DIAGONAL, VERTICAL_DIAGONAL, BLOCK, HETEROGENEOUS)
+# The five types are the vocabulary of the hand labels, so they live with their reader (the
+# data layer, which cannot import analyses); this module's names for them stay the same.
+from ..data.labels import BLOCK, DIAGONAL, HETEROGENEOUS, MAP_TYPES, VERTICAL, VERTICAL_DIAGONAL
 
 STAT_COLUMNS = ("cls", "sep", "special", "punct", "prev", "next", "self", "adjacent", "band",
                 "within_segment", "within_share", "entropy", "entropy_nats", "max_col",

@@ -28,9 +28,17 @@ import numpy as np
 import pandas as pd
 
 from .. import paths
-from ..analyses.maptypes import MAP_TYPES
 
-__all__ = ["LABELS_PATH", "LABEL_COLUMNS", "WIKI_SEGMENTS", "LABELLED_MODEL", "labels_drawn_on", "sample_label_set", "load_labels",
+# Kovaleva et al.'s five attention-map types (Figure 1), in the paper's order: the labels'
+# vocabulary, checked here and used by analyses.maptypes (which re-exports them).
+VERTICAL = "Vertical"
+DIAGONAL = "Diagonal"
+VERTICAL_DIAGONAL = "Vertical+Diagonal"
+BLOCK = "Block"
+HETEROGENEOUS = "Heterogeneous"
+MAP_TYPES = (VERTICAL, DIAGONAL, VERTICAL_DIAGONAL, BLOCK, HETEROGENEOUS)
+
+__all__ = ["MAP_TYPES", "LABELS_PATH", "LABEL_COLUMNS", "WIKI_SEGMENTS", "LABELLED_MODEL", "labels_drawn_on", "sample_label_set", "load_labels",
            "gather_maps", "labelled_maps", "class_balance", "example_per_type"]
 
 LABELS_PATH = paths.PACKAGE_DIR / "data" / "labels" / "maptype_labels.csv"

@@ -79,10 +79,10 @@ import torch
 from torch import nn
 
 from .. import paths
-from ..analyses.glue_metrics import TASKS as METRIC_TASKS
-from ..analyses.glue_metrics import compute_metrics
 from ..data import glue
 from ..data.glue import GlueExample
+from ..data.glue_metrics import TASKS as METRIC_TASKS
+from ..data.glue_metrics import compute_metrics
 from ..data.manifest import DataMissingError
 from ..engine.fingerprint import weights_fingerprint
 from ..engine.models import LoadedModel, load_model, resolve_device

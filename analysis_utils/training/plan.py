@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..analyses.glue_metrics import TASKS
+from ..data.glue_metrics import TASKS
 from .finetune import FineTuned, FinetuneSettings, finetune
 
 __all__ = ["Run", "parse_tasks", "parse_seeds", "parse_limits", "runs", "settings", "fit_run"]

@@ -1,0 +1,37 @@
+"""The package's layering (``analysis_utils/imports.py``: base < engine < data < training <
+analyses < plotting < driver): no module imports a higher layer, and no import goes round."""
+
+from __future__ import annotations
+
+from analysis_utils import imports
+
+
+def test_no_upward_import():
+    upward = imports.upward_imports(imports.import_graph())
+    assert not upward, (
+        "modules importing a higher layer (move what both need down, see the ARCHITECTURE "
+        "section of README.md): " + "; ".join(f"{a} -> {b}" for a, b in upward))
+
+
+def test_no_import_cycle():
+    found = imports.cycles(imports.import_graph())
+    assert not found, "import cycles (lazy imports count): " + "; ".join(
+        " <-> ".join(c) for c in found)
+
+
+def test_every_top_level_module_has_a_layer():
+    for name in imports.import_graph():
+        imports.layer_of(name)  # KeyError naming the module and where to place it
+
+
+def test_the_checks_find_what_they_look_for():
+    graph = {"analysis_utils.data.labels": {"analysis_utils.analyses.maptypes"},
+             "analysis_utils.analyses.maptypes": {"analysis_utils.data.labels",
+                                                  "analysis_utils.analyses"},
+             "analysis_utils.report": {"analysis_utils.compare"},
+             "analysis_utils.compare": {"analysis_utils.report", "analysis_utils.paths"}}
+    assert imports.upward_imports(graph) == [("analysis_utils.data.labels",
+                                              "analysis_utils.analyses.maptypes")]
+    assert imports.cycles(graph) == [
+        ["analysis_utils.analyses.maptypes", "analysis_utils.data.labels"],
+        ["analysis_utils.compare", "analysis_utils.report"]]
