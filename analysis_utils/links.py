@@ -60,6 +60,29 @@ def colab_requirement(repo: str, models: bool = True) -> str:
     return f"analysis_utils{'[models]' if models else ''} @ git+https://github.com/{repo}"
 
 
+def colab_install_args(source: str | Path) -> list[str] | None:
+    """The arguments after ``sys.executable`` of the ``subprocess.run`` call in the Colab cell
+    of a notebook source (``["-m", "pip", "install", "-q", requirement]``), read from the cell
+    as written (string literals only); None when the notebook has no cell that tests
+    ``"google.colab" in sys.modules``."""
+    import ast
+
+    import jupytext
+
+    for cell in jupytext.read(source).cells:
+        if cell.cell_type != "code" or "google.colab" not in cell.source:
+            continue
+        for node in ast.walk(ast.parse(cell.source)):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "run":
+                args = node.args[0]
+                if not (isinstance(args, ast.List) and args.elts
+                        and ast.unparse(args.elts[0]) == "sys.executable"):
+                    raise ValueError(f"{source}: the Colab cell must run [sys.executable, "
+                                     f"'-m', 'pip', ...]; it runs {ast.unparse(args)}")
+                return [ast.literal_eval(e) for e in args.elts[1:]]
+    return None
+
+
 def rewrite(text: str, repo: str, branch: str) -> str:
     """``text`` with the repository and branch of every Binder, Colab and ``git+https``
     GitHub link set to ``repo`` and ``branch``."""

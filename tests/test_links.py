@@ -3,27 +3,16 @@ Binder and Colab link agrees with it (``analysis_utils/links.py``, ``make links`
 
 from __future__ import annotations
 
-import ast
 import shutil
-
-import jupytext
 
 from analysis_utils import links, paths
 
 
 def colab_cell_requirement(source) -> str | None:
-    """The requirement the Colab cell of a notebook source installs: the string literal ending
-    the ``pip install`` argument list of its ``subprocess.run`` call under
-    ``if "google.colab" in sys.modules``; None when the notebook has no such cell."""
-    for cell in jupytext.read(source).cells:
-        if cell.cell_type != "code" or "google.colab" not in cell.source:
-            continue
-        for node in ast.walk(ast.parse(cell.source)):
-            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "run":
-                args = node.args[0]
-                assert isinstance(args, ast.List), ast.unparse(node)
-                return ast.literal_eval(args.elts[-1])
-    return None
+    """The requirement the Colab cell of ``source`` installs (the last argument of its pip
+    command)."""
+    args = links.colab_install_args(source)
+    return args[-1] if args else None
 
 
 def test_every_file_agrees_with_pyproject():
