@@ -31,7 +31,8 @@ import numpy as np
 import torch
 
 from analysis_utils.engine.models import load_model
-from analysis_utils.training import finetune as ft
+from analysis_utils.training import classifier, glue_data
+from analysis_utils.training import trainer as ft_trainer
 from analysis_utils.training.loop import seeded, torch_threads
 
 SCHEMES = {
@@ -57,7 +58,7 @@ def padded_tokens(lengths, settings, seed: int) -> int:
     if not settings.dynamic_padding:
         return len(lengths) * settings.max_length
     if settings.group_by_length:
-        sampler = ft._epoch_seeded_length_sampler(bs, lengths.tolist(), seed)
+        sampler = ft_trainer._epoch_seeded_length_sampler(bs, lengths.tolist(), seed)
         sampler.set_epoch(0)
         order = np.fromiter(iter(sampler), dtype=np.int64)
     else:
@@ -69,8 +70,8 @@ def padded_tokens(lengths, settings, seed: int) -> int:
 
 def time_epoch(lm, task: str, dataset, settings, seed: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp, seeded(seed):
-        model = ft.build_classifier(lm, task, seed)
-        trainer = ft.build_trainer(model, lm.tokenizer, dataset, None, settings, seed, tmp,
+        model = classifier.build_classifier(lm, task, seed)
+        trainer = ft_trainer.build_trainer(model, lm.tokenizer, dataset, None, settings, seed, tmp,
                                    save_checkpoints=False, progress=False)
         share = real_token_share(trainer, dataset)
         t0, c0 = time.perf_counter(), time.process_time()
@@ -91,7 +92,7 @@ def main() -> None:
     args = ap.parse_args()
 
     lm = load_model(args.model, device="cpu")
-    base = ft.FinetuneSettings(epochs=1, eval_each_epoch=False)
+    base = ft_trainer.FinetuneSettings(epochs=1, eval_each_epoch=False)
     results = {"model": lm.identity["name"], "n": args.n, "device": "cpu",
                "threads": args.threads or torch.get_num_threads(), "tasks": {}}
     print(f"{lm.identity['name']}, one epoch of {args.n} train examples per task and scheme, "
@@ -99,14 +100,14 @@ def main() -> None:
           f"{results['threads']} torch threads")
     with torch_threads(args.threads):
         # warm-up: first-call costs (allocator, kernels) must not count against one scheme
-        warm = ft.read_task(args.tasks[0], "train")[:2 * base.batch_size]
-        time_epoch(lm, args.tasks[0], ft.task_dataset(args.tasks[0], warm, lm.tokenizer), base,
+        warm = glue_data.read_task(args.tasks[0], "train")[:2 * base.batch_size]
+        time_epoch(lm, args.tasks[0], glue_data.task_dataset(args.tasks[0], warm, lm.tokenizer), base,
                    args.seed)
         for task in args.tasks:
-            full = ft.read_task(task, "train")
-            examples, _ = ft.subsample(full, args.n, seed=0)
-            dataset = ft.task_dataset(task, examples, lm.tokenizer, base.max_length)
-            full_lengths = ft.task_dataset(task, full, lm.tokenizer, base.max_length).lengths
+            full = glue_data.read_task(task, "train")
+            examples, _ = glue_data.subsample(full, args.n, seed=0)
+            dataset = glue_data.task_dataset(task, examples, lm.tokenizer, base.max_length)
+            full_lengths = glue_data.task_dataset(task, full, lm.tokenizer, base.max_length).lengths
             rows = {}
             for name, change in SCHEMES.items():
                 r = time_epoch(lm, task, dataset, dataclasses.replace(base, **change), args.seed)

@@ -50,8 +50,7 @@ from analysis_utils.data import glue, manifest, ontogum, treebank, wikitext
 from analysis_utils.data import labels as sheets
 from analysis_utils.engine import attention, wordmaps
 from analysis_utils.engine.models import load_model, quiet_loading, save_bert_base_shape
-from analysis_utils.training import finetune as ft
-from analysis_utils.training import plan
+from analysis_utils.training import glue_data, plan, trainer
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_finetune import padded_tokens, time_epoch  # noqa: E402
@@ -197,17 +196,17 @@ def count_work(tok, rates: dict) -> dict[str, dict]:
     p = defaults("06")
     runs = plan.runs(p["tasks"], p["seeds"], p["multi_seed_tasks"], p["train_subsets"],
                      p["random_init"])
-    settings = ft.FinetuneSettings(epochs=p["epochs"], batch_size=p["batch_size"],
+    settings = trainer.FinetuneSettings(epochs=p["epochs"], batch_size=p["batch_size"],
                                    max_length=p["max_tokens"])
     train_s = eval_s = 0.0
     dev_tokens, train_tokens = {}, {}
     for task in plan.parse_tasks(p["tasks"]):
         dev_tokens[task] = glue_dev_tokens(tok, task)
-        examples = ft.read_task(task, "train")
+        examples = glue_data.read_task(task, "train")
         limit = plan.parse_limits(p["train_subsets"]).get(task)
         if limit:
-            examples, _ = ft.subsample(examples, limit, seed=p["subset_seed"])
-        lengths = ft.task_dataset(task, examples, tok, settings.max_length).lengths
+            examples, _ = glue_data.subsample(examples, limit, seed=p["subset_seed"])
+        lengths = glue_data.task_dataset(task, examples, tok, settings.max_length).lengths
         train_tokens[task] = (padded_tokens(lengths, settings, seed=42), len(lengths))
     for r in runs:
         train_s += p["epochs"] * train_tokens[r.task][0] * rate("train", r.task)
@@ -291,10 +290,10 @@ def main() -> None:
             rates[f"fwd_{key}"], rates[f"sweep_{key}"] = fwd / pieces, sweep / pieces
             rows += [(f"classifier forward, {task} dev example", fwd, pieces),
                      (f"disabling sweep (157 changes), {task} dev", sweep, pieces)]
-        base = ft.FinetuneSettings(epochs=1, eval_each_epoch=False)
+        base = trainer.FinetuneSettings(epochs=1, eval_each_epoch=False)
         for task, key in (("SST-2", "train_single"), ("MRPC", "train_pair")):
-            examples, _ = ft.subsample(ft.read_task(task, "train"), args.train, seed=0)
-            dataset = ft.task_dataset(task, examples, tok, base.max_length)
+            examples, _ = glue_data.subsample(glue_data.read_task(task, "train"), args.train, seed=0)
+            dataset = glue_data.task_dataset(task, examples, tok, base.max_length)
             r = time_epoch(lm, task, dataset, base, seed=42)
             seconds = np.array([r["seconds"], r["cpu_seconds"]])
             n_pad = padded_tokens(dataset.lengths, base, 42)

@@ -20,16 +20,12 @@ from analysis_utils.data.manifest import DataMissingError
 from analysis_utils.engine.fingerprint import weights_fingerprint
 from analysis_utils.engine.interventions import intervene
 from analysis_utils.engine.models import load_model
-from analysis_utils.training import finetune as ftm
-from analysis_utils.training.finetune import (
-    FinetuneSettings,
-    evaluate,
-    finetune,
-    finetune_key,
-    frozen_features_baseline,
-    subsample,
-    untrained_head_baseline,
-)
+from analysis_utils.training import baselines, finetune_cache
+from analysis_utils.training.baselines import frozen_features_baseline, untrained_head_baseline
+from analysis_utils.training.classifier import build_classifier, evaluate
+from analysis_utils.training.finetune import finetune, finetune_key
+from analysis_utils.training.glue_data import finetune_tasks, read_task, subsample
+from analysis_utils.training.trainer import FinetuneSettings, progress_enabled
 
 WORDS = ["the", "cat", "sat", "on", "mat", "a", "dog", "ran", "big", "he", "she", "it", "saw",
          "and", "."]
@@ -130,7 +126,7 @@ def test_cached_entry_is_a_model_folder(mrpc_run):
 
 def test_regression_task_sts_b_prints_nothing_when_not_a_terminal(tiny_model_dir, data,
                                                                     tmp_path, capfd):
-    assert not ftm.progress_enabled()  # pytest captures stderr: not a terminal
+    assert not progress_enabled()  # pytest captures stderr: not a terminal
     ft = run(tiny_model_dir, "STS-B", data, tmp_path)
     out, err = capfd.readouterr()
     for text in (out, err):  # no bars (Trainer, weight loading, saving), no printed logs
@@ -234,8 +230,8 @@ def test_half_written_entries_never_read_as_complete(mrpc_run, tiny_model_dir, d
     assert (entry / "COMPLETE").is_file() and not list(entry.parent.glob("*.tmp-*"))
     # the same training gives the same weights (seeded)
     assert weights_fingerprint(again.model) == weights_fingerprint(ft.model)
-    assert ftm._complete(entry, ft.key) is not None
-    assert ftm._complete(entry, "another-key") is None
+    assert finetune_cache.read_complete(entry, ft.key) is not None
+    assert finetune_cache.read_complete(entry, "another-key") is None
     # weights that are not the ones recorded: retrained, with a warning
     weights = load_file(entry / "model.safetensors")
     name = sorted(weights)[0]
@@ -248,12 +244,12 @@ def test_half_written_entries_never_read_as_complete(mrpc_run, tiny_model_dir, d
     record = json.loads((entry / "result.json").read_text())
     record["metrics"]["f1"] = 1.0
     (entry / "result.json").write_text(json.dumps(record))
-    assert ftm._complete(entry, ft.key) is None
+    assert finetune_cache.read_complete(entry, ft.key) is None
     # so do damaged predictions
     fixed2 = run(tiny_model_dir, "MRPC", data, cache)
-    assert calls == [1, 1, 1] and ftm._complete(entry, ft.key) is not None
+    assert calls == [1, 1, 1] and finetune_cache.read_complete(entry, ft.key) is not None
     (entry / "predictions.npz").write_bytes(b"damaged")
-    assert ftm._complete(entry, ft.key) is None
+    assert finetune_cache.read_complete(entry, ft.key) is None
     assert weights_fingerprint(fixed2.model) == weights_fingerprint(ft.model)
 
 
@@ -334,18 +330,18 @@ def test_subsample_is_seeded_sorted_and_recorded(tiny_model_dir, data, tmp_path)
 def test_missing_train_split_says_what_to_do(tmp_path):
     (tmp_path / "glue" / "QNLI").mkdir(parents=True)
     with pytest.raises(DataMissingError, match="no train split.*QNLI/train.tsv"):
-        ftm.read_task("QNLI", "train", data_dir=tmp_path)
+        read_task("QNLI", "train", data_dir=tmp_path)
     with pytest.raises(ValueError, match="no column layout"):
-        ftm.read_task("QQP", "train", data_dir=tmp_path)
+        read_task("QQP", "train", data_dir=tmp_path)
     # a file the manifest lists keeps the manifest's message (the command that fetches it)
     with pytest.raises(DataMissingError, match="fetch-data --dataset glue"):
-        ftm.read_task("MRPC", "train", data_dir=tmp_path)
+        read_task("MRPC", "train", data_dir=tmp_path)
 
 
 @pytest.mark.gold_data
 def test_tasks_with_train_and_dev_in_the_bundle(gold_data_dir):
-    assert ftm.finetune_tasks() == ["MRPC", "STS-B", "SST-2", "RTE", "CoLA"]
-    assert ftm.finetune_tasks(include_excluded=False) == ["MRPC", "STS-B", "SST-2", "RTE"]
+    assert finetune_tasks() == ["MRPC", "STS-B", "SST-2", "RTE", "CoLA"]
+    assert finetune_tasks(include_excluded=False) == ["MRPC", "STS-B", "SST-2", "RTE"]
 
 
 # ------------------------------------------------------------------------------ baselines
@@ -378,7 +374,7 @@ def test_frozen_features_baseline(tiny_model_dir, data, tmp_path, monkeypatch):
     ref.fit(cls(train), [ex.label for ex in train])
     np.testing.assert_array_equal(b.predictions, ref.predict(cls(dev)))
     # cached: the second call computes no features
-    monkeypatch.setattr(ftm, "_features", lambda *a, **k: pytest.fail("features recomputed"))
+    monkeypatch.setattr(baselines, "_features", lambda *a, **k: pytest.fail("features recomputed"))
     again = frozen_features_baseline(str(tiny_model_dir), "MRPC", **kw)
     assert again.from_cache and again.metrics == b.metrics
 
@@ -399,7 +395,7 @@ def test_untrained_head_baseline(tiny_model_dir, data, tmp_path):
     assert b.kind == "untrained_head" and b.predictions.shape == (len(dev),)
     # the same model built by hand gives the same predictions
     lm = load_model(str(tiny_model_dir), device="cpu")
-    model = ftm.build_classifier(lm, "MRPC", seed=0)
+    model = build_classifier(lm, "MRPC", seed=0)
     ev = evaluate(model, lm.tokenizer, "MRPC", dev, max_length=32)
     np.testing.assert_array_equal(b.predictions, ev.predictions)
     again = untrained_head_baseline(str(tiny_model_dir), "MRPC", seed=0, dev_examples=dev,
