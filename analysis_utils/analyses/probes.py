@@ -376,16 +376,10 @@ def _iterate(source) -> Iterable[ProbeSentence]:
     return source() if callable(source) else source
 
 
-def train_probe(
-    probe: HeadSelector,
-    sentences_iterable_factory: Callable[[], Iterable[ProbeSentence]] | Iterable[ProbeSentence],
-    epochs: int = 1,
-    lr: float = 0.002,
-    seed: int = 0,
-    reset: bool = True,
-    num_threads: int | None = 1,
-) -> TrainLog:
-    """Train ``probe`` with Adam, one sentence per step, cross-entropy over the candidates.
+def train_probe(probe: HeadSelector, sentences_iterable_factory, **options) -> TrainLog:
+    """Train ``probe`` with Adam, one sentence per step, cross-entropy over the candidates:
+    :func:`train_probes` with one probe, the same arguments and defaults (``epochs=1``,
+    ``lr=0.002``, ``seed=0``, ``reset=True``, ``num_threads=1``).
 
     ``sentences_iterable_factory``: a callable returning a fresh iterable of
     :class:`ProbeSentence` for each epoch (so features can be streamed from disk), or a
@@ -395,8 +389,7 @@ def train_probe(
     :func:`torch_threads`). The loop is :func:`analysis_utils.training.fit`; the data order
     is the stream's own (pass a stream in a seeded order to vary it with the seed).
     """
-    return train_probes({"probe": probe}, sentences_iterable_factory, epochs=epochs, lr=lr,
-                        seed=seed, reset=reset, num_threads=num_threads)["probe"]
+    return train_probes({"probe": probe}, sentences_iterable_factory, **options)["probe"]
 
 
 def train_probes(

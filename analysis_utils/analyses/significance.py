@@ -282,36 +282,32 @@ def _as_pvalues(p) -> tuple[np.ndarray, np.ndarray]:
     return p, ok
 
 
+def _adjusted(p, adjust) -> np.ndarray:
+    """``p`` adjusted in the input's order: ``adjust(sorted_p, m)`` on the m non-NaN p-values
+    sorted ascending, capped at 1; NaN entries stay NaN."""
+    p, ok = _as_pvalues(p)
+    out = np.full_like(p, np.nan)
+    vals = p[ok]
+    if len(vals):
+        order = np.argsort(vals, kind="stable")
+        res = np.empty(len(vals))
+        res[order] = np.minimum(adjust(vals[order], len(vals)), 1.0)
+        out[ok] = res
+    return out
+
+
 def holm(p) -> np.ndarray:
     """Holm-Bonferroni adjusted p-values (family-wise error rate), in the input's order:
     sorted ascending, ``p_(i) * (m - i + 1)``, made non-decreasing, capped at 1. NaN entries
     stay NaN and do not count in ``m``."""
-    p, ok = _as_pvalues(p)
-    out = np.full_like(p, np.nan)
-    vals = p[ok]
-    m = len(vals)
-    if m:
-        order = np.argsort(vals, kind="stable")
-        adj = np.maximum.accumulate(vals[order] * (m - np.arange(m)))
-        res = np.empty(m)
-        res[order] = np.minimum(adj, 1.0)
-        out[ok] = res
-    return out
+    return _adjusted(p, lambda v, m: np.maximum.accumulate(v * (m - np.arange(m))))
 
 
 def benjamini_hochberg(p) -> np.ndarray:
     """Benjamini-Hochberg adjusted p-values (false discovery rate), in the input's order:
     sorted ascending, ``p_(i) * m / i``, made non-decreasing from the top, capped at 1. NaN
     entries stay NaN and do not count in ``m``."""
-    p, ok = _as_pvalues(p)
-    out = np.full_like(p, np.nan)
-    vals = p[ok]
-    m = len(vals)
-    if m:
-        order = np.argsort(vals, kind="stable")
-        scaled = vals[order] * m / np.arange(1, m + 1)
-        adj = np.minimum.accumulate(scaled[::-1])[::-1]
-        res = np.empty(m)
-        res[order] = np.minimum(adj, 1.0)
-        out[ok] = res
-    return out
+    def step_up(v, m):
+        return np.minimum.accumulate((v * m / np.arange(1, m + 1))[::-1])[::-1]
+
+    return _adjusted(p, step_up)

@@ -65,6 +65,25 @@ def _panel_grid(panel_values: pd.Series, ncols: int, cell: tuple[float, float], 
     return names, fig, fig.subplots(nrows, ncols, squeeze=False).ravel(), ncols, nrows
 
 
+def _panel_title(ax, part: pd.DataFrame, name) -> None:
+    """The panel's title: the first row's ``title`` when the rows have one, else ``name``."""
+    ax.set_title(part["title"].iloc[0] if "title" in part.columns else str(name),
+                 fontsize=TITLE_SIZE)
+
+
+def _finish_grid(fig: Figure, axes, n_panels: int, ncols: int, nrows: int, ylabel: str,
+                 suptitle: str) -> Figure:
+    """Drop the unused axes of a :func:`_panel_grid`, label the first column, add the
+    suptitle; returns ``fig``."""
+    for ax in axes[n_panels:]:
+        fig.delaxes(ax)
+    for ax in axes[::ncols][:nrows]:
+        ax.set_ylabel(ylabel, fontsize=LABEL_SIZE - 1)
+    if suptitle:
+        fig.suptitle(suptitle, fontsize=TITLE_SIZE + 1)
+    return fig
+
+
 def layer_change_bars(table: pd.DataFrame, *, panel: str = "task", group: str = "seed",
                       ncols: int = 5, suptitle: str = "",
                       ylabel: str = "change when the layer is disabled (points)") -> Figure:
@@ -100,17 +119,10 @@ def layer_change_bars(table: pd.DataFrame, *, panel: str = "task", group: str = 
                       fontsize=TICK_SIZE)
         ax.tick_params(axis="y", labelsize=TICK_SIZE)
         ax.set_xlabel("layer disabled", fontsize=LABEL_SIZE)
-        title = part["title"].iloc[0] if "title" in part.columns else str(name)
-        ax.set_title(title, fontsize=TITLE_SIZE)
+        _panel_title(ax, part, name)
         if len(groups) > 1:
             ax.legend(fontsize=6, frameon=False)
-    for ax in axes[len(names):]:
-        fig.delaxes(ax)
-    for ax in axes[::ncols][:nrows]:
-        ax.set_ylabel(ylabel, fontsize=LABEL_SIZE - 1)
-    if suptitle:
-        fig.suptitle(suptitle, fontsize=TITLE_SIZE + 1)
-    return fig
+    return _finish_grid(fig, axes, len(names), ncols, nrows, ylabel, suptitle)
 
 
 def pruning_curves_plot(curves: pd.DataFrame, *, panel: str = "task", seed: str = "seed",
@@ -142,13 +154,6 @@ def pruning_curves_plot(curves: pd.DataFrame, *, panel: str = "task", seed: str 
                         linestyle="--", linewidth=1, label=f"random orders (mean), seed {s}")
         ax.set_xlabel("heads removed (%)", fontsize=LABEL_SIZE)
         ax.tick_params(labelsize=TICK_SIZE)
-        title = part["title"].iloc[0] if "title" in part.columns else str(name)
-        ax.set_title(title, fontsize=TITLE_SIZE)
+        _panel_title(ax, part, name)
         ax.legend(fontsize=5.5, frameon=False, loc="lower left")
-    for ax in axes[len(names):]:
-        fig.delaxes(ax)
-    for ax in axes[::ncols][:nrows]:
-        ax.set_ylabel(ylabel, fontsize=LABEL_SIZE - 1)
-    if suptitle:
-        fig.suptitle(suptitle, fontsize=TITLE_SIZE + 1)
-    return fig
+    return _finish_grid(fig, axes, len(names), ncols, nrows, ylabel, suptitle)

@@ -64,16 +64,21 @@ class Baseline:
     details: dict = field(default_factory=dict)
 
 
-def _cached_baseline(root: Path, key: str, task: str, kind: str, start: float) -> Baseline | None:
+def _cached_baseline(cache_dir, key_inputs: dict, task: str, kind: str, start: float
+                     ) -> tuple[str, Path, Baseline | None]:
+    """``(key, baselines folder, the cached Baseline or None)`` for ``key_inputs``."""
+    key = cache_key(key_inputs)
+    root = paths.cache_dir(cache_dir) / BASELINE_SUBDIR
     folder = root / key
     record = read_complete(folder, key)
     if record is None:
-        return None
+        return key, root, None
     with np.load(folder / "predictions.npz") as z:
         preds, labels = z["predictions"], z["labels"]
-    return Baseline(task=task, kind=kind, metrics=ordered_metrics(task, record["metrics"]),
-                    predictions=preds, labels=labels, seconds=time.perf_counter() - start,
-                    from_cache=True, folder=folder, details=record["details"])
+    cached = Baseline(task=task, kind=kind, metrics=ordered_metrics(task, record["metrics"]),
+                      predictions=preds, labels=labels, seconds=time.perf_counter() - start,
+                      from_cache=True, folder=folder, details=record["details"])
+    return key, root, cached
 
 
 def _store_baseline(root: Path, key: str, key_inputs: dict, task: str, kind: str,
@@ -85,8 +90,8 @@ def _store_baseline(root: Path, key: str, key_inputs: dict, task: str, kind: str
     np.savez(tmp / "predictions.npz", predictions=preds, labels=labels)
     seconds = time.perf_counter() - start
     write_json(tmp / "result.json", {"key": key, "key_inputs": key_inputs, "metrics": metrics,
-                                      "details": details, "seconds": seconds,
-                                      "versions": versions()})
+                                     "details": details, "seconds": seconds,
+                                     "versions": versions()})
     publish(tmp, root / key, key)
     return Baseline(task=task, kind=kind, metrics=metrics, predictions=preds, labels=labels,
                     seconds=seconds, from_cache=False, folder=root / key, details=details)
@@ -156,7 +161,7 @@ def frozen_features_baseline(
     spec = task_spec(task)
     show = progress_enabled(progress)
     train_ex, idx, n_available, dev_ex = task_data(task, data_dir, train_examples, dev_examples,
-                                                    max_train, subset_seed, max_dev)
+                                                   max_train, subset_seed, max_dev)
     with hf_progress_bars(show):
         lm = load_encoder(model_name, "pretrained", 0)
     head = {"kind": "ridge" if spec.is_regression else "logistic_regression", "C": C,
@@ -166,9 +171,7 @@ def frozen_features_baseline(
                   "seed": None, "head": head, "max_length": max_length,
                   "train": data_key(train_ex, idx, max_train, subset_seed, n_available),
                   "dev": data_key(dev_ex, None, max_dev, None, len(dev_ex))}
-    key = cache_key(key_inputs)
-    root = paths.cache_dir(cache_dir) / BASELINE_SUBDIR
-    cached = _cached_baseline(root, key, task, "frozen_features", start)
+    key, root, cached = _cached_baseline(cache_dir, key_inputs, task, "frozen_features", start)
     if cached is not None:
         return cached
     model = lm.model.to(resolve_device(device)).eval()
@@ -212,16 +215,14 @@ def untrained_head_baseline(
     start = time.perf_counter()
     show = progress_enabled(progress)
     _, _, _, dev_ex = task_data(task, data_dir, None, dev_examples, None, 0, max_dev,
-                                 need_train=False)
+                                need_train=False)
     with hf_progress_bars(show):
         lm = load_encoder(model_name, "pretrained", seed)
     key_inputs = {"finetune_version": FINETUNE_VERSION, "baseline": "untrained_head",
                   "model": model_key(lm, weights_fingerprint(lm.model)), "task": task,
                   "seed": seed, "max_length": max_length,
                   "dev": data_key(dev_ex, None, max_dev, None, len(dev_ex))}
-    key = cache_key(key_inputs)
-    root = paths.cache_dir(cache_dir) / BASELINE_SUBDIR
-    cached = _cached_baseline(root, key, task, "untrained_head", start)
+    key, root, cached = _cached_baseline(cache_dir, key_inputs, task, "untrained_head", start)
     if cached is not None:
         return cached
     model = build_classifier(lm, task, seed).to(resolve_device(device)).eval()

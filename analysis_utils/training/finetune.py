@@ -158,7 +158,7 @@ def _plan(model_name, task, seed, settings, init, max_train, subset_seed, max_de
           train_examples, dev_examples, data_dir) -> _Plan:
     task_spec(task)  # an unknown task fails before any data or model is read
     train_ex, idx, n_available, dev_ex = task_data(task, data_dir, train_examples, dev_examples,
-                                                    max_train, subset_seed, max_dev)
+                                                   max_train, subset_seed, max_dev)
     if not train_ex:
         raise ValueError(f"{task}: no training examples")
     lm = load_encoder(model_name, init, seed)

@@ -127,7 +127,7 @@ def publish(tmp: Path, final: Path, key: str) -> None:
     files = {p.name: _file_sha(p) for p in sorted(tmp.iterdir())
              if p.is_file() and p.suffix != ".safetensors"}
     write_json(tmp / "COMPLETE", {"key": key, "sha256": files,
-                                   "finetune_version": FINETUNE_VERSION})
+                                  "finetune_version": FINETUNE_VERSION})
     if final.exists():  # an incomplete leftover (a complete one was returned before we trained)
         if read_complete(final, key) is not None:
             shutil.rmtree(tmp)  # another process finished the same key first: keep theirs
