@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import shutil
 
+import numpy as np
 import pytest
 import torch
 from transformers import BertConfig, BertModel
@@ -71,3 +72,22 @@ def gold_data_dir():
 
 def pytest_configure(config):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+
+
+def _blank_word_maps(n_words: int, n_heads: int = 2):
+    """Word-level maps of one layer for a sentence of ``n_words`` words between [CLS] and
+    [SEP]: ``(attn (1, n_heads, n_words + 2, n_words + 2) all 0.01, is_special (n_words + 2,)
+    True at both ends, word_positions 1..n_words)``; tests set the weights they mean."""
+    m = n_words + 2
+    attn = np.full((1, n_heads, m, m), 0.01, dtype=np.float32)
+    is_special = np.zeros(m, dtype=bool)
+    is_special[[0, m - 1]] = True
+    return attn, is_special, np.arange(1, n_words + 1)
+
+
+@pytest.fixture(scope="session")
+def blank_maps():
+    """The factory ``blank_maps(n_words, n_heads=2) -> (attn, is_special, word_positions)``:
+    near-uniform word-level maps to draw hand-made attention patterns on (syntax and
+    coreference scoring tests)."""
+    return _blank_word_maps

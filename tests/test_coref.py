@@ -307,17 +307,9 @@ def test_baseline_predictions(doc):
 
 # --- head scoring -----------------------------------------------------------------------------
 
-def _maps(n_words, n_heads=2):
-    m = n_words + 2
-    attn = np.full((1, n_heads, m, m), 0.01, dtype=np.float32)
-    is_special = np.zeros(m, dtype=bool)
-    is_special[[0, m - 1]] = True
-    return attn, is_special, np.arange(1, n_words + 1)
-
-
-def test_antecedent_accuracy_by_hand(doc):
+def test_antecedent_accuracy_by_hand(doc, blank_maps):
     (w,) = coref.windows(doc, ONE_PIECE, max_pieces=100)
-    attn, sp, wp = _maps(len(w.words))
+    attn, sp, wp = blank_maps(len(w.words))
     a = attn[0, 0]  # head (0, 0); head (0, 1) stays uniform
     P = lambda i: i + 1  # noqa: E731  word -> map position
 
@@ -378,9 +370,9 @@ def test_antecedent_accuracy_by_hand(doc):
     assert np.isnan(nominal["this run"]) and nominal["paper"] == 18
 
 
-def test_word_pos_mismatch_raises(doc):
+def test_word_pos_mismatch_raises(doc, blank_maps):
     (w,) = coref.windows(doc, ONE_PIECE, max_pieces=100)
-    attn, sp, wp = _maps(len(w.words))
+    attn, sp, wp = blank_maps(len(w.words))
     with pytest.raises(ValueError, match="word_pos"):
         coref.antecedent_accuracy([(w, attn, sp, wp[:-1])])
     with pytest.raises(ValueError, match="special"):

@@ -38,6 +38,14 @@ def _plain(model, batch):
         return model(**batch, output_attentions=True)
 
 
+@pytest.fixture
+def reference(tiny_loaded, batch):
+    """``(model, encoded batch, the model's outputs on it with no intervention, attentions
+    included)``."""
+    enc, _ = batch
+    return tiny_loaded.model, enc, _plain(tiny_loaded.model, enc)
+
+
 def test_uniform_rows_are_exactly_one_over_real_tokens(tiny_loaded, batch):
     enc, lengths = batch
     n = enc["input_ids"].shape[1]
@@ -57,10 +65,8 @@ def test_uniform_rows_are_exactly_one_over_real_tokens(tiny_loaded, batch):
                                                           1.0 / lengths[1]))
 
 
-def test_other_heads_and_unchanged_outputs_are_bit_identical(tiny_loaded, batch):
-    enc, _ = batch
-    model = tiny_loaded.model
-    ref = _plain(model, enc)
+def test_other_heads_and_unchanged_outputs_are_bit_identical(tiny_loaded, reference):
+    model, enc, ref = reference
     with torch.no_grad():
         with intervene(tiny_loaded, uniform=[(0, 1)], record=True) as iv:
             model(**enc)
@@ -82,10 +88,8 @@ def test_other_heads_and_unchanged_outputs_are_bit_identical(tiny_loaded, batch)
     assert not torch.allclose(unmasked, ref.last_hidden_state, atol=1e-5)
 
 
-def test_zero_mode_zeroes_the_head_and_changes_the_output(tiny_loaded, batch):
-    enc, _ = batch
-    model = tiny_loaded.model
-    ref = _plain(model, enc)
+def test_zero_mode_zeroes_the_head_and_changes_the_output(tiny_loaded, reference):
+    model, enc, ref = reference
     with torch.no_grad():
         with intervene(tiny_loaded, zero=[(1, 1)], record=True) as iv:
             out = model(**enc)
@@ -126,10 +130,8 @@ def test_gate_gradient_matches_central_finite_difference(tiny_loaded, batch):
         assert float(gate.grad[layer, head]) == pytest.approx(numeric, rel=1e-6, abs=1e-9)
 
 
-def test_leaving_restores_the_model_also_on_error(tiny_loaded, batch):
-    enc, _ = batch
-    model = tiny_loaded.model
-    ref = _plain(model, enc)
+def test_leaving_restores_the_model_also_on_error(tiny_loaded, reference):
+    model, enc, ref = reference
     assert model.config._attn_implementation == "eager"
     with pytest.raises(KeyError, match="boom"):
         with intervene(tiny_loaded, uniform=[(0, 0)], zero=[(1, 1)], record=True):

@@ -48,14 +48,6 @@ def P(i):
     return i + 1
 
 
-def blank(n_words, n_heads=2):
-    m = n_words + 2
-    attn = np.full((1, n_heads, m, m), 0.01, dtype=np.float32)
-    sp = np.zeros(m, dtype=bool)
-    sp[[0, m - 1]] = True
-    return attn, sp, np.arange(1, n_words + 1)
-
-
 def decorate(a):
     """Large weights on [CLS], [SEP] and the diagonal: all must be ignored."""
     a[:, 0] = 0.9
@@ -63,7 +55,7 @@ def decorate(a):
     np.fill_diagonal(a, 0.95)
 
 
-def maps_A(sent):
+def maps_A(sent, blank):
     attn, sp, wp = blank(7)
     dep2head, head2dep = attn[0, 0], attn[0, 1]
     for d, h in enumerate(sent.heads):
@@ -75,7 +67,7 @@ def maps_A(sent):
     return attn, sp, wp
 
 
-def maps_C():
+def maps_C(blank):
     attn, sp, wp = blank(5)
     a = attn[0, 0]
     a[P(0), P(1)] = 0.5  # John -> 's
@@ -87,14 +79,14 @@ def maps_C():
 
 
 @pytest.fixture(scope="module")
-def items(sents):
+def items(sents, blank_maps):
     A, B, C = sents
-    return [(A, *maps_A(A)), (B, *blank(1)), (C, *maps_C())]
+    return [(A, *maps_A(A, blank_maps)), (B, *blank_maps(1)), (C, *maps_C(blank_maps))]
 
 
-def test_head_predictions_both_directions(sents):
+def test_head_predictions_both_directions(sents, blank_maps):
     A = sents[0]
-    attn, sp, _ = maps_A(A)
+    attn, sp, _ = maps_A(A, blank_maps)
     d2h = syntax.head_predictions(attn, sp, "dep2head")
     assert d2h.shape == (1, 2, 9)
     assert d2h[0, 0, 0] == -1 and d2h[0, 0, 8] == -1  # special rows
@@ -107,8 +99,8 @@ def test_head_predictions_both_directions(sents):
         syntax.head_predictions(attn, sp, "sideways")
 
 
-def test_single_word_has_no_candidate():
-    attn, sp, wp = blank(1)
+def test_single_word_has_no_candidate(blank_maps):
+    attn, sp, wp = blank_maps(1)
     assert syntax.word_predictions(attn, wp, "dep2head", sp).tolist() == [[[-1], [-1]]]
 
 
