@@ -20,6 +20,8 @@ Layers, lowest first (:data:`LAYERS`); a module may import its own layer and the
 6. ``driver``: ``report``, ``compare``, ``notebook``, ``pipeline``, ``stale``, ``links``,
    ``imports``, ``__main__``: what notebooks and the command line call.
 
+The claims ledger (``ledger/``) sits in the ``analyses`` layer: it judges their results.
+
 >>> graph = import_graph()                                      # doctest: +SKIP
 >>> sorted(graph["analysis_utils.analyses.syntax"])             # doctest: +SKIP
 ['analysis_utils.engine.wordmaps', 'analysis_utils.heads', 'analysis_utils.papers']
@@ -36,13 +38,16 @@ PACKAGE = "analysis_utils"
 #: Layer names, lowest first; a module may import modules of its own layer or a lower one.
 LAYERS: tuple[str, ...] = ("base", "engine", "data", "training", "analyses", "plotting",
                            "driver")
-#: Top-level modules by layer (subpackages are their own layer: ``analysis_utils.data.*`` is
-#: ``data``). A top-level module missing here is an error, so a new one must be placed.
+#: Top-level modules and subpackages by layer (a subpackage named after a layer is that layer:
+#: ``analysis_utils.data.*`` is ``data``). One missing here is an error, so a new one must be
+#: placed.
 TOP_LEVEL: dict[str, str] = {
     "__init__": "base", "paths": "base", "heads": "base", "papers": "base",
     "profiles": "base", "params": "base",
     "report": "driver", "compare": "driver", "notebook": "driver", "pipeline": "driver",
     "stale": "driver", "links": "driver", "imports": "driver", "__main__": "driver",
+    # subpackages outside the layer folders: the claims ledger judges analyses' results
+    "ledger": "analyses",
 }
 
 
@@ -135,7 +140,7 @@ def layer_of(module: str, package: str = PACKAGE) -> str:
     if parts[1] in LAYERS:
         return parts[1]
     if parts[1] not in TOP_LEVEL:
-        raise KeyError(f"{package}/{parts[1]}.py has no layer: add it to TOP_LEVEL in "
+        raise KeyError(f"{package}.{parts[1]} has no layer: add it to TOP_LEVEL in "
                        f"{package}/imports.py (one of {', '.join(LAYERS)})")
     return TOP_LEVEL[parts[1]]
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ..analyses.glue_metrics import TASKS
+from ..data.glue_metrics import TASKS
 from ..papers import (
     KOVALEVA_HETEROGENEOUS_RANGE,
     KOVALEVA_SECTION41,
