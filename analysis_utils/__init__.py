@@ -7,7 +7,7 @@ heads), ``analyses`` (pure functions over attention arrays, one module per paper
 ``training`` (the seeded loop of the small models fitted here), ``plotting`` (figures).
 Top level: ``paths``, ``profiles`` and ``params`` (run profiles and parameter rules),
 ``pipeline`` (papermill driver), ``report`` and ``compare`` (outputs with provenance, reruns
-against them), ``notebook`` (what every notebook does first), ``heads``, ``papers``, ``stale``
+against them), ``readme`` (the README's generated tables), ``notebook`` (what every notebook does first), ``heads``, ``papers``, ``stale``
 (rendered notebooks whose code changed since), ``links`` (the published repository),
 ``imports`` (the import graph and the layers: base < engine < data < training < analyses <
 plotting < driver; nothing imports upward, see the Architecture section of README.md).

@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return compare_cli(rest)
     if command == "report":
-        from .report import cli as report_cli
+        from .readme import cli as report_cli
 
         return report_cli(rest)
     if command == "atlas":

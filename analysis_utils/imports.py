@@ -17,7 +17,7 @@ Layers, lowest first (:data:`LAYERS`); a module may import its own layer and the
 3. ``training``: the seeded loop and fine-tuning;
 4. ``analyses``: pure functions over attention arrays, one module per paper section;
 5. ``plotting``: figures;
-6. ``driver``: ``report``, ``compare``, ``notebook``, ``pipeline``, ``stale``, ``links``,
+6. ``driver``: ``report``, ``readme``, ``compare``, ``notebook``, ``pipeline``, ``stale``, ``links``,
    ``imports``, ``__main__``: what notebooks and the command line call.
 
 The claims ledger (``ledger/``) sits in the ``analyses`` layer: it judges their results.
@@ -44,7 +44,7 @@ LAYERS: tuple[str, ...] = ("base", "engine", "data", "training", "analyses", "pl
 TOP_LEVEL: dict[str, str] = {
     "__init__": "base", "paths": "base", "heads": "base", "papers": "base",
     "profiles": "base", "params": "base",
-    "report": "driver", "compare": "driver", "notebook": "driver", "pipeline": "driver",
+    "report": "driver", "readme": "driver", "compare": "driver", "notebook": "driver", "pipeline": "driver",
     "stale": "driver", "links": "driver", "imports": "driver", "__main__": "driver",
     # subpackages outside the layer folders: the claims ledger judges analyses' results
     "ledger": "analyses",

@@ -18,7 +18,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from analysis_utils import pipeline, report
+from analysis_utils import pipeline, readme
 
 RSS_BUDGET_MB = 2500
 
@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
                      output_dir=tmp)
         results = Path(tmp) / "results"
         print(f"profile {args.profile}, {os.cpu_count()} CPUs")
-        print(report.runtime_table(results))
+        print(readme.runtime_table(results))
         over = []
         for prov in sorted(results.glob("[0-9][0-9]_provenance.json")):
             rss = json.loads(prov.read_text()).get("peak_rss_mb")

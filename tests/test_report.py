@@ -13,6 +13,7 @@ import pandas as pd
 import pytest
 
 from analysis_utils import paths, report
+from analysis_utils import readme as readme_md
 from analysis_utils.__main__ import main
 from analysis_utils.engine.attention import as_inputs, cache_key
 from analysis_utils.engine.fingerprint import model_state
@@ -118,7 +119,7 @@ def test_table_refuses_a_bad_key_or_tolerance_before_writing(outputs):
 
 
 def test_committed_readme_matches_committed_provenance():
-    assert report.sync_readme(check=True), (
+    assert readme_md.sync_readme(check=True), (
         "README.md's runtime table differs from results/*_provenance.json: run "
         "`python -m analysis_utils report --readme` and commit README.md")
 
@@ -134,7 +135,7 @@ def test_runtime_table_shows_na_where_an_older_record_lacks_peak_rss(tmp_path):
     _provenance(tmp_path, "01")
     _provenance(tmp_path, "02", peak_rss_mb=2345.6, cpu_count=16, device="NVIDIA H100",
                 wall_time_s=12.0, git_commit="fedcba9876543210-dirty")
-    rows = report.runtime_table(tmp_path).splitlines()[2:]
+    rows = readme_md.runtime_table(tmp_path).splitlines()[2:]
     assert rows[0] == "| 01_surface_patterns | default | 1 min 15 s | n/a | cpu (2 cores) | " \
                       "`0123456` |"
     assert rows[1] == "| 02_syntax_heads | default | 12 s | 2,346 MB | NVIDIA H100, 16 CPUs | " \
@@ -144,7 +145,7 @@ def test_runtime_table_shows_na_where_an_older_record_lacks_peak_rss(tmp_path):
 def test_report_readme_rewrites_only_the_block_and_check_fails_when_stale(tmp_path, capsys):
     _provenance(tmp_path / "results", "01", peak_rss_mb=900.0, cpu_count=2)
     readme = tmp_path / "README.md"
-    readme.write_text(f"# Title\n\nbefore\n\n{report.README_START}\nold\n{report.README_END}\n"
+    readme.write_text(f"# Title\n\nbefore\n\n{readme_md.README_START}\nold\n{readme_md.README_END}\n"
                       "\nafter\n")
     args = ["--results", str(tmp_path / "results"), "--file", str(readme)]
     assert main(["report", "--check-readme", *args]) == 1
@@ -164,7 +165,7 @@ def test_findings_table_reads_the_claims_ledger(tmp_path):
     results = tmp_path / "results"
     results.mkdir()
     with pytest.raises(FileNotFoundError, match="run notebook 08"):
-        report.findings_table(results)
+        readme_md.findings_table(results)
     rows = [{"model": "m (1 x 2)", "notebook": "01", "claim": "a | b", "paper_value": "> 50%",
              "verdict": "yes", "control_verdict": "no"},
             {"model": "m (1 x 2)", "notebook": "07", "claim": "c", "paper_value": "x",
@@ -172,7 +173,7 @@ def test_findings_table_reads_the_claims_ledger(tmp_path):
             {"model": "n (2 x 2)", "notebook": "01", "claim": "a | b", "paper_value": "> 50%",
              "verdict": "no", "control_verdict": "no"}]
     pd.DataFrame(rows).to_csv(results / "08_claims.csv", index=False)
-    lines = report.findings_table(results).splitlines()
+    lines = readme_md.findings_table(results).splitlines()
     assert "| m (1 x 2) | 01 | 1 | 0 | 0 | 0 | 0 of 1 |" in [
         re.sub(r" +", " ", x) for x in lines]
     row = next(x for x in lines if "a \\| b" in x)  # a pipe inside a cell does not split the row
@@ -182,7 +183,7 @@ def test_findings_table_reads_the_claims_ledger(tmp_path):
 
 def test_committed_readme_has_the_findings_block():
     text = (paths.REPO_ROOT / "README.md").read_text()
-    assert text.count(report.FINDINGS_START) == 1 and text.count(report.FINDINGS_END) == 1
+    assert text.count(readme_md.FINDINGS_START) == 1 and text.count(readme_md.FINDINGS_END) == 1
 
 
 def test_markdown_tables_escape_pipes_and_show_missing_values_as_a_dash(outputs):
