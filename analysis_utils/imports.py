@@ -18,7 +18,7 @@ Layers, lowest first (:data:`LAYERS`); a module may import its own layer and the
 4. ``analyses``: pure functions over attention arrays, one module per paper section;
 5. ``plotting``: figures;
 6. ``driver``: ``report``, ``readme``, ``compare``, ``notebook``, ``pipeline``, ``stale``, ``links``,
-   ``imports``, ``__main__``: what notebooks and the command line call.
+   ``imports``, ``atlas``, ``__main__``: what notebooks and the command line call.
 
 The claims ledger (``ledger/``) sits in the ``analyses`` layer: it judges their results.
 
@@ -45,7 +45,8 @@ TOP_LEVEL: dict[str, str] = {
     "__init__": "base", "paths": "base", "heads": "base", "papers": "base",
     "profiles": "base", "params": "base",
     "report": "driver", "readme": "driver", "compare": "driver", "notebook": "driver", "pipeline": "driver",
-    "stale": "driver", "links": "driver", "imports": "driver", "__main__": "driver",
+    "stale": "driver", "links": "driver", "imports": "driver", "atlas": "driver",
+    "__main__": "driver",
     # subpackages outside the layer folders: the claims ledger judges analyses' results
     "ledger": "analyses",
 }
