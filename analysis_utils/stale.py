@@ -200,6 +200,8 @@ def check(repo: str | Path | None = None, profiles: dict | None = None,
             expected = _expected_parameters(source, profile, profiles)
         except KeyError:
             status.problem = f"profile {profile!r} is not a profile of profiles.py"
+        except ValueError as err:  # params.ParameterError: no single parameters cell
+            status.problem = str(err)
         else:
             status.parameters = _parameter_differences(prov.get("parameters") or {}, expected)
         if not commit:

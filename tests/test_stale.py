@@ -150,6 +150,12 @@ def test_profile_and_parameters(repo):
     assert "not a profile" in _only(root).problem
 
 
+def test_a_source_without_its_parameters_cell_is_reported(repo):
+    root, _ = repo
+    (root / "notebooks" / "01_demo.py").write_text(NOTEBOOK.replace(' tags=["parameters"]', ""))
+    assert "expected exactly one cell tagged 'parameters'" in _only(root).problem
+
+
 def test_commits_that_cannot_vouch(repo):
     root, commit = repo
     _provenance(root, commit + "-dirty")
