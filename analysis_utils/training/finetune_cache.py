@@ -30,11 +30,10 @@ __all__ = ["FINETUNE_VERSION", "CACHE_SUBDIR", "BASELINE_SUBDIR", "cache_key", "
            "data_key", "versions", "write_json", "read_complete", "publish", "fresh_tmp",
            "last_checkpoint"]
 
-#: Bumped whenever a change here would change what a cached entry holds.
+#: Bumped whenever a change to fine-tuning (finetune, trainer, classifier, glue_data,
+#: baselines, this module) would change what a cached entry holds.
 FINETUNE_VERSION = "1"
-
 CACHE_SUBDIR = "finetune"
-
 BASELINE_SUBDIR = "finetune_baselines"
 
 
