@@ -196,6 +196,9 @@ CONSTRAINTS: dict[str, Range | Matches | SeedList] = {
     "framenet_level": one_of("word", "piece"),
     "framenet_max_sentences": COUNT,
     "n_sd": Range(0, lo_open=True),
+    "lr_check": Matches(r"|(?:\d+(?:\.\d*)?(?:e-?\d+)?)(?:,\d+(?:\.\d*)?(?:e-?\d+)?)*",
+                        "'' or comma-separated learning rates, e.g. '1e-4,2e-5'"),
+    "lr_check_tasks": Matches(f"|{_TASK_LIST.regex}", "'' or " + _TASK_LIST.expected),
     # 07 head disabling
     "n_boot": POSITIVE,
     "alpha": Range(0, 1, lo_open=True),

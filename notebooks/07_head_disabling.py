@@ -55,8 +55,8 @@ seed = 0  # bootstrap resamples, random pruning orders, the importance subset
 # The fine-tuning plan: the same values as notebook 06, so the models it trained are loaded
 # from the cache (the cache key includes every one of them).
 tasks = "MRPC,STS-B,SST-2,RTE,CoLA"
-seeds = "42,43"  # fine-tuning seeds: all on multi_seed_tasks, the first one elsewhere
-multi_seed_tasks = "MRPC,RTE"
+seeds = "42,43,44"  # fine-tuning seeds: all on multi_seed_tasks, the first one elsewhere
+multi_seed_tasks = "MRPC,STS-B,SST-2,RTE,CoLA"
 train_subsets = "SST-2:8000,CoLA:4000"  # seeded train subsets (TASK:N); others: full train set
 subset_seed = 0
 max_dev = 0  # 0: the whole dev set
@@ -355,8 +355,10 @@ if len(mode_list) > 1:
 # ## Do the same heads help under another fine-tuning seed?
 #
 # For the tasks trained with several seeds: the rank correlation of the 72 head deltas
-# between two seeds, and the overlap (Jaccard) of the sets of heads whose removal helps, at
-# all and after Holm's correction.
+# between two seeds, and the overlap of the sets of heads whose removal helps beside the
+# overlap two random sets of the same sizes have on average (`n_both_chance`, with a
+# hypergeometric p), at all and after Holm's correction (columns `_holm`; a Jaccard of two
+# empty sets is undefined, so that column is left out when no gain survives Holm).
 
 # %%
 agreement_rows = []
@@ -370,13 +372,14 @@ for task, task_seeds in seeds_of.items():
         _, pairs = disabling.seed_agreement(by_seed)
         _, pairs_holm = disabling.seed_agreement(by_seed, significant="holm")
         pairs = pairs.merge(pairs_holm[["seed_a", "seed_b", "n_helping_a", "n_helping_b",
-                                        "n_both", "jaccard"]], on=["seed_a", "seed_b"],
-                            suffixes=("", "_holm"))
+                                        "n_both", "n_both_chance", "jaccard"]],
+                            on=["seed_a", "seed_b"], suffixes=("", "_holm"))
         agreement_rows.append(pairs.assign(task=task, mode=mode))
 if agreement_rows:
     agreement = pd.concat(agreement_rows, ignore_index=True)
     agreement = agreement[["task", "mode", *[c for c in agreement.columns
                                              if c not in ("task", "mode")]]]
+    agreement = agreement.dropna(axis="columns", how="all")  # e.g. jaccard_holm, no survivors
     run.table(agreement, "seed_agreement", key=["task", "mode", "seed_a", "seed_b"],
               tolerance={"spearman": within(abs=0.3), "jaccard*": within(abs=0.3),
                          "n_*": within(abs=5)},

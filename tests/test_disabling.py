@@ -266,6 +266,10 @@ def test_seed_agreement_hand_made():
     assert list(per_head["helps_in_all"]) == [True, False, False, False]
     assert pairs.loc[0, "jaccard"] == pytest.approx(1 / 3)
     assert pairs.loc[0, "spearman"] == pytest.approx(0.4)  # ranks 4,1,3,2 vs 4,3,2,1
+    # helping sets {1-1, 1-3} and {1-1, 1-2} of 4 heads: chance shares 2 x 2 / 4 = 1;
+    # sharing at least 1 of them: 1 - C(2,2)/C(4,2) = 5/6
+    assert pairs.loc[0, "n_both_chance"] == pytest.approx(1.0)
+    assert pairs.loc[0, "p_overlap"] == pytest.approx(5 / 6)
     _, strict = dis.seed_agreement(tables, significant="holm")
     assert strict.loc[0, "n_both"] == 0 and strict.loc[0, "jaccard"] == 0
 

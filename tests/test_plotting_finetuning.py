@@ -23,6 +23,24 @@ def test_training_curves_one_panel_per_task_one_line_per_run():
     assert [ax.get_title() for ax in axes] == ["MRPC", "RTE"]
     assert [len(ax.lines) for ax in axes] == [3, 3]
     np.testing.assert_allclose(axes[0].lines[0].get_ydata(), [0.1, 0.05, 1 / 30])
+    # one colour per init and one style per seed, the same in every panel
+    for ax in axes:
+        got = {line.get_label(): (line.get_color(), line.get_linestyle()) for line in ax.lines}
+        assert got["pretrained, 42"][0] == got["pretrained, 43"][0] != got["random, 42"][0]
+        assert got["pretrained, 42"][1] == got["random, 42"][1] != got["pretrained, 43"][1]
+    assert {line.get_color() for line in axes[0].lines} == {line.get_color()
+                                                           for line in axes[1].lines}
+
+
+def test_training_curves_draw_the_dev_metric_on_a_right_axis():
+    rows = [{"task": "MRPC", "init": "pretrained", "seed": 42, "step": k, "loss": 1.0 / k,
+             "eval_f1": np.nan} for k in (10, 20)]
+    rows += [{"task": "MRPC", "init": "pretrained", "seed": 42, "step": k, "loss": np.nan,
+              "eval_f1": f} for k, f in ((10, 0.7), (20, 0.8))]
+    fig = ftp.training_curves(pd.DataFrame(rows), metric={"MRPC": "eval_f1"})
+    right = [ax for ax in fig.axes if ax.get_ylabel().startswith("dev f1")]
+    assert len(right) == 1
+    np.testing.assert_allclose(right[0].lines[0].get_ydata(), [0.7, 0.8])
 
 
 def test_layer_profiles_styles_and_reference():

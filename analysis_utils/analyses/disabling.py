@@ -551,6 +551,13 @@ def head_grid(table: pd.DataFrame, column: str = "delta") -> np.ndarray:
     return grid
 
 
+def _overlap_p(k: int, a: int, b: int, n: int) -> float:
+    """P(two random sets of ``a`` and ``b`` of ``n`` items share at least ``k``)."""
+    from scipy.stats import hypergeom
+
+    return float(hypergeom.sf(k - 1, n, a, b)) if n else float("nan")
+
+
 def seed_agreement(tables: Mapping[object, pd.DataFrame],
                    significant: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Do the same heads help across fine-tuning seeds?
@@ -588,6 +595,10 @@ def seed_agreement(tables: Mapping[object, pd.DataFrame],
                               per_head[f"delta_{b}"].to_numpy(float))),
                           "n_helping_a": len(helping[a]), "n_helping_b": len(helping[b]),
                           "n_both": len(helping[a] & helping[b]),
+                          "n_both_chance": len(helping[a]) * len(helping[b]) / len(per_head),
+                          "p_overlap": _overlap_p(len(helping[a] & helping[b]),
+                                                  len(helping[a]), len(helping[b]),
+                                                  len(per_head)),
                           "jaccard": (len(helping[a] & helping[b]) / len(union)
                                       if union else np.nan)})
     return per_head.reset_index(), pd.DataFrame(pairs)

@@ -227,6 +227,21 @@ def layers_changed_most(df: pd.DataFrame, k: int = 2, value: str = "cosine",
     return pd.DataFrame(rows)
 
 
+def rises_with_depth(by_layer: pd.DataFrame, by: Sequence[str] = ("task", "compared"),
+                     value: str = "drift") -> pd.Series:
+    """Per group of :func:`drift_by_layer`'s table, whether ``value`` never falls from one
+    layer to the next. A drift that only rises with depth puts the last two layers on top by
+    itself, so "the last two layers change most" says little more where this is True.
+
+    >>> t = pd.DataFrame({"task": "A", "compared": "s42", "layer": [1, 2, 3],
+    ...                   "drift": [0.1, 0.2, 0.2]})
+    >>> rises_with_depth(t).tolist()
+    [True]
+    """
+    return by_layer.sort_values("layer").groupby(list(by), sort=False)[value].apply(
+        lambda v: bool(np.all(np.diff(v.to_numpy()) >= 0)))
+
+
 def as_grids(df: pd.DataFrame, value: str, by: str | Sequence[str] | None = None
              ) -> dict[str, np.ndarray]:
     """``{title: (layers, heads)}`` panels for ``plotting.grid.head_grids``, one per group

@@ -6,7 +6,7 @@ to special tokens by layer before and after fine-tuning (Figure 6), and where th
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
 import numpy as np
 import pandas as pd
@@ -36,22 +36,42 @@ def _shared_legend(fig, ax, title: str):
     return legend_below(fig, handles, labels, title, fontsize=7)
 
 
-def training_curves(curves: pd.DataFrame, *, by: str = "task", line: Sequence[str] = ("init", "seed"),
-                    value: str = "loss", ncols: int = 3, title: str = "") -> object:
-    """One panel per ``by`` value: ``value`` (default the training loss) against ``step``, one
-    line per combination of the ``line`` columns (e.g. pre-trained vs random init, seeds).
+_STYLES = ("-", "--", ":", "-.")
 
-    curves: long table with ``by``, the ``line`` columns, ``step`` and ``value`` (rows where
-    ``value`` is missing, e.g. the evaluation rows of a Trainer log, are skipped).
+
+def training_curves(curves: pd.DataFrame, *, by: str = "task", colour: str = "init",
+                    style: str = "seed", value: str = "loss",
+                    metric: Mapping[str, str] | None = None, ncols: int = 3,
+                    title: str = "") -> object:
+    """One panel per ``by`` value: ``value`` (default the training loss) against ``step``, one
+    colour per ``colour`` value (the same colour in every panel: pre-trained vs random init)
+    and one line style per ``style`` value (seeds); with ``metric`` (``{task: "eval_f1"}``),
+    that dev metric after each epoch as markers on a right-hand axis, so a falling loss can be
+    read against what it bought on dev.
+
+    curves: long table with ``by``, ``colour``, ``style``, ``step`` and ``value`` (rows where
+    ``value`` is missing, e.g. the evaluation rows of a Trainer log, are not drawn as loss).
     """
     groups = list(dict.fromkeys(curves[by]))
+    colours = {c: _COLOURS[k % len(_COLOURS)]
+               for k, c in enumerate(sorted(dict.fromkeys(curves[colour].astype(str))))}
+    styles = {s: _STYLES[k % len(_STYLES)]
+              for k, s in enumerate(sorted(dict.fromkeys(curves[style].astype(str))))}
     fig, axes = _panels(len(groups), ncols)
     for ax, g in zip(axes, groups, strict=False):
-        part = curves[(curves[by] == g) & curves[value].notna()]
-        for k, (key, sub) in enumerate(part.groupby(list(line), sort=True)):
-            key = key if isinstance(key, tuple) else (key,)
-            ax.plot(sub["step"], sub[value], lw=1.0, color=_COLOURS[k % len(_COLOURS)],
-                    label=", ".join(str(x) for x in key))
+        part = curves[curves[by] == g]
+        loss = part[part[value].notna()]
+        for (c, s), sub in loss.groupby([colour, style], sort=True):
+            ax.plot(sub["step"], sub[value], lw=1.0, color=colours[str(c)],
+                    ls=styles[str(s)], label=f"{c}, {s}")
+        col = (metric or {}).get(g)
+        if col and col in part.columns:
+            right = ax.twinx()
+            for (c, s), sub in part[part[col].notna()].groupby([colour, style], sort=True):
+                right.plot(sub["step"], sub[col], marker="o", ms=3, lw=0.6,
+                           color=colours[str(c)], ls=styles[str(s)])
+            right.set_ylabel(f"dev {col.removeprefix('eval_')} (markers)", fontsize=7)
+            right.tick_params(labelsize=7)
         ax.set_title(str(g), fontsize=9)
         ax.set_xlabel("step", fontsize=8)
         ax.set_ylabel(value, fontsize=8)
