@@ -304,7 +304,7 @@ for mode in mode_list:
         panels[title] = disabling.head_grid(t, "delta")
         dots[title] = disabling.head_grid(t, "holm") > 0
     fig = plots.head_change_grids(
-        panels, significant=dots, boxes={k: watch for k in panels}, ncols=4,
+        panels, significant=dots, boxes={k: watch for k in panels}, ncols=3,
         suptitle=f"Change of the dev metric (points) when one head of fine-tuned {lm.label} is "
                  f"disabled ({mode})\ndot: Holm p < {alpha}; box: FrameNet heads "
                  f"{', '.join(watch_labels)}")
@@ -457,8 +457,10 @@ run.table(pruning_summary, "pruning_summary", key=["task", "seed", "n_removed"],
           caption=f"Pruning in importance order vs {n_random_orders} random orders, dev metric "
                   f"(points), fine-tuned {lm.label}")
 curves["title"] = [f"{t} ({m})" for t, m in zip(curves["task"], curves["metric"], strict=True)]
+floor = {task: glue_metrics.constant_score(task, dev_sets[(task, s)].labels)
+         for task, s in dict.fromkeys(zip(curves["task"], curves["seed"], strict=True))}
 fig = plots.pruning_curves_plot(
-    curves, suptitle=f"Pruning heads of fine-tuned {lm.label} ({prune_mode}): Michel et al. "
+    curves, floor=floor, suptitle=f"Pruning heads of fine-tuned {lm.label} ({prune_mode}): Michel et al. "
                      f"importance order (solid, estimated on {importance_split})\nvs "
                      f"{n_random_orders} random order(s) (dashed: mean; grey: range)")
 run.figure(fig, "pruning_curves")

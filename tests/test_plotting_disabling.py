@@ -32,6 +32,9 @@ def test_head_change_grids_marks_significant_heads_and_boxes():
     assert set(axes) == {"MRPC", "RTE"}
     lo, hi = axes["MRPC"].get_images()[0].get_clim()
     assert (lo, hi) == (-4.0, 4.0)  # symmetric around 0: white means "no change"
+    # one scale for every panel, so equal colours are equal changes
+    small = plots.head_change_grids({"MRPC": a, "STS-B": a / 4})
+    assert {ax.get_images()[0].get_clim() for ax in _panels(small).values()} == {(-4.0, 4.0)}
     (dots,) = axes["MRPC"].lines
     assert list(dots.get_xdata()) == [2] and list(dots.get_ydata()) == [1]  # (head, layer)
     assert not axes["RTE"].lines
@@ -84,4 +87,24 @@ def test_pruning_curves_plot_importance_random_mean_and_band():
     (band,) = ax.collections  # the random orders' min-max band
     ys = band.get_paths()[0].vertices[:, 1]
     assert ys.min() == 40 and ys.max() == 70
+    assert ax.get_xlim() == (-3, 103) and ax.get_legend() is None  # the legend is the figure's
+    assert fig.legends
     fig.savefig(io.BytesIO(), format="png")
+
+
+def test_pruning_curves_plot_floor_and_undefined_steps():
+    rows = [{"task": "STS-B", "seed": 42, "order": "importance", "repeat": 0, "fraction": f,
+             "value": v} for f, v in ((0.0, 80.0), (0.5, 40.0), (1.0, float("nan")))]
+    fig = plots.pruning_curves_plot(pd.DataFrame(rows), floor={"STS-B": 0.0})
+    ax = _panels(fig)["STS-B"]
+    dotted = [line for line in ax.lines if line.get_linestyle() == ":"]
+    assert len(dotted) == 1 and list(dotted[0].get_ydata()) == [0.0, 0.0]
+    crosses = [line for line in ax.lines if line.get_marker() == "x"]
+    assert len(crosses) == 1 and list(crosses[0].get_xdata()) == [100.0]
+
+
+def test_head_change_grids_of_fifteen_models_fit_2000_pixels():
+    panels = {f"task {k}": np.random.default_rng(k).normal(size=(6, 12)) for k in range(15)}
+    fig = plots.head_change_grids(panels, ncols=3)
+    width_px = fig.get_size_inches()[0] * 130  # notebook 07 saves at run.figure's dpi
+    assert width_px <= 2000, width_px

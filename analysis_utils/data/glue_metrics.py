@@ -34,7 +34,8 @@ from scipy import stats
 from sklearn import metrics as skm
 
 __all__ = ["GlueTask", "TASKS", "METRICS", "PAPER_TASKS", "EXCLUDED_BY_PAPER", "accuracy", "f1",
-           "pearson", "spearman", "matthews", "compute_metrics", "primary_metric", "task_table",
+           "pearson", "spearman", "matthews", "compute_metrics", "constant_score", "primary_metric",
+           "task_table",
            "paper_cell"]
 
 
@@ -167,6 +168,24 @@ def compute_metrics(task: str, predictions, labels) -> dict[str, float]:
     """
     spec = _task(task)
     return {name: METRICS[name](labels, predictions) for name in spec.metrics}
+
+
+def constant_score(task: str, labels) -> float:
+    """The task's primary metric (x100) for the best constant prediction on ``labels``: every
+    class tried for a classification task (the majority class for accuracy, the positive
+    class for MRPC's F1, 0 for Matthews); NaN for STS-B, whose correlations are undefined for a
+    constant. What a model with every head removed can fall to, not below.
+
+    >>> constant_score("RTE", [0, 1, 1, 1])
+    75.0
+    """
+    t = _task(task)
+    if t.is_regression:
+        return float("nan")
+    y = np.asarray(labels).reshape(-1)
+    metric = primary_metric(task)
+    return 100 * max(compute_metrics(task, np.full_like(y, c), y)[metric]
+                     for c in range(t.num_labels))
 
 
 def primary_metric(task: str) -> str:

@@ -23,7 +23,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from .grid import LABEL_SIZE, MARK, TICK_SIZE, TITLE_SIZE, head_grids
+from .grid import LABEL_SIZE, MARK, TICK_SIZE, TITLE_SIZE, head_grids, legend_below
 
 GAIN_CMAP = "RdBu"  # blue: disabling helps, red: it hurts
 
@@ -31,14 +31,19 @@ GAIN_CMAP = "RdBu"  # blue: disabling helps, red: it hurts
 def head_change_grids(panels: Mapping[str, np.ndarray], *,
                       significant: Mapping[str, np.ndarray] | None = None,
                       boxes: Mapping[str, Iterable[tuple[int, int]]] | None = None,
-                      ncols: int = 3, suptitle: str = "",
+                      ncols: int = 3, suptitle: str = "", cell: float = 0.32,
                       colorbar_label: str = "change when disabled (points)") -> Figure:
     """``panels``: title -> ``(layers, heads)`` change of the metric when each head alone is
-    disabled. Each panel has its own symmetric colour scale ``[-m, m]`` (tasks differ in how
-    much one head moves them). ``significant``: title -> boolean ``(layers, heads)``, a black
-    dot on each True cell; ``boxes``: title -> 0-based ``(layer, head)`` pairs to box."""
-    fig = head_grids(panels, ncols=ncols, cmap=GAIN_CMAP, symmetric=True, marks=None,
-                     colorbar="panel", colorbar_label=colorbar_label, suptitle=suptitle)
+    disabled, all on one symmetric colour scale ``[-m, m]`` (``m``: the largest absolute
+    change of any panel) with one colour bar, so equal colours are equal changes in every
+    panel. ``significant``: title -> boolean ``(layers, heads)``, a black dot on each True
+    cell; ``boxes``: title -> 0-based ``(layer, head)`` pairs to box. ``cell``: inches per
+    head (0.32: three 12-head panels in a row stay under 2,000 px at 130 dpi)."""
+    m = max(float(np.nanmax(np.abs(np.asarray(v, dtype=float)))) for v in panels.values())
+    m = m if np.isfinite(m) and m > 0 else 1.0
+    fig = head_grids(panels, ncols=ncols, cmap=GAIN_CMAP, vmin=-m, vmax=m, marks=None,
+                     colorbar="shared", colorbar_label=colorbar_label, suptitle=suptitle,
+                     cell=cell)
     axes = {ax.get_title(): ax for ax in fig.axes if ax.get_title()}
     for title in panels:
         ax = axes[title]
@@ -127,13 +132,17 @@ def layer_change_bars(table: pd.DataFrame, *, panel: str = "task", group: str = 
 
 def pruning_curves_plot(curves: pd.DataFrame, *, panel: str = "task", seed: str = "seed",
                         ncols: int = 5, suptitle: str = "",
-                        ylabel: str = "dev metric (points)") -> Figure:
+                        ylabel: str = "dev metric (points)",
+                        floor: Mapping[object, float] | None = None) -> Figure:
     """The metric against the share of heads removed, one panel per value of ``panel``:
     for each ``seed``, the curve in importance order (solid) and the mean of its random
     orders (dashed, same colour); grey band: the smallest to largest value of any random
     order of any seed. ``curves``: :func:`analyses.disabling.pruning_curves` rows (``order``,
     ``repeat``, ``fraction``, ``value``) with ``panel`` and ``seed`` columns; an optional
-    ``title`` column gives each panel's title."""
+    ``title`` column gives each panel's title. ``floor``: panel -> the best constant
+    predictor's value (a dotted line; where a metric is undefined for the model's outputs, a
+    cross on the x axis marks the step). Every panel spans 0-100% of the heads; one legend
+    below the panels, off the data."""
     names, fig, axes, ncols, nrows = _panel_grid(curves[panel], ncols, (2.7, 2.5), suptitle)
     for ax, name in zip(axes, names, strict=False):
         part = curves[curves[panel] == name]
@@ -152,8 +161,23 @@ def pruning_curves_plot(curves: pd.DataFrame, *, panel: str = "task", seed: str 
             if len(mean):
                 ax.plot(100 * mean.index.to_numpy(float), mean.to_numpy(), color=f"C{k}",
                         linestyle="--", linewidth=1, label=f"random orders (mean), seed {s}")
+        level = (floor or {}).get(name, np.nan)
+        if np.isfinite(level):
+            ax.axhline(level, color="0.3", linestyle=":", linewidth=1,
+                       label="constant predictor")
+        undefined = part[part["value"].isna()]["fraction"].unique()
+        if len(undefined):
+            ax.plot(100 * np.asarray(undefined, float), np.zeros(len(undefined)),
+                    linestyle="none", marker="x", color="0.3", markersize=4,
+                    transform=ax.get_xaxis_transform(), clip_on=False,
+                    label="metric undefined (constant outputs)")
+        ax.set_xlim(-3, 103)
         ax.set_xlabel("heads removed (%)", fontsize=LABEL_SIZE)
         ax.tick_params(labelsize=TICK_SIZE)
         _panel_title(ax, part, name)
-        ax.legend(fontsize=5.5, frameon=False, loc="lower left")
+    handles = {}
+    for ax in axes[:len(names)]:
+        for h, lab in zip(*ax.get_legend_handles_labels(), strict=True):
+            handles.setdefault(lab, h)
+    legend_below(fig, list(handles.values()), list(handles), fontsize=6)
     return _finish_grid(fig, axes, len(names), ncols, nrows, ylabel, suptitle)
