@@ -48,7 +48,8 @@ CUTS: dict[str, dict] = {
     "04": {"max_train": 24, "max_dev": 12, "max_test": 12, "min_count": 5},
     "05": {"n_segments": 8, "glue_max_examples": 2},
     "06": {**FINETUNE_PLAN, "n_examples": 8, "padded_examples": 4, "glue_max_examples": 4,
-           "cnn_epochs": 1, "framenet_max_sentences": 8},
+           "cnn_epochs": 1, "framenet_max_sentences": 8, "lr_check": "1e-4",
+           "lr_check_tasks": "SST-2"},
     # one disabling mode: the other ("zero") still runs in the pruning curves (prune_mode)
     "07": {**FINETUNE_PLAN, "modes": "uniform", "n_boot": 50, "importance_examples": 8,
            "prune_step": 0.5},
