@@ -10,7 +10,7 @@ unit and its cache key; a unit is any object with
   ``cache_dir`` and return a small JSON-able summary.
 
 Both backends run the same function around ``execute`` (:func:`execute_unit`): output of the
-unit (Python's and the C libraries', file descriptors 1 and 2) goes to its log,
+unit (Python's, its warnings, and the C libraries' on file descriptors 1 and 2) goes to its log,
 ``<cache>/runplan/logs/<key>.log`` (appended, one header per attempt), torch runs with
 ``num_cpus`` threads, and the summary gains where and how it ran (host, pid, seconds,
 torch threads, Ray's assigned resources and GPU ids). In-process units run one after the
@@ -40,6 +40,7 @@ import sys
 import time
 import traceback
 import uuid
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -139,7 +140,12 @@ def _output_to(log: Path) -> Iterator[None]:
         os.dup2(fh.fileno(), 1)
         os.dup2(fh.fileno(), 2)
         try:
-            with contextlib.redirect_stdout(fh), contextlib.redirect_stderr(fh):
+            with contextlib.redirect_stdout(fh), contextlib.redirect_stderr(fh), \
+                    warnings.catch_warnings():
+                # warnings too, even where a caller records them (pytest does)
+                warnings.showwarning = (lambda message, category, filename, lineno, file=None,
+                                        line=None: fh.write(warnings.formatwarning(
+                                            message, category, filename, lineno, line)))
                 yield
         finally:
             for stream in (sys.stdout, sys.stderr):
