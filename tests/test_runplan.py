@@ -350,6 +350,16 @@ def test_in_process_failures_are_retried_then_reported(tmp_path):
     assert lines[-1].endswith(f"log: {bad.log}") and "FAILED after 3 attempt(s)" in lines[-1]
 
 
+def test_a_unit_no_node_can_hold_is_refused_not_left_waiting(ray_with_gpus, tmp_path):
+    jobs = _probes(tmp_path / "barrier", 1, num_cpus=8)
+    with pytest.raises(ValueError, match="asks for 8 CPU.* largest has 4 CPUs.*num_threads"):
+        execute.run_units(jobs, tmp_path, backend="ray", out=lambda line: None)
+    jobs = _probes(tmp_path / "barrier", 1)
+    with pytest.raises(ValueError, match="asks for 1 CPU.* and 3.0 GPU"):
+        execute.run_units(jobs, tmp_path, backend="ray", gpus_per_unit=3.0,
+                          out=lambda line: None)
+
+
 def test_a_cache_the_workers_cannot_see_is_refused(ray_with_gpus, tmp_path, monkeypatch):
     # the driver's token goes where the workers do not look: as if the cache folder were a
     # local disk of the driver's machine that the other nodes do not mount

@@ -294,7 +294,15 @@ def ray_session(address: str | None = None, **init_kwargs) -> Iterator[object]:
     if started:
         init_kwargs.setdefault("include_dashboard", False)
         init_kwargs.setdefault("log_to_driver", False)
-        ray.init(address=address, **init_kwargs)
+        try:
+            ray.init(address=address, **init_kwargs)
+        except Exception as err:  # noqa: BLE001 - ConnectionError, RuntimeError, ...
+            where = address or os.environ.get("RAY_ADDRESS")
+            raise RuntimeError(
+                (f"could not join the Ray cluster at {where}" if where
+                 else "could not start a local Ray instance")
+                + f" ({type(err).__name__}: {err}); check the address (`ray status` on the "
+                "head node), or run the plan in this process with --in-process") from err
     try:
         yield ray
     finally:
@@ -302,18 +310,37 @@ def ray_session(address: str | None = None, **init_kwargs) -> Iterator[object]:
             ray.shutdown()
 
 
+def _check_feasible(jobs: Sequence[Job], gpus: Callable[[Job], float],
+                    nodes: list[dict]) -> None:
+    """Refuse units no node of the cluster can hold (Ray would wait for them forever)."""
+    for job in jobs:
+        cpus, share = job.unit.num_cpus, gpus(job)
+        if not any(n.get("CPU", 0) >= cpus and n.get("GPU", 0) >= share for n in nodes):
+            most = max((n.get("CPU", 0) for n in nodes), default=0)
+            raise ValueError(
+                f"{job.unit.label} asks for {cpus} CPU(s)"
+                + (f" and {share} GPU(s)" if share else "")
+                + f", which no node of the Ray cluster has (the largest has {most:g} CPUs): "
+                "lower the notebooks' num_threads (-p num_threads=N) or --gpus-per-unit, or "
+                "add a larger node")
+
+
 def _run_ray(jobs: Sequence[Job], cache_dir: str, retries: int, progress: _Progress,
              gpus_per_unit: float | None) -> list[Outcome]:
     import ray
 
     has_gpus = ray.cluster_resources().get("GPU", 0) > 0
+
+    def gpus(job: Job) -> float:
+        share = gpus_per_unit if gpus_per_unit is not None else job.unit.gpu_share
+        return share if has_gpus else 0
+
+    _check_feasible(jobs, gpus, [n["Resources"] for n in ray.nodes() if n.get("Alive")])
     remote = ray.remote(max_retries=0)(_ray_task)  # retries are counted here, same as in-process
     token = write_token(cache_dir)
     try:
         def submit(job: Job, attempt: int):
-            share = gpus_per_unit if gpus_per_unit is not None else job.unit.gpu_share
-            return remote.options(num_cpus=job.unit.num_cpus,
-                                  num_gpus=share if has_gpus else 0,
+            return remote.options(num_cpus=job.unit.num_cpus, num_gpus=gpus(job),
                                   name=f"plan:{job.unit.label}").remote(
                 job.unit, job.key, cache_dir, attempt, token)
 

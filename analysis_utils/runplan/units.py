@@ -278,7 +278,7 @@ def describe(entries: list[Entry]) -> str:
             f"{e.key_inputs['train']['n']} x {e.unit.settings.epochs}"
         cost = "?" if e.estimate_s is None else duration(e.estimate_s)
         rows.append((e.unit.label, status, work, cost, e.estimate_from or "-",
-                     ",".join(e.unit.notebooks), e.key or e.error or ""))
+                     ",".join(e.unit.notebooks), e.key or "? (below)"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=False)) + "  " + r[-1]
              for r in rows]
@@ -292,7 +292,12 @@ def describe(entries: list[Entry]) -> str:
     damaged = [e for e in entries if e.damaged]
     if damaged:
         total += (f"; {len(damaged)} damaged (weights cut off): `plan run` trains them again")
-    return "\n".join(lines + [total])
+    errors: dict[str, list[str]] = {}
+    for e in entries:
+        if e.error:
+            errors.setdefault(e.error, []).append(e.unit.label)
+    notes = [f"no key for {', '.join(labels)}: {error}" for error, labels in errors.items()]
+    return "\n".join(lines + [total] + notes)
 
 
 def cache_folder(entry: Entry, cache_dir: str | os.PathLike | None = None) -> Path:
