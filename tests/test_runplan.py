@@ -204,7 +204,8 @@ def test_ray_local_run_equals_the_in_process_run_bit_for_bit(tiny_plan, tmp_path
     lines = []
     on_ray = execute.run_units([execute.Job(e.unit, e.key) for e in before], tmp_path,
                                backend="ray", out=lines.append)
-    assert len(lines) == 2 and all(o.ok and o.attempts == 1 for o in on_ray)
+    assert lines[0].startswith("[plan] Ray: 1 node(s), ") and "0 GPUs" in lines[0]
+    assert len(lines) == 3 and all(o.ok and o.attempts == 1 for o in on_ray)
     for o in on_ray:  # no GPU on this cluster: one CPU each, no GPU asked for
         assert o.summary["resources"] == {"CPU": 1.0} and o.summary["gpu_ids"] == []
         assert o.summary["torch_threads"] == 1 and o.summary["pid"] != os.getpid()

@@ -391,5 +391,10 @@ def run_units(jobs: Sequence[Job], cache_dir: str | os.PathLike, *, backend: str
         return []
     if backend == "inprocess":
         return _run_inprocess(jobs, cache_dir, retries, progress)
-    with ray_session(address, **(ray_init or {})):
+    t0 = time.perf_counter()
+    with ray_session(address, **(ray_init or {})) as ray:
+        res = ray.cluster_resources()
+        out(f"[plan] Ray: {len([n for n in ray.nodes() if n.get('Alive')])} node(s), "
+            f"{res.get('CPU', 0):g} CPUs, {res.get('GPU', 0):g} GPUs "
+            f"(connected in {time.perf_counter() - t0:.1f} s)")
         return _run_ray(jobs, cache_dir, retries, progress, gpus_per_unit)
