@@ -31,7 +31,9 @@ def _parser() -> argparse.ArgumentParser:
         prog="python -m analysis_utils plan",
         description="The fine-tunes notebooks 06 and 07 need, as units computed ahead of them.",
         epilog=USAGE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("action", choices=("show", "run"))
+    ap.add_argument("action", choices=("show", "run"),
+                    help="show: list the units, cached or left, with an estimated cost; "
+                         "run: show, then compute what is left")
     ap.add_argument("--profile", default="default", choices=sorted(profiles.PROFILES))
     ap.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
                     help="override a parameter of notebooks 06/07, as `run -p` does")
