@@ -67,7 +67,6 @@ class FinetuneUnit:
     data_dir: str | None = None
     notebooks: tuple[str, ...] = field(default=(), compare=False)
 
-    kind = "finetune"
     #: GPUs a unit asks for where the cluster has any: two fine-tunes share one GPU.
     gpu_share = 0.5
 
