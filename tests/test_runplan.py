@@ -209,6 +209,7 @@ def test_ray_local_run_equals_the_in_process_run_bit_for_bit(tiny_plan, tmp_path
     for o in on_ray:  # no GPU on this cluster: one CPU each, no GPU asked for
         assert o.summary["resources"] == {"CPU": 1.0} and o.summary["gpu_ids"] == []
         assert o.summary["torch_threads"] == 1 and o.summary["pid"] != os.getpid()
+        assert o.summary["niceness"] == os.nice(0)  # the priority of an in-process run
     for e in before:
         weights, arrays, record = _entry_files(tmp_path, e.key)
         weights0, arrays0, record0 = _entry_files(cache, e.key)

@@ -13,7 +13,8 @@ Both backends run the same function around ``execute`` (:func:`execute_unit`): o
 unit (Python's, its warnings, and the C libraries' on file descriptors 1 and 2) goes to its log,
 ``<cache>/runplan/logs/<key>.log`` (appended, one header per attempt), torch runs with
 ``num_cpus`` threads, and the summary gains where and how it ran (host, pid, seconds,
-torch threads, Ray's assigned resources and GPU ids). In-process units run one after the
+torch threads, niceness, Ray's assigned resources and GPU ids). A local Ray instance started
+here runs its workers at niceness 0, as an in-process run (Ray's default is 15). In-process units run one after the
 other in plan order on this machine's device ("" : CUDA when available). Ray tasks are
 submitted in plan order and run as resources allow: ``num_cpus`` each, and ``gpu_share`` GPUs
 where the cluster has GPUs (a unit then runs on CUDA when its node has it, else on the CPU).
@@ -173,7 +174,7 @@ def execute_unit(unit, key: str, cache_dir: str, device: str, attempt: int = 1,
                  token: dict | None = None, where: dict | None = None) -> dict:
     """Run ``unit.execute(key, cache_dir, device)`` with its output in its log and torch on
     ``unit.num_cpus`` threads; returns its summary plus ``host``, ``pid``, ``seconds``,
-    ``torch_threads`` and ``where`` (Ray's resources). ``token``: check the shared cache
+    ``torch_threads``, ``niceness`` and ``where`` (Ray's resources). ``token``: check the shared cache
     first (:func:`check_shared`). Exceptions propagate, their traceback written to the log."""
     if token is not None:
         check_shared(token)
@@ -195,7 +196,7 @@ def execute_unit(unit, key: str, cache_dir: str, device: str, attempt: int = 1,
         seconds = time.perf_counter() - t0
         print(f"=== done in {seconds:.1f} s: {json.dumps(summary, default=str)}", flush=True)
     return {**summary, "host": socket.gethostname(), "pid": os.getpid(), "seconds": seconds,
-            "torch_threads": threads, **(where or {})}
+            "torch_threads": threads, "niceness": os.nice(0), **(where or {})}
 
 
 def _ray_task(unit, key: str, cache_dir: str, attempt: int, token: dict) -> dict:
@@ -294,6 +295,11 @@ def ray_session(address: str | None = None, **init_kwargs) -> Iterator[object]:
     if started:
         init_kwargs.setdefault("include_dashboard", False)
         init_kwargs.setdefault("log_to_driver", False)
+        if not (address or os.environ.get("RAY_ADDRESS")):
+            # A local instance's workers run at the priority an in-process run has; Ray's
+            # default (niceness 15) makes them yield to every other job on the machine. A
+            # cluster keeps what `ray start` set.
+            init_kwargs.setdefault("_system_config", {"worker_niceness": 0})
         try:
             ray.init(address=address, **init_kwargs)
         except Exception as err:  # noqa: BLE001 - ConnectionError, RuntimeError, ...
