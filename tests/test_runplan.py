@@ -399,3 +399,24 @@ def test_bad_calls_say_how_to_fix_them(tmp_path, monkeypatch, capsys):
     args = cli._parser().parse_args(["run", "--in-process", "--address", "10.0.0.1:6379"])
     with pytest.raises(ValueError, match="exclude each other"):
         cli._backend(args)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)  # no cluster named, no Ray: in-process
+    assert cli._backend(cli._parser().parse_args(["run"])) == "inprocess"
+    assert "Ray is not installed" in capsys.readouterr().out
+
+
+@pytest.mark.packaged_model
+@pytest.mark.gold_data
+def test_plan_run_exits_1_naming_each_failed_unit_and_its_log(tiny_plan, tmp_path,
+                                                               monkeypatch, capsys):
+    """A unit that cannot run (its cache folder is a file) is tried twice, then listed with
+    its error and log; nothing is hidden and the exit status says so."""
+    monkeypatch.setenv(paths.CACHE_ENV, str(tmp_path))
+    (tmp_path / "finetune").write_text("not a folder")
+    args = ["run", "--profile", "smoke", "--in-process", *TINY_ARGS,
+            "-p", "multi_seed_tasks="]  # one unit: MRPC, seed 42
+    assert cli.main(args) == 1
+    captured = capsys.readouterr()
+    assert "1 units for notebooks" in captured.out, captured.err
+    [log] = (tmp_path / "runplan" / "logs").glob("*.log")
+    assert "FAILED after 2 attempt(s)" in captured.out and f"log: {log}" in captured.err
+    assert log.read_text().count("Traceback") == 2 and "FileExistsError" in captured.err
