@@ -386,6 +386,11 @@ def test_check_shared_accepts_the_drivers_token_only(tmp_path):
         execute.check_shared(token)
 
 
+def test_a_profile_without_notebooks_06_07_has_nothing_to_plan(capsys):
+    assert cli.main(["run", "--profile", "base"]) == 0
+    assert "runs neither of notebooks 06 and 07: nothing to plan" in capsys.readouterr().out
+
+
 def test_bad_calls_say_how_to_fix_them(tmp_path, monkeypatch, capsys):
     with pytest.raises(ValueError, match="choose one of inprocess, ray"):
         execute.run_units([], tmp_path, backend="dask")

@@ -82,6 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     except (ParameterError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
+    if not planned:
+        print(f"[plan] profile {args.profile!r} runs neither of notebooks "
+              f"{' and '.join(units.PLAN_NOTEBOOKS)}: nothing to plan", flush=True)
+        return 0
     cache = paths.cache_dir()
     print(f"[plan] profile {args.profile!r}: {len(planned)} units for notebooks "
           f"{', '.join(units.PLAN_NOTEBOOKS)}; cache {cache}", flush=True)
