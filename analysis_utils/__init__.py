@@ -11,6 +11,8 @@ against them), ``readme`` (the README's generated tables), ``notebook`` (what ev
 (rendered notebooks whose code changed since), ``links`` (the published repository),
 ``imports`` (the import graph and the layers: base < engine < data < training < analyses <
 plotting < driver; nothing imports upward, see the Architecture section of README.md).
+``runplan`` (driver layer): the fine-tunes notebooks 06-07 need, computed ahead of them on
+Ray or in-process (``python -m analysis_utils plan show|run``).
 """
 
 __version__ = "0.1.0"

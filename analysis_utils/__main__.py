@@ -19,6 +19,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                 "check a rerun's results/*.csv against the committed ones, within tolerance"),
     "report": (".readme", "cli",
                "the runtime table from results/*_provenance.json (--readme writes README.md)"),
+    "plan": (".runplan.cli", "main",
+             "the fine-tunes notebooks 06-07 need, as units: `plan show` lists what is cached\n"
+             "and left, `plan run` computes what is left (Ray local, --address, --in-process)"),
     "atlas": (".atlas", "cli",
               "write the head atlas, one self-contained HTML page per model (--profile P)"),
     "fetch-data": (".data.manifest", "cli",

@@ -253,6 +253,33 @@ def test_half_written_entries_never_read_as_complete(mrpc_run, tiny_model_dir, d
     assert weights_fingerprint(fixed2.model) == weights_fingerprint(ft.model)
 
 
+@pytest.mark.parametrize("damage", ["truncated", "header only", "missing"])
+def test_unreadable_weights_are_dropped_and_trained_again(mrpc_run, tiny_model_dir, data,
+                                                           tmp_path, monkeypatch, damage):
+    """A cached entry whose ``model.safetensors`` cannot be read (cut off by a full disk or a
+    copy that stopped, or gone) counts as missing: a warning, then the same model again."""
+    ft, _ = mrpc_run
+    cache = tmp_path / "cache"
+    entry = cache / "finetune" / ft.key
+    shutil.copytree(ft.folder, entry)
+    weights = entry / "model.safetensors"
+    if damage == "missing":
+        weights.unlink()
+    else:
+        blob = weights.read_bytes()
+        weights.write_bytes(blob[:len(blob) // 2] if damage == "truncated" else blob[:5])
+    assert finetune_cache.read_complete(entry, ft.key) is not None  # the marker cannot tell
+    calls = []
+    real_train = Trainer.train
+    monkeypatch.setattr(Trainer, "train",
+                        lambda self, *a, **k: calls.append(1) or real_train(self, *a, **k))
+    with pytest.warns(UserWarning, match="cannot be read"):
+        again = run(tiny_model_dir, "MRPC", data, cache)
+    assert calls == [1] and not again.from_cache
+    assert weights_fingerprint(again.model) == weights_fingerprint(ft.model)
+    assert run(tiny_model_dir, "MRPC", data, cache).from_cache  # the new entry reads back
+
+
 class Interrupt(TrainerCallback):
     """Stop training like a Ctrl-C right after optimiser step ``at``."""
 

@@ -35,3 +35,22 @@ def test_the_checks_find_what_they_look_for():
     assert imports.cycles(graph) == [
         ["analysis_utils.analyses.maptypes", "analysis_utils.data.labels"],
         ["analysis_utils.compare", "analysis_utils.report"]]
+
+
+def test_moved_modules_are_thin_re_exports_that_notebooks_still_need():
+    """A re-export kept at an old path (``imports.MOVED``) imports only the module it moved to,
+    and lives only while some notebook source still imports the old path."""
+    from analysis_utils import paths
+
+    graph = imports.import_graph()
+    modules = imports.package_modules(paths.REPO_ROOT)
+    notebooks = {p.name: imports.imports_of(p.read_text(), modules)
+                 for p in sorted(paths.NOTEBOOKS_DIR.glob("[0-9][0-9]_*.py"))}
+    for old, new in imports.MOVED.items():
+        assert old in graph and new in graph, (old, new)
+        parents = {n for n in graph if new.startswith(n + ".")}
+        assert graph[old] <= {new} | parents, (
+            f"{old} re-exports {new} and should import nothing else: {sorted(graph[old])}")
+        users = [name for name, found in notebooks.items() if old in found]
+        assert users, (f"no notebook imports {old} any more: delete the re-export "
+                       f"{modules[old]} and its entry in MOVED ({imports.__file__})")

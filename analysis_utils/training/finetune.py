@@ -314,22 +314,33 @@ def _finetuned_identity(lm: LoadedModel, task: str, seed: int, key: str, fingerp
                          "weights_fingerprint": fingerprint}}
 
 
+def _drop_entry(folder: Path, why: str) -> None:
+    """Warn that the cached entry ``folder`` is unusable (``why``) and remove it, so the caller
+    trains the model again."""
+    import warnings
+
+    warnings.warn(f"cached fine-tuned model in {folder} {why}; the entry is removed and the "
+                  "model trained again", stacklevel=4)
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 def _load_entry(folder: Path, key: str, record: dict, lm: LoadedModel,
                 device: torch.device) -> FineTuned | None:
-    """The cached FineTuned, or None (entry removed) when its weights do not match the
-    fingerprint recorded at writing time."""
+    """The cached FineTuned, or None (entry removed, with a warning) when its weights cannot be
+    read (a truncated or missing ``model.safetensors``: the marker does not checksum the
+    weights) or do not match the fingerprint recorded at writing time."""
+    from safetensors import SafetensorError
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-    model = AutoModelForSequenceClassification.from_pretrained(
-        folder, attn_implementation="eager").eval()
-    tokenizer = AutoTokenizer.from_pretrained(folder)
+    try:
+        model = AutoModelForSequenceClassification.from_pretrained(
+            folder, attn_implementation="eager").eval()
+        tokenizer = AutoTokenizer.from_pretrained(folder)
+    except (OSError, ValueError, SafetensorError) as err:
+        _drop_entry(folder, f"cannot be read ({type(err).__name__}: {err})")
+        return None
     if weights_fingerprint(model) != record["weights_fingerprint"]:
-        import warnings
-
-        warnings.warn(f"cached fine-tuned weights in {folder} do not match their recorded "
-                      "fingerprint; the entry is removed and the model trained again",
-                      stacklevel=3)
-        shutil.rmtree(folder, ignore_errors=True)
+        _drop_entry(folder, "has weights that do not match their recorded fingerprint")
         return None
     model.to(device)
     with np.load(folder / "predictions.npz") as z:

@@ -28,7 +28,7 @@ from .glue_data import examples_digest
 
 __all__ = ["FINETUNE_VERSION", "CACHE_SUBDIR", "BASELINE_SUBDIR", "cache_key", "model_key",
            "data_key", "versions", "write_json", "read_complete", "publish", "fresh_tmp",
-           "last_checkpoint"]
+           "last_checkpoint", "weights_complete"]
 
 #: Bumped whenever a change to fine-tuning (finetune, trainer, classifier, glue_data,
 #: baselines, this module) would change what a cached entry holds.
@@ -118,6 +118,25 @@ def read_complete(folder: Path, key: str) -> dict | None:
         return json.loads((folder / "result.json").read_text())
     except (OSError, ValueError):
         return None
+
+
+def weights_complete(folder: Path) -> bool:
+    """Whether ``folder/model.safetensors`` is whole: its header parses and the file is as long
+    as the header says (a cut-off copy is not). Reads the header only, not the tensors; a
+    same-size corruption is caught later, by the weights fingerprint when the entry is loaded."""
+    path = folder / "model.safetensors"
+    try:
+        size = path.stat().st_size
+        with open(path, "rb") as fh:
+            n = int.from_bytes(fh.read(8), "little")
+            if size < 8 + n:
+                return False
+            header = json.loads(fh.read(n))
+        end = max((t["data_offsets"][1] for name, t in header.items()
+                   if name != "__metadata__"), default=0)
+    except (OSError, ValueError, KeyError, TypeError, IndexError):
+        return False
+    return size == 8 + n + end
 
 
 def publish(tmp: Path, final: Path, key: str) -> None:

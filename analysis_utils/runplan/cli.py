@@ -1,0 +1,126 @@
+"""``python -m analysis_utils plan show|run [--profile P] [--address ADDR] [-p NAME=VALUE]``.
+
+``show`` lists the profile's units (:mod:`analysis_utils.runplan.units`), cached or left, with
+an estimated cost each. ``run`` computes what is left: on Ray when it is installed (a new local
+instance, or the cluster at ``--address`` / ``$RAY_ADDRESS``), else, or with ``--in-process``,
+in this process, one unit after the other; the notebooks then load the results from the
+cache. Exit status: 0 when every unit is cached at the end, 1 otherwise (each failed unit is
+listed with its log).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+from .. import paths, profiles
+from ..params import ParameterError
+
+USAGE_EPILOG = """examples:
+  python -m analysis_utils plan show --profile default
+  python -m analysis_utils plan run                      # Ray local when installed
+  python -m analysis_utils plan run --address 10.0.0.1:6379   # join a Ray cluster
+  python -m analysis_utils plan run --in-process -p tasks=MRPC
+On a cluster, BERTOLOGY_CACHE_DIR must be storage every node mounts at the same path."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(
+        prog="python -m analysis_utils plan",
+        description="The fine-tunes notebooks 06 and 07 need, as units computed ahead of them.",
+        epilog=USAGE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("action", choices=("show", "run"),
+                    help="show: list the units, cached or left, with an estimated cost; "
+                         "run: show, then compute what is left")
+    ap.add_argument("--profile", default="default", choices=sorted(profiles.PROFILES))
+    ap.add_argument("-p", "--param", action="append", default=[], metavar="NAME=VALUE",
+                    help="override a parameter of notebooks 06/07, as `run -p` does")
+    ap.add_argument("--address", default=None,
+                    help="Ray cluster to join (default: $RAY_ADDRESS, else a local instance)")
+    ap.add_argument("--in-process", action="store_true",
+                    help="run the units here, one after the other, without Ray")
+    ap.add_argument("--retries", type=int, default=1,
+                    help="further attempts of a failed unit (default 1)")
+    ap.add_argument("--gpus-per-unit", type=float, default=None,
+                    help="GPUs each unit asks for where the cluster has GPUs (default 0.5: "
+                         "two fine-tunes share a GPU)")
+    return ap
+
+
+def _backend(args) -> str:
+    """``"inprocess"`` or ``"ray"``; refuses --in-process with a cluster address, and a cluster
+    address without Ray installed."""
+    address = args.address or os.environ.get("RAY_ADDRESS")
+    if args.in_process:
+        if args.address:
+            raise ValueError("--in-process and --address exclude each other: drop one")
+        return "inprocess"
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        if address:
+            raise ValueError(
+                f"a Ray cluster was named ({address}) but Ray is not installed: "
+                "`pip install -e '.[distributed]'` (`make install` does it)") from None
+        print("[plan] Ray is not installed (pip install -e '.[distributed]'): running the "
+              "units in this process", flush=True)
+        return "inprocess"
+    return "ray"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Entry point of ``python -m analysis_utils plan``; returns the exit status."""
+    from ..pipeline import parse_overrides
+    from . import execute, units
+
+    args = _parser().parse_args(argv)
+    try:
+        extra = parse_overrides(args.param)
+        planned = units.build(args.profile, extra)
+    except (ParameterError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    if not planned:
+        print(f"[plan] profile {args.profile!r} runs neither of notebooks "
+              f"{' and '.join(units.PLAN_NOTEBOOKS)}: nothing to plan", flush=True)
+        return 0
+    cache = paths.cache_dir()
+    print(f"[plan] profile {args.profile!r}: {len(planned)} units for notebooks "
+          f"{', '.join(units.PLAN_NOTEBOOKS)}; cache {cache}", flush=True)
+    t0 = time.perf_counter()
+    entries = units.resolve(planned, cache)
+    print(units.describe(entries), flush=True)
+    if args.action == "show":
+        return 0
+    unknown = [e for e in entries if e.error]
+    if unknown:
+        print("error: cannot compute the cache key of "
+              + "; ".join(f"{e.unit.label} ({e.error})" for e in unknown), file=sys.stderr)
+        return 1
+    left = [e for e in entries if not e.cached]
+    if not left:
+        print(f"[plan] all {len(entries)} units cached; nothing to run "
+              f"({time.perf_counter() - t0:.1f} s)", flush=True)
+        return 0
+    try:
+        backend = _backend(args)
+        jobs = [execute.Job(e.unit, e.key) for e in left]
+        where = "in this process" if backend == "inprocess" else (
+            f"on Ray at {args.address or os.environ.get('RAY_ADDRESS')}"
+            if args.address or os.environ.get("RAY_ADDRESS") else "on Ray (local instance)")
+        print(f"[plan] running {len(jobs)} units {where}; logs in "
+              f"{execute.log_path(cache, '<key>')}", flush=True)
+        outcomes = execute.run_units(jobs, cache, backend=backend, address=args.address,
+                                     retries=args.retries, gpus_per_unit=args.gpus_per_unit)
+    except (execute.CacheNotShared, RuntimeError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    failed = [o for o in outcomes if not o.ok]
+    print(f"[plan] {len(outcomes) - len(failed)} of {len(outcomes)} units done in "
+          f"{time.perf_counter() - t0:.0f} s" + (f"; {len(failed)} FAILED:" if failed else ""),
+          flush=True)
+    for o in failed:
+        print(f"  {o.job.unit.label}: {o.error}; log: {o.log}", file=sys.stderr)
+    return 1 if failed else 0
