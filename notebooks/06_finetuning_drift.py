@@ -324,19 +324,16 @@ if len(multi):
 
 # %%
 lr_rows = []
-for task in plan.parse_tasks(lr_check_tasks) if lr_check else []:
-    if task not in task_list:
-        raise ValueError(f"lr_check_tasks names {task}, which is not among tasks {task_list}")
-    first_run = next(r for r in runs if r.task == task and r.init == "pretrained")
-    metric = glue_metrics.primary_metric(task)
-    lr_rows.append({"task": task, "lr": lr, "metric": metric,
-                    "value": 100 * fitted[first_run].metrics[metric]})
-    for rate in (float(x) for x in lr_check.split(",")):
-        other = plan.fit_run(first_run, model, plan.settings(epochs, batch_size, rate, max_tokens,
-                                                             warmup_ratio, num_threads),
-                             subset_seed=subset_seed, max_dev=max_dev, device=device)
-        lr_rows.append({"task": task, "lr": rate, "metric": metric,
-                        "value": 100 * other.metrics[metric]})
+for first_run, rate in plan.lr_check_runs(runs, lr_check, lr_check_tasks):
+    metric = glue_metrics.primary_metric(first_run.task)
+    if not any(r["task"] == first_run.task for r in lr_rows):  # the default rate's run, once
+        lr_rows.append({"task": first_run.task, "lr": lr, "metric": metric,
+                        "value": 100 * fitted[first_run].metrics[metric]})
+    other = plan.fit_run(first_run, model, plan.settings(epochs, batch_size, rate, max_tokens,
+                                                         warmup_ratio, num_threads),
+                         subset_seed=subset_seed, max_dev=max_dev, device=device)
+    lr_rows.append({"task": first_run.task, "lr": rate, "metric": metric,
+                    "value": 100 * other.metrics[metric]})
 if lr_rows:
     lr_table = pd.DataFrame(lr_rows)
     _ = run.table(lr_table, "lr_check", key=["task", "lr"], tolerance={"value": IGNORE},

@@ -27,7 +27,7 @@ from analysis_utils.runplan import cli, execute, finetunes, units
 # The smoke profile's plan cut to two MRPC fine-tunes (seeds 42, 43) on 16 examples, 1 epoch,
 # scored on 16 dev rows; given as `-p` gives them (text, typed per notebook).
 TINY = {"tasks": "MRPC", "multi_seed_tasks": "MRPC", "train_subsets": "MRPC:16",
-        "max_dev": "16", "random_init": "False"}
+        "max_dev": "16", "random_init": "False", "lr_check": ""}
 TINY_ARGS = [a for k, v in TINY.items() for a in ("-p", f"{k}={v}")]
 
 
@@ -37,19 +37,25 @@ def test_units_per_profile():
     smoke = units.build("smoke")
     assert [u.label for u in smoke] == [
         "MRPC/pretrained/seed42", "MRPC/pretrained/seed43", "STS-B/pretrained/seed42",
-        "MRPC/random/seed42", "STS-B/random/seed42"]
+        "MRPC/random/seed42", "STS-B/random/seed42", "MRPC/pretrained/seed42@lr0.0001"]
     assert {(u.model, u.run.max_train, u.max_dev, u.settings.epochs) for u in smoke} == {
         ("minilm", 64, 48, 1)}
-    assert [u.notebooks for u in smoke] == [("06", "07")] * 3 + [("06",)] * 2
+    assert [u.notebooks for u in smoke] == [("06", "07")] * 3 + [("06",)] * 3
 
     default = units.build("default")
-    assert len(default) == 12 and len(set(default)) == 12
-    pre = [u for u in default if u.run.init == "pretrained"]
+    assert len(default) == 24 and len(set(default)) == 24
+    main = [u for u in default if u.settings.learning_rate == 5e-5]
+    pre = [u for u in main if u.run.init == "pretrained"]
     assert [(u.run.task, u.run.seed, u.run.max_train) for u in pre] == [
-        ("MRPC", 42, None), ("MRPC", 43, None), ("STS-B", 42, None), ("SST-2", 42, 8000),
-        ("RTE", 42, None), ("RTE", 43, None), ("CoLA", 42, 4000)]
+        (t, s, n) for t, n in (("MRPC", None), ("STS-B", None), ("SST-2", 8000), ("RTE", None),
+                               ("CoLA", 4000)) for s in (42, 43, 44)]
     assert all(u.notebooks == ("06", "07") for u in pre)
-    assert [u.run.task for u in default if u.run.init == "random"] == [
+    # notebook 06's learning-rate check: RTE and CoLA's first seed at two other rates
+    check = [u for u in default if u.settings.learning_rate != 5e-5]
+    assert [(u.run.task, u.run.seed, u.settings.learning_rate) for u in check] == [
+        ("RTE", 42, 1e-4), ("RTE", 42, 2e-5), ("CoLA", 42, 1e-4), ("CoLA", 42, 2e-5)]
+    assert all(u.notebooks == ("06",) for u in check)
+    assert [u.run.task for u in main if u.run.init == "random"] == [
         "MRPC", "STS-B", "SST-2", "RTE", "CoLA"]
     s = default[0].settings  # the paper's recipe, one torch thread (notebook parameters)
     assert (s.epochs, s.batch_size, s.learning_rate, s.max_length, s.warmup_ratio,
@@ -96,7 +102,12 @@ def _notebook_units(prefix: str, p: dict) -> list[units.FinetuneUnit]:
             assigned[node.targets[0].id] = node.value
         if plan_call(node, "fit_run"):
             fits.append(node)
-    assert len(fits) == 1, f"{source.name} calls plan.fit_run {len(fits)} times: update the plan"
+    loops = {id(f): next(n for n in ast.walk(tree) if isinstance(n, ast.For)
+                         and f in list(ast.walk(n))) for f in fits}
+    checks = [f for f in fits if plan_call(loops[id(f)].iter, "lr_check_runs")]
+    fits = [f for f in fits if f not in checks]
+    assert len(fits) == 1 and len(checks) <= 1, (
+        f"{source.name} calls plan.fit_run {len(fits) + len(checks)} times: update the plan")
     [fit] = fits
     namespace = {**p, "plan": finetunes}
 
@@ -111,8 +122,19 @@ def _notebook_units(prefix: str, p: dict) -> list[units.FinetuneUnit]:
     assert plan_call(runs_node, "runs"), ast.unparse(runs_node)
     settings = value(assigned[settings_node.id])
     kw = {k.arg: value(k.value) for k in fit.keywords if k.arg != "progress"}
-    return [units.FinetuneUnit(value(model_node), r, settings, data_dir=str(paths.data_dir()),
-                               **kw) for r in value(runs_node)]
+    runs = value(runs_node)
+    out = [units.FinetuneUnit(value(model_node), r, settings, data_dir=str(paths.data_dir()),
+                              **kw) for r in runs]
+    for check in checks:  # for RUN, RATE in plan.lr_check_runs(runs, ...): plan.fit_run(RUN, ...)
+        loop = loops[id(check)]
+        run_name, rate_name = (t.id for t in loop.target.elts)
+        namespace[loop.iter.args[0].id] = runs
+        for r, rate in value(loop.iter):
+            namespace.update({run_name: r, rate_name: rate})
+            kw = {k.arg: value(k.value) for k in check.keywords if k.arg != "progress"}
+            out.append(units.FinetuneUnit(value(check.args[1]), r, value(check.args[2]),
+                                          data_dir=str(paths.data_dir()), **kw))
+    return out
 
 
 @pytest.mark.parametrize("profile", ["smoke", "default", "paper"])

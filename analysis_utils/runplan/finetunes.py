@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from ..data.glue_metrics import TASKS
 from ..training.finetune import FineTuned, FinetuneSettings, finetune, finetune_key
 
-__all__ = ["Run", "parse_tasks", "parse_seeds", "parse_limits", "runs", "settings", "fit_run",
+__all__ = ["Run", "parse_tasks", "parse_seeds", "parse_limits", "runs", "lr_check_runs",
+           "settings", "fit_run",
            "run_key"]
 
 
@@ -92,6 +93,31 @@ def runs(tasks: str, seeds: str, multi_seed_tasks: str = "", max_train: str = ""
            for t in task_list for s in (seed_list if t in multi else seed_list[:1])]
     if random_init:
         out += [Run(t, seed_list[0], "random", limits.get(t)) for t in task_list]
+    return out
+
+
+def lr_check_runs(planned: list[Run], rates: str, tasks: str) -> list[tuple[Run, float]]:
+    """Notebook 06's learning-rate check: for each task of ``tasks`` (``"RTE,CoLA"``), its
+    first pre-trained run of ``planned`` paired with each rate of ``rates`` (``"1e-4,2e-5"``;
+    ``""``: no check). A task the plan does not fine-tune is refused by name.
+
+    >>> planned = runs("RTE,CoLA", "42,43", "RTE", "CoLA:4000")
+    >>> [(r.task, r.seed, lr) for r, lr in lr_check_runs(planned, "1e-4", "CoLA")]
+    [('CoLA', 42, 0.0001)]
+    """
+    if not str(rates).strip():
+        return []
+    try:
+        values = [float(x) for x in _items(rates)]
+    except ValueError:
+        raise ValueError(f"lr_check must be comma-separated rates, got {rates!r}") from None
+    out = []
+    for task in parse_tasks(tasks):
+        first = next((r for r in planned if r.task == task and r.init == "pretrained"), None)
+        if first is None:
+            raise ValueError(f"lr_check_tasks names {task}, which the plan does not fine-tune "
+                             f"(tasks: {sorted({r.task for r in planned})})")
+        out += [(first, v) for v in values]
     return out
 
 

@@ -72,8 +72,11 @@ class FinetuneUnit:
 
     @property
     def label(self) -> str:
-        """``TASK/init/seedN``, as notebook 06 prints its runs."""
-        return f"{self.run.task}/{self.run.init}/seed{self.run.seed}"
+        """``TASK/init/seedN``, as notebook 06 prints its runs (``@lr`` added for a rate other
+        than the paper's 5e-5: notebook 06's learning-rate check)."""
+        lr = self.settings.learning_rate
+        return (f"{self.run.task}/{self.run.init}/seed{self.run.seed}"
+                + ("" if lr == 5e-5 else f"@lr{lr:g}"))
 
     @property
     def num_cpus(self) -> int:
@@ -154,14 +157,23 @@ def notebook_parameters(profile: str, extra: dict | None = None) -> dict[str, di
 def _units_of(prefix: str, p: dict, data_dir: str) -> list[FinetuneUnit]:
     """The fine-tunes notebook ``prefix`` makes with parameters ``p``: its ``plan.runs(...)``
     (06 adds ``random_init``; 07 has no such parameter and takes pre-trained runs only),
-    ``plan.settings(...)`` and ``plan.fit_run(...)`` calls, argument for argument."""
+    ``plan.settings(...)`` and ``plan.fit_run(...)`` calls, argument for argument; then 06's
+    learning-rate check (``plan.lr_check_runs``), the same runs at other rates."""
     runs = finetunes.runs(p["tasks"], p["seeds"], p["multi_seed_tasks"], p["train_subsets"],
                           p.get("random_init", False))
     settings = finetunes.settings(p["epochs"], p["batch_size"], p["lr"], p["max_tokens"],
                                   p["warmup_ratio"], p["num_threads"])
-    return [FinetuneUnit(p["model"], r, settings, subset_seed=p["subset_seed"],
-                         max_dev=p["max_dev"], device=p["device"], data_dir=data_dir,
-                         notebooks=(prefix,)) for r in runs]
+    out = [FinetuneUnit(p["model"], r, settings, subset_seed=p["subset_seed"],
+                        max_dev=p["max_dev"], device=p["device"], data_dir=data_dir,
+                        notebooks=(prefix,)) for r in runs]
+    for r, rate in finetunes.lr_check_runs(runs, p.get("lr_check", ""),
+                                           p.get("lr_check_tasks", "")):
+        rated = finetunes.settings(p["epochs"], p["batch_size"], rate, p["max_tokens"],
+                                   p["warmup_ratio"], p["num_threads"])
+        out.append(FinetuneUnit(p["model"], r, rated, subset_seed=p["subset_seed"],
+                                max_dev=p["max_dev"], device=p["device"], data_dir=data_dir,
+                                notebooks=(prefix,)))
+    return out
 
 
 def build(profile: str = "default", extra: dict | None = None,
