@@ -73,10 +73,10 @@ class FinetuneUnit:
     @property
     def label(self) -> str:
         """``TASK/init/seedN``, as notebook 06 prints its runs (``@lr`` added for a rate other
-        than the paper's 5e-5: notebook 06's learning-rate check)."""
+        than the paper's (``finetunes.settings()``'s default): notebook 06's learning-rate check)."""
         lr = self.settings.learning_rate
         return (f"{self.run.task}/{self.run.init}/seed{self.run.seed}"
-                + ("" if lr == 5e-5 else f"@lr{lr:g}"))
+                + ("" if lr == finetunes.settings().learning_rate else f"@lr{lr:g}"))
 
     @property
     def num_cpus(self) -> int:
