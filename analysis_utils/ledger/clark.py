@@ -385,6 +385,6 @@ def claims() -> list[Claim]:
         KOVALEVA_SECTION41["heterogeneous_share"], f"every paper task's share within "
         f"{100 * lo[1] - 5:.0f}-{100 * hi[1] + 5:.0f}% (the paper's range +- 5 points), in every "
         "classifier seed", "none: the map types of the random-weights control are not "
-        "classified", "seed agreement", _heterogeneous_pretrained,
+        "classified", "none (descriptive)", _heterogeneous_pretrained,
         ("05_type_proportions_by_seed.csv",), control=False))
     return out
