@@ -59,7 +59,7 @@ MODES = ("uniform", "zero")
 KINDS = ("baseline", "head", "layer", "pruned")
 
 __all__ = ["MODES", "Change", "baseline_change", "head_changes", "layer_changes",
-           "evaluate_changes", "predictions_from_logits", "Sweep", "sweep",
+           "evaluate_changes", "predictions_from_logits", "Sweep", "sweep", "sweep_table",
            "compare_to_baseline", "summarize", "seed_agreement", "head_grid",
            "head_importance", "normalize_importance", "importance_order", "importance_table",
            "pruning_steps", "pruning_curves"]
@@ -383,7 +383,10 @@ def _metric_name(metric: Metric, name: str | None) -> str:
     return name or getattr(metric, "__name__", "metric")
 
 
-def _table(changes: Sequence[Change], values: np.ndarray, metric_name: str) -> pd.DataFrame:
+def sweep_table(changes: Sequence[Change], values: np.ndarray,
+                metric_name: str) -> pd.DataFrame:
+    """The table of a sweep (see :class:`Sweep`) from its changes and metric values, baseline
+    first."""
     base = float(values[0])
     rows = []
     for change, value in zip(changes, values, strict=True):
@@ -427,7 +430,7 @@ def sweep(model, inputs, labels, metric: Metric, *, mode: str = "uniform", heads
     preds = predictions_from_logits(logits)
     values = np.array([metric(labels, p) for p in preds], dtype=float)
     name = _metric_name(metric, metric_name)
-    return Sweep(table=_table(changes, values, name), predictions=preds, labels=labels,
+    return Sweep(table=sweep_table(changes, values, name), predictions=preds, labels=labels,
                  logits=logits, changes=changes, seconds=seconds,
                  settings={"mode": mode, "fast": fast, "max_tokens": max_tokens,
                            "max_batch": max_batch, "n": len(labels),
