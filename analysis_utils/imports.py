@@ -55,9 +55,7 @@ TOP_LEVEL: dict[str, str] = {
 #: Old module -> the module it moved to, for thin re-exports kept at an old import path while
 #: notebooks still import it: the only upward imports :func:`upward_imports` allows.
 #: ``tests/test_imports.py`` fails once no notebook imports the old path (delete it then).
-MOVED: dict[str, str] = {
-    "analysis_utils.training.plan": "analysis_utils.runplan.finetunes",
-}
+MOVED: dict[str, str] = {}
 
 
 def package_modules(root: str | Path, package: str = PACKAGE) -> dict[str, Path]:

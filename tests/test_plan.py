@@ -28,10 +28,3 @@ def test_runs_cover_every_seed_on_multi_seed_tasks_only():
 def test_bad_plans_are_refused_with_the_expected_form(call, message):
     with pytest.raises(ValueError, match=message):
         call()
-
-
-def test_the_old_path_re_exports_the_same_functions():
-    from analysis_utils.runplan import finetunes
-    from analysis_utils.training import plan  # notebooks 06 and 07 import it so
-
-    assert all(getattr(plan, name) is getattr(finetunes, name) for name in finetunes.__all__)

@@ -27,7 +27,9 @@ from analysis_utils.runplan import cli, execute, finetunes, units
 # The smoke profile's plan cut to two MRPC fine-tunes (seeds 42, 43) on 16 examples, 1 epoch,
 # scored on 16 dev rows; given as `-p` gives them (text, typed per notebook).
 TINY = {"tasks": "MRPC", "multi_seed_tasks": "MRPC", "train_subsets": "MRPC:16",
-        "max_dev": "16", "random_init": "False", "lr_check": ""}
+        "max_dev": "16", "random_init": "False", "lr_check": "",
+        # notebook 07's measurements of each model (the study wave), kept as small
+        "importance_examples": "16", "n_random_orders": "1"}
 TINY_ARGS = [a for k, v in TINY.items() for a in ("-p", f"{k}={v}")]
 
 
@@ -138,6 +140,39 @@ def _notebook_units(prefix: str, p: dict) -> list[units.FinetuneUnit]:
 
 
 @pytest.mark.parametrize("profile", ["smoke", "default", "paper"])
+def test_study_units_measure_what_notebook_07_reads(profile):
+    """The study wave computes, for each model 07 loads, the parts with the settings 07's own
+    ``disabling_study.notebook_settings(...)`` call gives (read from its source and evaluated
+    with the profile's parameters), so the notebook finds them cached."""
+    from analysis_utils.analyses import disabling_study
+
+    p = units.notebook_parameters(profile).get("07")
+    studies = units.build_studies(profile)
+    if p is None:
+        assert studies == []
+        return
+    source = next(paths.NOTEBOOKS_DIR.glob("07_*.py"))
+    [call] = [n for n in ast.walk(ast.parse(source.read_text())) if isinstance(n, ast.Call)
+              and isinstance(n.func, ast.Attribute) and n.func.attr == "notebook_settings"]
+    runs = finetunes.runs(p["tasks"], p["seeds"], p["multi_seed_tasks"], p["train_subsets"])
+    expected = []
+    for r in runs:
+        namespace = {**p, "r": r, "runs": runs}
+
+        def value(node, namespace=namespace):
+            return eval(compile(ast.Expression(node), str(source), "eval"), namespace)  # noqa: S307
+
+        expected.append(disabling_study.notebook_settings(
+            *[value(a) for a in call.args], **{k.arg: value(k.value) for k in call.keywords}))
+    assert [u.settings for u in studies] == expected
+    assert [u.finetune.run for u in studies] == runs
+    assert len({u.settings.modes for u in studies}) == (1 if len(p["modes"].split(",")) == 1
+                                                        or not p["extras_first_seed_only"]
+                                                        or len(runs) == len({r.task for r in runs})
+                                                        else 2)
+
+
+@pytest.mark.parametrize("profile", ["smoke", "default", "paper"])
 def test_plan_is_what_the_notebooks_fine_tune(profile):
     """``plan run --profile P`` trains exactly the models notebooks 06 and 07 load under P."""
     params = units.notebook_parameters(profile)
@@ -191,10 +226,23 @@ def test_in_process_run_computes_what_is_left_and_show_says_so(tiny_plan, capsys
     monkeypatch.setenv(paths.CACHE_ENV, str(cache))
     assert cli.main(["show", "--profile", "smoke", *TINY_ARGS]) == 0
     out = capsys.readouterr().out
-    assert out.count(" cached ") == 2 and "2 units: 2 cached, 0 left" in out
-    # run: everything is cached, nothing starts
+    assert "2 units: 2 cached, 0 left" in out
+    assert "2 study units: 0 cached, 2 left" in out  # notebook 07's measurements: the 2nd wave
+    # run: the fine-tunes are cached; the studies run, on the first seed with both modes and
+    # the pruning curves, on the second with the paper's mode only (extras_first_seed_only)
     assert cli.main(["run", "--profile", "smoke", "--in-process", *TINY_ARGS]) == 0
-    assert "all 2 units cached; nothing to run" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "running 2 study units in this process" in out and "fine-tuning units" not in \
+        out.split("[plan] then")[1]
+    assert "seed42 study (uniform+zero +curves): done" in out
+    assert "seed43 study (uniform): done" in out
+    studies = units.resolve_studies(units.build_studies("smoke", TINY), cache)
+    assert all(e.cached for e in studies)
+    assert [sorted(e.parts) for e in studies] == [
+        ["curves", "importance", "sweep-uniform", "sweep-zero"], ["importance", "sweep-uniform"]]
+    # and then nothing starts
+    assert cli.main(["run", "--profile", "smoke", "--in-process", *TINY_ARGS]) == 0
+    assert "all 4 units cached; nothing to run" in capsys.readouterr().out
 
 
 @pytest.mark.packaged_model
@@ -274,7 +322,7 @@ def test_a_killed_plan_resumes_without_recomputing_what_finished(tmp_path):
     assert again.returncode == 0, again.stdout + again.stderr
     ran = [line for line in again.stdout.splitlines() if line.startswith("[plan] ") and "/" in
            line.split()[1]]
-    assert not any("MRPC/pretrained/seed42" in line for line in ran), ran
+    assert not any(line.split(":")[0].endswith("MRPC/pretrained/seed42") for line in ran), ran
     assert any("STS-B/pretrained/seed42: done" in line for line in ran), again.stdout
     assert complete.stat().st_mtime_ns == stamp  # the finished unit was not recomputed
     assert all(e.cached for e in units.resolve([e.unit for e in entries], tmp_path))
@@ -443,7 +491,8 @@ def test_plan_run_exits_1_naming_each_failed_unit_and_its_log(tiny_plan, tmp_pat
             "-p", "multi_seed_tasks="]  # one unit: MRPC, seed 42
     assert cli.main(args) == 1
     captured = capsys.readouterr()
-    assert "1 units for notebooks" in captured.out, captured.err
+    assert "1 fine-tuning units for notebooks" in captured.out, captured.err
+    assert "skipped, its fine-tune failed" in captured.out
     [log] = (tmp_path / "runplan" / "logs").glob("*.log")
     assert "FAILED after 2 attempt(s)" in captured.out and f"log: {log}" in captured.err
     assert log.read_text().count("Traceback") == 2 and "FileExistsError" in captured.err

@@ -20,7 +20,7 @@ from .. import paths
 from . import clark, kovaleva
 from .core import ALPHA, COLUMNS, MIN_SEEDS, VERDICTS, Claim, Outcome, Tables, evaluate
 
-__all__ = ["build", "claims", "counts", "wide", "findings_markdown", "ALPHA", "COLUMNS", "MIN_SEEDS", "VERDICTS", "Claim",
+__all__ = ["build", "notebook_rows", "claims", "counts", "wide", "findings_markdown", "ALPHA", "COLUMNS", "MIN_SEEDS", "VERDICTS", "Claim",
            "Outcome", "Tables", "evaluate"]
 
 
@@ -43,6 +43,24 @@ def build(folders: Sequence[str] | str, root: str | Path | None = None) -> pd.Da
                                     "run the notebooks first (`make reproduce`)")
         frames.append(evaluate(claims(), t))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
+
+
+def notebook_rows(prefix: str, folder: str | Path) -> pd.DataFrame:
+    """The ledger rows of notebook ``prefix``'s claims, judged on the tables in ``folder`` (its
+    own output folder, once ``run.finish()`` has written its provenance): what
+    :func:`build` gives for that notebook, since every family Holm corrects over lies within
+    one notebook. Shown at the end of notebooks 06 and 07, in place of a verdict of their own."""
+    t = Tables(folder)
+    if prefix not in t.notebooks:
+        raise FileNotFoundError(f"{folder} holds no {prefix}_provenance.json: call run.finish() "
+                                "before reading the notebook's verdicts")
+    own = [c for c in claims() if c.notebook == prefix]
+    fams = {c.family for c in own if c.family}
+    shared = [c.family for c in claims() if c.notebook != prefix and c.family in fams]
+    if shared:
+        raise ValueError(f"families {sorted(set(shared))} span several notebooks: judge them "
+                         "with ledger.build over the whole folder")
+    return evaluate(own, t)
 
 
 def counts(ledger: pd.DataFrame) -> pd.DataFrame:

@@ -1,6 +1,7 @@
 """``python -m analysis_utils plan show|run [--profile P] [--address ADDR] [-p NAME=VALUE]``.
 
-``show`` lists the profile's units (:mod:`analysis_utils.runplan.units`), cached or left, with
+``show`` lists the profile's units (:mod:`analysis_utils.runplan.units`): the fine-tunes, then
+notebook 07's measurements of each fine-tuned model (a second wave), cached or left, with
 an estimated cost each. ``run`` computes what is left: on Ray when it is installed (a new local
 instance, or the cluster at ``--address`` / ``$RAY_ADDRESS``), else, or with ``--in-process``,
 in this process, one unit after the other; the notebooks then load the results from the
@@ -11,6 +12,7 @@ listed with its log).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 import time
@@ -29,7 +31,8 @@ On a cluster, BERTOLOGY_CACHE_DIR must be storage every node mounts at the same 
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="python -m analysis_utils plan",
-        description="The fine-tunes notebooks 06 and 07 need, as units computed ahead of them.",
+        description="The fine-tunes notebooks 06 and 07 need, and 07's measurements of each "
+                    "fine-tuned model, as units computed ahead of them.",
         epilog=USAGE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("action", choices=("show", "run"),
                     help="show: list the units, cached or left, with an estimated cost; "
@@ -87,40 +90,70 @@ def main(argv: list[str] | None = None) -> int:
               f"{' and '.join(units.PLAN_NOTEBOOKS)}: nothing to plan", flush=True)
         return 0
     cache = paths.cache_dir()
-    print(f"[plan] profile {args.profile!r}: {len(planned)} units for notebooks "
+    print(f"[plan] profile {args.profile!r}: {len(planned)} fine-tuning units for notebooks "
           f"{', '.join(units.PLAN_NOTEBOOKS)}; cache {cache}", flush=True)
     t0 = time.perf_counter()
     entries = units.resolve(planned, cache)
     print(units.describe(entries), flush=True)
+    try:
+        studies = units.resolve_studies(units.build_studies(args.profile, extra), cache,
+                                        entries)
+    except (ParameterError, ValueError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    if studies:
+        print("[plan] then notebook 07's measurements of each fine-tuned model (disabling "
+              "sweeps, head importance, pruning curves), once its fine-tune is cached:",
+              flush=True)
+        print(units.describe_studies(studies), flush=True)
     if args.action == "show":
         return 0
-    unknown = [e for e in entries if e.error]
+    unknown = [e for e in [*entries, *studies] if e.error]
     if unknown:
         print("error: cannot compute the cache key of "
               + "; ".join(f"{e.unit.label} ({e.error})" for e in unknown), file=sys.stderr)
         return 1
     left = [e for e in entries if not e.cached]
-    if not left:
-        print(f"[plan] all {len(entries)} units cached; nothing to run "
+    left_studies = [e for e in studies if not e.cached]
+    if not left and not left_studies:
+        print(f"[plan] all {len(entries) + len(studies)} units cached; nothing to run "
               f"({time.perf_counter() - t0:.1f} s)", flush=True)
         return 0
     try:
         backend = _backend(args)
-        jobs = [execute.Job(e.unit, e.key) for e in left]
         where = "in this process" if backend == "inprocess" else (
             f"on Ray at {args.address or os.environ.get('RAY_ADDRESS')}"
             if args.address or os.environ.get("RAY_ADDRESS") else "on Ray (local instance)")
-        print(f"[plan] running {len(jobs)} units {where}; logs in "
-              f"{execute.log_path(cache, '<key>')}", flush=True)
-        outcomes = execute.run_units(jobs, cache, backend=backend, address=args.address,
-                                     retries=args.retries, gpus_per_unit=args.gpus_per_unit)
+        session = (execute.ray_session(args.address) if backend == "ray"
+                   else contextlib.nullcontext())
+        with session:
+            outcomes = []
+            if left:
+                jobs = [execute.Job(e.unit, e.key) for e in left]
+                print(f"[plan] running {len(jobs)} fine-tuning units {where}; logs in "
+                      f"{execute.log_path(cache, '<key>')}", flush=True)
+                outcomes += execute.run_units(jobs, cache, backend=backend,
+                                              address=args.address, retries=args.retries,
+                                              gpus_per_unit=args.gpus_per_unit)
+            failed_ft = {o.job.unit for o in outcomes if not o.ok}
+            ready = [e for e in left_studies if e.unit.finetune not in failed_ft]
+            for e in left_studies:
+                if e.unit.finetune in failed_ft:
+                    print(f"[plan] {e.unit.label}: skipped, its fine-tune failed", flush=True)
+            if ready:
+                jobs = [execute.Job(e.unit, e.key) for e in ready]
+                print(f"[plan] running {len(jobs)} study units {where}", flush=True)
+                outcomes += execute.run_units(jobs, cache, backend=backend,
+                                              address=args.address, retries=args.retries,
+                                              gpus_per_unit=args.gpus_per_unit)
     except (execute.CacheNotShared, RuntimeError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
     failed = [o for o in outcomes if not o.ok]
+    skipped = len(left_studies) - len(ready)
     print(f"[plan] {len(outcomes) - len(failed)} of {len(outcomes)} units done in "
-          f"{time.perf_counter() - t0:.0f} s" + (f"; {len(failed)} FAILED:" if failed else ""),
-          flush=True)
+          f"{time.perf_counter() - t0:.0f} s" + (f"; {len(failed)} FAILED:" if failed else "")
+          + (f"; {skipped} skipped" if skipped else ""), flush=True)
     for o in failed:
         print(f"  {o.job.unit.label}: {o.error}; log: {o.log}", file=sys.stderr)
-    return 1 if failed else 0
+    return 1 if failed or skipped else 0

@@ -1,7 +1,6 @@
 """Which fine-tuning runs notebooks 06 and 07 make, from their string parameters.
 
-(Moved here from ``training/plan.py``, which re-exports it while the notebooks import that
-path; the run plan, :mod:`analysis_utils.runplan.units`, builds its fine-tuning units from the
+(The run plan, :mod:`analysis_utils.runplan.units`, builds its fine-tuning units from the
 same functions, so ``plan run`` trains exactly the models the notebooks load.)
 
 Notebook parameters are plain literals (papermill), so the plan is spelled as strings:

@@ -24,6 +24,7 @@ Example::
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import statistics
@@ -38,7 +39,8 @@ from .execute import NotRetried
 
 __all__ = ["PLAN_NOTEBOOKS", "STATED_SECONDS_PER_EXAMPLE", "FinetuneUnit", "Entry",
            "notebook_parameters", "build", "resolve", "cached_rates", "describe", "duration",
-           "cache_folder"]
+           "cache_folder", "StudyUnit", "StudyEntry", "build_studies", "resolve_studies",
+           "describe_studies"]
 
 #: The notebooks whose work the plan computes ahead of them.
 PLAN_NOTEBOOKS = ("06", "07")
@@ -314,3 +316,172 @@ def describe(entries: list[Entry]) -> str:
 def cache_folder(entry: Entry, cache_dir: str | os.PathLike | None = None) -> Path:
     """Where ``entry``'s fine-tuned model is (or will be) cached."""
     return paths.cache_dir(cache_dir) / CACHE_SUBDIR / str(entry.key)
+
+
+# --- notebook 07's per-model studies: the second wave, after the fine-tunes ------------------
+
+
+@dataclass(frozen=True)
+class StudyUnit:
+    """Notebook 07's measurements of one fine-tuned model (its disabling sweeps, head
+    importance and pruning curves: :func:`analysis_utils.analyses.disabling_study.study`),
+    computed ahead of the notebook. ``finetune``: the unit that trains the model (it runs in
+    the first wave; here the model is loaded from the cache); ``settings``: what 07 measures
+    on it (:func:`~analysis_utils.analyses.disabling_study.notebook_settings`)."""
+
+    finetune: FinetuneUnit
+    settings: object  # disabling_study.StudySettings (not imported here: analyses load torch)
+    notebooks: tuple[str, ...] = field(default=("07",), compare=False)
+
+    gpu_share = 0.25  # evaluation only: four share a GPU
+
+    @property
+    def label(self) -> str:
+        parts = "+".join(self.settings.modes) + (" +curves" if self.settings.curves else "")
+        return f"{self.finetune.label} study ({parts})"
+
+    @property
+    def device(self) -> str:
+        return self.finetune.device
+
+    @property
+    def num_cpus(self) -> int:
+        return self.finetune.num_cpus
+
+    def key(self, finetuned_key: str | None = None) -> tuple[str, dict]:
+        """``(key, {"finetuned": key, "parts": {part: key}})``: the key names every part's
+        cache entry, so it changes when any of them would. ``finetuned_key``: the fine-tune's
+        key when already known (else computed: the encoder is loaded to fingerprint it)."""
+        from ..analyses import disabling_study
+
+        ft_key = finetuned_key or self.finetune.key()[0]
+        parts = {p: k for p, (k, _) in disabling_study.part_keys(
+            ft_key, self.finetune.run.task, self.settings, self.finetune.data_dir).items()}
+        digest = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
+        return f"{ft_key}-study-{digest[:12]}", {"finetuned": ft_key, "parts": parts}
+
+    def execute(self, key: str, cache_dir: str, device: str) -> dict:
+        """Load the fine-tuned model from the cache (trained first if it is missing) and
+        compute the parts that are not cached; returns seconds and cache hits per part."""
+        from ..analyses import disabling_study
+
+        f = self.finetune
+        ft = finetunes.fit_run(f.run, f.model, f.settings, subset_seed=f.subset_seed,
+                               max_dev=f.max_dev, device=device, progress=False,
+                               cache_dir=cache_dir, data_dir=f.data_dir)
+        got, _ = self.key()
+        if got != key:
+            raise NotRetried(f"{self.label}: this worker computed the key {got}, the driver "
+                             f"{key}; install the same commit and data on every node.")
+        st = disabling_study.study(ft, f.run.task, self.settings, cache_dir=cache_dir,
+                                   data_dir=f.data_dir)
+        return {"from_cache": all(st.from_cache.values()), "parts_from_cache": st.from_cache,
+                "seconds_by_part": st.seconds, "device": str(ft.device)}
+
+
+def build_studies(profile: str = "default", extra: dict | None = None,
+                  data_dir: str | os.PathLike | None = None) -> list[StudyUnit]:
+    """Notebook 07's per-model studies under ``profile`` (empty when it does not run 07), one
+    per fine-tuned model 07 loads, with the settings 07 gives
+    :func:`~analysis_utils.analyses.disabling_study.study` for it."""
+    from ..analyses import disabling_study
+
+    p = notebook_parameters(profile, extra).get("07")
+    if p is None:
+        return []
+    data = str(paths.data_dir(data_dir))
+    fts = _units_of("07", p, data)
+    out = []
+    for u in fts:
+        first = u.run.seed == next(x.run.seed for x in fts if x.run.task == u.run.task)
+        out.append(StudyUnit(u, disabling_study.notebook_settings(
+            u.run.task, first_seed=first, modes=p["modes"],
+            extras_first_seed_only=p["extras_first_seed_only"], max_tokens=p["max_tokens"],
+            max_dev=p["max_dev"], importance_split=p["importance_split"],
+            importance_examples=p["importance_examples"], prune_mode=p["prune_mode"],
+            prune_step=p["prune_step"], n_random_orders=p["n_random_orders"],
+            seed=p["seed"])))
+    return out
+
+
+@dataclass
+class StudyEntry:
+    """A study unit with its ``key`` (None with ``error``), ``parts`` ``{part: cached}`` and
+    ``estimate_s`` (seconds to compute what is left: the median recorded time of the same
+    part of the same task in the cache; None: unknown)."""
+
+    unit: StudyUnit
+    key: str | None = None
+    error: str | None = None
+    parts: dict = field(default_factory=dict)
+    estimate_s: float | None = None
+
+    @property
+    def cached(self) -> bool:
+        return bool(self.parts) and all(self.parts.values())
+
+
+def _recorded_part_seconds(cache_dir) -> dict[tuple[str, str], float]:
+    """``{(task, part kind): median seconds}`` over the cache's complete study entries."""
+    from ..analyses import disabling_study
+
+    samples: dict[tuple[str, str], list[float]] = {}
+    root = paths.cache_dir(cache_dir) / disabling_study.SUBDIR
+    for result in sorted(root.glob("*/result.json")):
+        try:
+            rec = json.loads(result.read_text())
+            ki = rec["key_inputs"]
+            kind = ki["part"] + (f"-{ki['mode']}" if ki["part"] == "sweep" else "")
+            samples.setdefault((ki["task"], kind), []).append(float(rec["seconds"]))
+        except (OSError, ValueError, KeyError, TypeError):
+            continue
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def resolve_studies(planned: list[StudyUnit], cache_dir: str | os.PathLike | None = None,
+                    finetune_entries: list[Entry] | None = None) -> list[StudyEntry]:
+    """One :class:`StudyEntry` per unit: key, which parts are cached, estimated cost.
+    ``finetune_entries``: :func:`resolve`'s entries, whose keys are reused."""
+    from ..analyses import disabling_study
+
+    recorded = _recorded_part_seconds(cache_dir)
+    known_keys = {e.unit: e.key for e in finetune_entries or () if e.key}
+    entries = []
+    for unit in planned:
+        entry = StudyEntry(unit)
+        try:
+            entry.key, inputs = unit.key(known_keys.get(unit.finetune))
+            entry.parts = disabling_study.cached_parts(
+                inputs["finetuned"], unit.finetune.run.task, unit.settings, cache_dir,
+                unit.finetune.data_dir)
+        except Exception as err:  # noqa: BLE001 - reported per unit
+            entry.error = f"{type(err).__name__}: {err}"
+            entries.append(entry)
+            continue
+        left = [p for p, done in entry.parts.items() if not done]
+        known = [recorded.get((unit.finetune.run.task, p)) for p in left]
+        entry.estimate_s = (sum(known) if all(k is not None for k in known) else None) \
+            if left else 0.0
+        entries.append(entry)
+    return entries
+
+
+def describe_studies(entries: list[StudyEntry]) -> str:
+    """The studies as a table (status, parts cached, estimated minutes, key), then totals."""
+    rows = [("study unit", "status", "parts cached", "cost", "key")]
+    for e in entries:
+        status = "unknown" if e.error else "cached" if e.cached else "left"
+        done = f"{sum(e.parts.values())}/{len(e.parts)}" if e.parts else "?"
+        cost = "?" if e.estimate_s is None else duration(e.estimate_s)
+        rows.append((e.unit.label, status, done, cost, e.key or "? (below)"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=False)) + "  " + r[-1]
+             for r in rows]
+    left = [e for e in entries if not e.cached]
+    known = [e.estimate_s for e in left if e.estimate_s is not None]
+    total = (f"{len(entries)} study units: {len(entries) - len(left)} cached, {len(left)} left"
+             + (f", about {duration(sum(known))} one at a time" if known else "")
+             + (f" ({len(left) - len(known)} without an estimate: no recorded run of the "
+                "same task yet)" if len(known) < len(left) else ""))
+    notes = [f"no key for {e.unit.label}: {e.error}" for e in entries if e.error]
+    return "\n".join(lines + [total] + notes)
