@@ -153,6 +153,21 @@ def root(tmp_path):
     return tmp_path
 
 
+@pytest.fixture
+def three_runs(root):
+    """The three folders of ``root``, in order: results, results/base, results/ghost."""
+    return cm.load_runs("results,results/base,results/ghost", root=root)
+
+
+def _base_lacks_and_ghost(table, only):
+    """What :func:`cm.gaps` says of ``three_runs`` for a question whose ``table`` (written by
+    notebook ``only``) results/base lacks: that, then that results/ghost does not exist."""
+    return [f"not run: results/base has no {table}; produce it with "
+            f"`python -m analysis_utils run --profile base --only {only}`",
+            "not run: results/ghost does not exist; produce it with "
+            "`python -m analysis_utils run --profile ghost`"]
+
+
 def test_relative_depth_and_the_papers_layers():
     assert cm.relative_depth(3, 6) == 0.5
     assert cm.relative_depth(12, 12) == 1.0
@@ -179,13 +194,9 @@ def test_load_runs_reads_model_and_shape_from_provenance(root):
     assert a.parameters["02"]["wide_margin"] == 10.0
 
 
-def test_missing_folder_and_missing_table_are_named_with_the_command(root):
-    runs = cm.load_runs("results,results/base,results/ghost", root=root)
-    assert cm.gaps(runs, "syntax") == [
-        "not run: results/base has no 02_table1_model.csv; produce it "
-        "with `python -m analysis_utils run --profile base --only 02`",
-        "not run: results/ghost does not exist; produce it with "
-        "`python -m analysis_utils run --profile ghost`"]
+def test_missing_folder_and_missing_table_are_named_with_the_command(three_runs):
+    runs = three_runs
+    assert cm.gaps(runs, "syntax") == _base_lacks_and_ghost("02_table1_model.csv", "02")
     assert cm.gaps(runs, "coref") == [cm.gaps(runs, "syntax")[1]]
     assert cm.profile_for("results") == "default"
     table = cm.availability(runs).set_index("folder")
@@ -388,8 +399,8 @@ def test_an_empty_table_file_is_reported_not_raised(root):
     assert set(cm.probe_uas(runs)["model"]) == {cm.PAPER, "BERT-base (EWT reproduction)"}
 
 
-def test_differences_between_runs_from_their_provenance(root):
-    runs = cm.load_runs("results,results/base,results/ghost", root=root)
+def test_differences_between_runs_from_their_provenance(three_runs):
+    runs = three_runs
     diff = cm.differences(runs)
     # results/ records wide_margin for every notebook, results/base for none; 02 is not in base
     assert set(diff["notebook"]) == {"01", "02", "03", "04", "05"}
@@ -399,13 +410,9 @@ def test_differences_between_runs_from_their_provenance(root):
     assert cm.differences(runs[:1]).empty
 
 
-def test_norms_by_layer_read_from_notebook_01_and_a_run_without_them(root):
-    runs = cm.load_runs("results,results/base,results/ghost", root=root)
-    assert cm.gaps(runs, "norms") == [
-        "not run: results/base has no 01_norms_by_layer.csv; produce it with "
-        "`python -m analysis_utils run --profile base --only 01`",
-        "not run: results/ghost does not exist; produce it with "
-        "`python -m analysis_utils run --profile ghost`"]
+def test_norms_by_layer_read_from_notebook_01_and_a_run_without_them(three_runs):
+    runs = three_runs
+    assert cm.gaps(runs, "norms") == _base_lacks_and_ghost("01_norms_by_layer.csv", "01")
     assert cm.availability(runs).set_index("folder").loc["results/base", "01"] == \
         "missing or unreadable: 01_norms_by_layer.csv"
     norms = cm.norms_by_layer(runs)

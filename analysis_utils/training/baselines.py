@@ -28,7 +28,7 @@ from .. import paths
 from ..data.glue import GlueExample
 from ..data.glue_metrics import compute_metrics
 from ..engine.fingerprint import weights_fingerprint
-from ..engine.models import resolve_device
+from ..engine.models import LoadedModel, resolve_device
 from .classifier import build_classifier, evaluate, load_encoder
 from .finetune_cache import (
     BASELINE_SUBDIR,
@@ -62,6 +62,15 @@ class Baseline:
     from_cache: bool
     folder: Path
     details: dict = field(default_factory=dict)
+
+
+def _key_inputs(kind: str, lm: LoadedModel, task: str, seed: int | None, **rest) -> dict:
+    """What the cache key of a ``kind`` baseline hashes: the fine-tuning code's version, the
+    encoder ``lm`` (identity and weights fingerprint), ``task`` and ``seed``, then ``rest``
+    (head, input length, data subsets) in the order given."""
+    return {"finetune_version": FINETUNE_VERSION, "baseline": kind,
+            "model": model_key(lm, weights_fingerprint(lm.model)), "task": task, "seed": seed,
+            **rest}
 
 
 def _cached_baseline(cache_dir, key_inputs: dict, task: str, kind: str, start: float
@@ -166,11 +175,9 @@ def frozen_features_baseline(
         lm = load_encoder(model_name, "pretrained", 0)
     head = {"kind": "ridge" if spec.is_regression else "logistic_regression", "C": C,
             "pooling": pooling, "standardised": True, "library": "scikit-learn"}
-    key_inputs = {"finetune_version": FINETUNE_VERSION, "baseline": "frozen_features",
-                  "model": model_key(lm, weights_fingerprint(lm.model)), "task": task,
-                  "seed": None, "head": head, "max_length": max_length,
-                  "train": data_key(train_ex, idx, max_train, subset_seed, n_available),
-                  "dev": data_key(dev_ex, None, max_dev, None, len(dev_ex))}
+    key_inputs = _key_inputs("frozen_features", lm, task, None, head=head, max_length=max_length,
+                             train=data_key(train_ex, idx, max_train, subset_seed, n_available),
+                             dev=data_key(dev_ex, None, max_dev, None, len(dev_ex)))
     key, root, cached = _cached_baseline(cache_dir, key_inputs, task, "frozen_features", start)
     if cached is not None:
         return cached
@@ -218,10 +225,8 @@ def untrained_head_baseline(
                                 need_train=False)
     with hf_progress_bars(show):
         lm = load_encoder(model_name, "pretrained", seed)
-    key_inputs = {"finetune_version": FINETUNE_VERSION, "baseline": "untrained_head",
-                  "model": model_key(lm, weights_fingerprint(lm.model)), "task": task,
-                  "seed": seed, "max_length": max_length,
-                  "dev": data_key(dev_ex, None, max_dev, None, len(dev_ex))}
+    key_inputs = _key_inputs("untrained_head", lm, task, seed, max_length=max_length,
+                             dev=data_key(dev_ex, None, max_dev, None, len(dev_ex)))
     key, root, cached = _cached_baseline(cache_dir, key_inputs, task, "untrained_head", start)
     if cached is not None:
         return cached
