@@ -182,8 +182,7 @@ for r in runs:
                  **{m: 100 * v for m, v in ft.metrics.items()},
                  "train minutes": ft.train_seconds / 60, "from cache": ft.from_cache})
     curve_parts.append(ft.curve.assign(task=r.task, init=r.init, seed=r.seed))
-    if r.init != "pretrained":
-        ft.model = None  # only the pre-trained runs' encoders are analysed below
+    ft.release()  # one model in memory at a time: reloaded from the cache where it is analysed
 finetune_seconds = time.perf_counter() - t0
 per_run = pd.DataFrame(rows)
 metric_cols = [m for m in glue_metrics.METRICS if m in per_run.columns]
@@ -334,6 +333,7 @@ for first_run, rate in plan.lr_check_runs(runs, lr_check, lr_check_tasks):
                          subset_seed=subset_seed, max_dev=max_dev, device=device)
     lr_rows.append({"task": first_run.task, "lr": rate, "metric": metric,
                     "value": 100 * other.metrics[metric]})
+    other.release()
 if lr_rows:
     lr_table = pd.DataFrame(lr_rows)
     _ = run.table(lr_table, "lr_check", key=["task", "lr"], tolerance={"value": IGNORE},
@@ -393,9 +393,8 @@ for task in task_list:
     for r, ft in fitted.items():
         if r.task == task and r.init == "pretrained":
             stores[(task, f"fine-tuned s{r.seed}")] = attention.extract_attention(
-                ft.loaded, enc.inputs, progress=False)
-            if r.seed != seed_list[0]:
-                ft.model = None  # later sections use the first seed's encoder only
+                ft.reload(device).loaded, enc.inputs, progress=False)
+            ft.release()
 print(f"maps of {len(stores)} (task, model) pairs ready in {time.perf_counter() - t0:.0f} s; "
       f"peak memory so far {notebook.peak_rss_mb():,.0f} MB")
 run.data.update({t: {"dev examples": len(d["enc"]), "truncated": d["enc"].report["truncated"]}
@@ -462,8 +461,10 @@ for task in task_list:
     ft = next(f for r, f in fitted.items() if r.task == task and r.init == "pretrained")
     inputs = task_data[task]["enc"].inputs[:padded_examples]
     pairs = zip(padded.iter_padded_attention(lm, inputs, pad_to=max_tokens),
-                padded.iter_padded_attention(ft.loaded, inputs, pad_to=max_tokens), strict=True)
+                padded.iter_padded_attention(ft.reload(device).loaded, inputs,
+                                             pad_to=max_tokens), strict=True)
     pc = drift.padded_cosine(pairs, [len(x) for x in inputs])
+    ft.release()
     pad_rows.append(pc.assign(task=task))
 padding = pd.concat(pad_rows, ignore_index=True)
 _ = run.table(padding, "drift_padding", key=["task", "layer", "head"],

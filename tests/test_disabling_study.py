@@ -115,3 +115,12 @@ def test_settings_are_checked_and_a_released_model_is_refused(ft):
     released = types.SimpleNamespace(key="k", model=None, tokenizer=ft.tokenizer)
     with pytest.raises(ValueError, match="released"):
         ds.study(released, "MRPC", SETTINGS)
+
+
+def test_cached_curves_read_back_undefined_values_and_empty_labels(tmp_path):
+    curves = pd.DataFrame({"order": ["importance", "importance"], "repeat": [0, 0],
+                           "n_removed": [0, 4], "fraction": [0.0, 1.0], "mode": "zero",
+                           "metric": "pearson", "value": [0.8123456789012345, np.nan],
+                           "delta": [0.0, np.nan], "removed": ["", "1-1 1-2 2-1 2-2"]})
+    curves.to_csv(tmp_path / "curves.csv", index=False, float_format="%.17g")
+    pd.testing.assert_frame_equal(ds.read_curves(tmp_path / "curves.csv"), curves)

@@ -118,6 +118,32 @@ def test_fine_tuned_model_gives_attention_and_takes_interventions(mrpc_run, data
     assert not np.allclose(plain.logits, disabled.logits)
 
 
+def test_a_released_model_reloads_the_same_weights_from_its_entry(mrpc_run, tiny_model_dir,
+                                                                   data, tmp_path):
+    import shutil
+
+    ft, cache = mrpc_run
+    copy = tmp_path / "cache"
+    shutil.copytree(cache, copy)
+    again = run(tiny_model_dir, "MRPC", data, copy)  # a private FineTuned to release
+    before = {k: v.clone() for k, v in again.model.state_dict().items()}
+    again.release()
+    assert again.model is None
+    assert again.reload("cpu") is again and again.reload("cpu").model is not None
+    after = again.model.state_dict()
+    assert before.keys() == after.keys() and all(torch.equal(before[k], after[k]) for k in before)
+    again.release()
+    weights = again.folder / "model.safetensors"
+    raw = bytearray(weights.read_bytes())
+    raw[-1] ^= 0xFF
+    weights.write_bytes(bytes(raw))
+    with pytest.raises(ValueError, match="fingerprint"):
+        again.reload("cpu")
+    shutil.rmtree(again.folder)
+    with pytest.raises(FileNotFoundError, match="run the notebook again"):
+        again.reload("cpu")
+
+
 def test_cached_entry_is_a_model_folder(mrpc_run):
     ft, _ = mrpc_run
     lm = load_model(str(ft.folder), device="cpu")  # the engine's loader opens it

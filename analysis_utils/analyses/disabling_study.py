@@ -181,6 +181,15 @@ def _read(root: Path, key: str) -> tuple[Path, dict] | None:
     return None if record is None else (root / key, record)
 
 
+def read_curves(path: str | os.PathLike) -> pd.DataFrame:
+    """A cached pruning-curve table as :func:`~.disabling.pruning_curves` returned it: an
+    undefined metric (Pearson's r of constant predictions) stays NaN, the heads removed at 0%
+    stay ``""``."""
+    curves = pd.read_csv(path, dtype=_CURVE_DTYPES)
+    curves["removed"] = curves["removed"].fillna("")
+    return curves
+
+
 def _sweep_changes(num_layers: int, num_heads: int, mode: str) -> list[disabling.Change]:
     return ([disabling.baseline_change()] + disabling.head_changes(num_layers, num_heads, mode)
             + disabling.layer_changes(num_layers, num_heads, mode))
@@ -244,8 +253,7 @@ def study(ft, task: str, s: StudySettings, *, cache_dir: str | os.PathLike | Non
         key, ki = keys["curves"]
         hit = None if recompute else _read(root, key)
         if hit is not None:
-            curves = pd.read_csv(hit[0] / "curves.csv", dtype=_CURVE_DTYPES,
-                                 keep_default_na=False)
+            curves = read_curves(hit[0] / "curves.csv")
             seconds["curves"], from_cache["curves"] = 0.0, True
         else:
             t0 = time.perf_counter()

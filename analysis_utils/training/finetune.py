@@ -135,6 +135,32 @@ class FineTuned:
         ``learning_rate``, ``grad_norm``; ``eval_<metric>`` rows after each epoch)."""
         return pd.DataFrame(self.log_history)
 
+    def release(self) -> None:
+        """Drop the model from memory; its weights stay in the cache entry ``folder`` and
+        :meth:`reload` brings them back (notebooks hold one fine-tuned model at a time)."""
+        self.model = None
+
+    def reload(self, device: str | torch.device | None = None) -> FineTuned:
+        """The model loaded again from the cache entry after :meth:`release` (no-op when it is
+        loaded), its weights checked against the fingerprint recorded when they were trained;
+        ``device`` None / "": CUDA when available. Returns ``self``."""
+        if self.model is not None:
+            return self
+        from transformers import AutoModelForSequenceClassification
+
+        try:
+            model = AutoModelForSequenceClassification.from_pretrained(
+                self.folder, attn_implementation="eager").eval()
+        except OSError as err:
+            raise FileNotFoundError(
+                f"the cached fine-tuned model {self.key} is gone from {self.folder} ({err}); "
+                "run the notebook again (or `python -m analysis_utils plan run`)") from None
+        if weights_fingerprint(model) != self.record.get("weights_fingerprint"):
+            raise ValueError(f"the weights in {self.folder} no longer match the fingerprint "
+                             f"recorded for {self.key}: run the notebook again to retrain it")
+        self.model = model.to(resolve_device(device or None))
+        return self
+
     @property
     def loaded(self) -> LoadedModel:
         """The fine-tuned encoder (without its head) as a :class:`LoadedModel`, for
