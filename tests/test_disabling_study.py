@@ -58,6 +58,7 @@ def test_study_equals_the_direct_calls_and_reads_back_bit_for_bit(ft, gold_data_
 
     again = ds.study(ft, "MRPC", SETTINGS, cache_dir=tmp_path, data_dir=gold_data_dir)
     assert all(again.from_cache.values())
+    assert again.seconds == first.seconds  # the time it took when it was computed
     for mode in SETTINGS.modes:
         a, b = first.sweeps[mode], again.sweeps[mode]
         pd.testing.assert_frame_equal(a.table, b.table)

@@ -192,3 +192,19 @@ def test_rendered_recap_of_notebook_08_agrees_with_its_tables():
                        for c in nb["cells"] for o in c.get("outputs", []))
     for line in lines:
         assert line in rendered, f"the rendered recap does not say: {line}"
+
+
+@pytest.mark.parametrize("prefix", ["06", "07"])
+def test_a_notebooks_own_verdicts_are_its_rows_of_the_whole_ledger(prefix):
+    """Notebooks 06 and 07 show ``ledger.notebook_rows`` of their own output folder: the same
+    rows (Holm over that notebook's claims) as the ledger over every notebook."""
+    folder = paths.REPO_ROOT / "results"
+    if not (folder / f"{prefix}_provenance.json").is_file():
+        pytest.skip(f"results/ holds no {prefix} run")
+    whole = ledger.build(["results"])
+    own = ledger.notebook_rows(prefix, folder)
+    pd.testing.assert_frame_equal(
+        own.reset_index(drop=True),
+        whole[whole["notebook"] == prefix].reset_index(drop=True))
+    with pytest.raises(FileNotFoundError, match="run.finish"):
+        ledger.notebook_rows("09", folder)

@@ -95,7 +95,8 @@ class StudySettings:
 class Study:
     """The parts :func:`study` returns: ``sweeps`` ``{mode: Sweep}``, ``importance`` (layers,
     heads), ``curves`` (None when not asked), the dev ``labels``, ``n_dev``, ``seconds`` of
-    computing per part (0 for a part read from the cache) and ``from_cache`` per part."""
+    computing per part (as recorded when it was computed, for a part read from the cache) and
+    ``from_cache`` per part."""
 
     sweeps: dict[str, disabling.Sweep]
     importance: np.ndarray
@@ -225,7 +226,8 @@ def study(ft, task: str, s: StudySettings, *, cache_dir: str | os.PathLike | Non
         key, ki = keys[part]
         hit = None if recompute else _read(root, key)
         if hit is not None:
-            sweeps[mode], seconds[part], from_cache[part] = _load_sweep(*hit), 0.0, True
+            sweeps[mode], from_cache[part] = _load_sweep(*hit), True
+            seconds[part] = sweeps[mode].seconds
             continue
         sw = disabling.sweep(ft.model, dev, dev.labels, metric, mode=mode,
                              metric_name=s.metric_name)
@@ -238,7 +240,7 @@ def study(ft, task: str, s: StudySettings, *, cache_dir: str | os.PathLike | Non
     hit = None if recompute else _read(root, key)
     if hit is not None:
         importance = np.load(hit[0] / "importance.npy")
-        seconds["importance"], from_cache["importance"] = 0.0, True
+        seconds["importance"], from_cache["importance"] = float(hit[1]["seconds"]), True
     else:
         imp_set = dev if s.importance_split == "dev" else task_dataset(
             task, imp_ex, ft.tokenizer, s.max_tokens)
@@ -254,7 +256,7 @@ def study(ft, task: str, s: StudySettings, *, cache_dir: str | os.PathLike | Non
         hit = None if recompute else _read(root, key)
         if hit is not None:
             curves = read_curves(hit[0] / "curves.csv")
-            seconds["curves"], from_cache["curves"] = 0.0, True
+            seconds["curves"], from_cache["curves"] = float(hit[1]["seconds"]), True
         else:
             t0 = time.perf_counter()
             curves = disabling.pruning_curves(
