@@ -247,19 +247,3 @@ def peak_rss_mb() -> float:
     import resource
 
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
-#: The columns of the claims ledger a notebook shows beside its own results.
-VERDICT_COLUMNS = ["section", "claim", "paper_value", "this_run", "reference_value",
-                   "p_adjusted", "seeds", "verdict", "note"]
-
-
-def verdicts(prefix: str):
-    """The claims ledger's rows for notebook ``prefix`` (:func:`analysis_utils.ledger.
-    notebook_rows`), judged on the tables this run just wrote (call after ``run.finish()``),
-    as a table to display: the same rows notebook 08 gathers into ``results/08_claims.csv``."""
-    from . import ledger
-    from .paths import output_dirs
-
-    rows = ledger.notebook_rows(prefix, output_dirs()[0])
-    return table_view(rows[VERDICT_COLUMNS], digits=3, index="claim")

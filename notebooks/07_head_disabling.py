@@ -90,13 +90,14 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from analysis_utils import notebook, papers
+from analysis_utils import ledger, notebook, papers
 from analysis_utils.analyses import disabling, disabling_study, glue_metrics, significance
 from analysis_utils.analyses import framenet as fn_scores
 from analysis_utils.compare import EXACT, IGNORE, within
 from analysis_utils.data import framenet
 from analysis_utils.engine import wordmaps
 from analysis_utils.heads import head_label, parse_head_label
+from analysis_utils.paths import output_dirs
 from analysis_utils.plotting import disabling as plots
 from analysis_utils.runplan import finetunes as plan
 
@@ -666,4 +667,5 @@ Markdown(comparison.to_markdown(index=False))
 # `untestable` says why in `note`.
 
 # %%
-notebook.verdicts("07")
+notebook.table_view(ledger.notebook_rows("07", output_dirs()[0])[ledger.VIEW_COLUMNS],
+                    digits=3, index="claim")

@@ -20,7 +20,7 @@ from .. import paths
 from . import clark, kovaleva
 from .core import ALPHA, COLUMNS, MIN_SEEDS, VERDICTS, Claim, Outcome, Tables, evaluate
 
-__all__ = ["build", "notebook_rows", "claims", "counts", "wide", "findings_markdown", "ALPHA", "COLUMNS", "MIN_SEEDS", "VERDICTS", "Claim",
+__all__ = ["build", "notebook_rows", "VIEW_COLUMNS", "claims", "counts", "wide", "findings_markdown", "ALPHA", "COLUMNS", "MIN_SEEDS", "VERDICTS", "Claim",
            "Outcome", "Tables", "evaluate"]
 
 
@@ -43,6 +43,11 @@ def build(folders: Sequence[str] | str, root: str | Path | None = None) -> pd.Da
                                     "run the notebooks first (`make reproduce`)")
         frames.append(evaluate(claims(), t))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
+
+
+#: The columns a notebook shows of its own ledger rows (:func:`notebook_rows`).
+VIEW_COLUMNS = ["section", "claim", "paper_value", "this_run", "reference_value", "p_adjusted",
+                "seeds", "verdict", "note"]
 
 
 def notebook_rows(prefix: str, folder: str | Path) -> pd.DataFrame:

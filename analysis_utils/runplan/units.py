@@ -355,10 +355,13 @@ class StudyUnit:
         from ..analyses import disabling_study
 
         ft_key = finetuned_key or self.finetune.key()[0]
-        parts = {p: k for p, (k, _) in disabling_study.part_keys(
-            ft_key, self.finetune.run.task, self.settings, self.finetune.data_dir).items()}
+        keyed = disabling_study.part_keys(ft_key, self.finetune.run.task, self.settings,
+                                          self.finetune.data_dir)
+        parts = {p: k for p, (k, _) in keyed.items()}
         digest = hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()
-        return f"{ft_key}-study-{digest[:12]}", {"finetuned": ft_key, "parts": parts}
+        return f"{ft_key}-study-{digest[:12]}", {
+            "finetuned": ft_key, "parts": parts,
+            "part_inputs": {p: ki for p, (_, ki) in keyed.items()}}
 
     def execute(self, key: str, cache_dir: str, device: str) -> dict:
         """Load the fine-tuned model from the cache (trained first if it is missing) and
@@ -407,8 +410,8 @@ def build_studies(profile: str = "default", extra: dict | None = None,
 @dataclass
 class StudyEntry:
     """A study unit with its ``key`` (None with ``error``), ``parts`` ``{part: cached}`` and
-    ``estimate_s`` (seconds to compute what is left: the median recorded time of the same
-    part of the same task in the cache; None: unknown)."""
+    ``estimate_s`` (seconds to compute what is left: its examples x the median recorded
+    seconds per example of the same part, task and model in the cache; None: unknown)."""
 
     unit: StudyUnit
     key: str | None = None
@@ -421,19 +424,31 @@ class StudyEntry:
         return bool(self.parts) and all(self.parts.values())
 
 
-def _recorded_part_seconds(cache_dir) -> dict[tuple[str, str], float]:
-    """``{(task, part kind): median seconds}`` over the cache's complete study entries."""
+def _part_size(ki: dict) -> int:
+    """Examples a study part evaluates (dev rows; importance: its own examples)."""
+    return int((ki.get("examples") if ki["part"] == "importance" else ki["dev"])["n"])
+
+
+def _part_model(ki: dict) -> str:
+    """The encoder's name, the head of the fine-tuned model's key (``NAME-TASK-init-...``)."""
+    return ki["finetuned"].split(f"-{ki['task']}-")[0]
+
+
+def _recorded_part_rates(cache_dir) -> dict[tuple[str, str, str], float]:
+    """``{(model, task, part kind): median seconds per example}`` over the cache's complete
+    study entries (part kind: ``sweep-uniform``, ``importance``, ...)."""
     from ..analyses import disabling_study
 
-    samples: dict[tuple[str, str], list[float]] = {}
+    samples: dict[tuple[str, str, str], list[float]] = {}
     root = paths.cache_dir(cache_dir) / disabling_study.SUBDIR
     for result in sorted(root.glob("*/result.json")):
         try:
             rec = json.loads(result.read_text())
             ki = rec["key_inputs"]
             kind = ki["part"] + (f"-{ki['mode']}" if ki["part"] == "sweep" else "")
-            samples.setdefault((ki["task"], kind), []).append(float(rec["seconds"]))
-        except (OSError, ValueError, KeyError, TypeError):
+            samples.setdefault((_part_model(ki), ki["task"], kind), []).append(
+                float(rec["seconds"]) / _part_size(ki))
+        except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
             continue
     return {k: statistics.median(v) for k, v in samples.items()}
 
@@ -444,7 +459,7 @@ def resolve_studies(planned: list[StudyUnit], cache_dir: str | os.PathLike | Non
     ``finetune_entries``: :func:`resolve`'s entries, whose keys are reused."""
     from ..analyses import disabling_study
 
-    recorded = _recorded_part_seconds(cache_dir)
+    rates = _recorded_part_rates(cache_dir)
     known_keys = {e.unit: e.key for e in finetune_entries or () if e.key}
     entries = []
     for unit in planned:
@@ -459,7 +474,11 @@ def resolve_studies(planned: list[StudyUnit], cache_dir: str | os.PathLike | Non
             entries.append(entry)
             continue
         left = [p for p, done in entry.parts.items() if not done]
-        known = [recorded.get((unit.finetune.run.task, p)) for p in left]
+        known = []
+        for p in left:
+            ki = inputs["part_inputs"][p]
+            rate = rates.get((_part_model(ki), unit.finetune.run.task, p))
+            known.append(None if rate is None else rate * _part_size(ki))
         entry.estimate_s = (sum(known) if all(k is not None for k in known) else None) \
             if left else 0.0
         entries.append(entry)
