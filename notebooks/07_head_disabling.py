@@ -546,50 +546,17 @@ notebook.table_view(fn_disabling[fn_disabling["mode"] == mode0].drop(columns="mo
 #
 # ## Recap
 #
-# Generated from the tables above (uniform mode, the paper's):
+# Generated from the tables above as saved in `results/` (`disabling.recap`; uniform mode, the
+# paper's). It describes; whether a claim holds is the ledger's verdict at the end.
 
 # %%
-s0 = summary[summary["mode"] == mode0].reset_index(drop=True)
-name = [f"{t} seed {s}" for t, s in zip(s0["task"], s0["seed"], strict=True)]
-n_models = len(s0)
-best = s0["best_head_delta"]
-lo_i, hi_i = int(best.idxmin()), int(best.idxmax())
-helps = [f"{n} {d:+.2f} [{a:+.2f}, {b:+.2f}]" for n, d, a, b in
-         zip(name, s0["mean_head_delta"], s0["mean_head_ci_lo"], s0["mean_head_ci_hi"],
-             strict=True)]
-layer_helps = s0["best_layer_delta"] > 0
-pairs_u = agreement[agreement["mode"] == mode0] if len(agreement) else agreement
-fn_u = fn_disabling[fn_disabling["mode"] == mode0]
-fn_drops = fn_u[fn_u["holm"] & (fn_u["delta"] < 0)]
-above = pruning_summary.groupby(["task", "seed"], sort=False)["above_all_random"].mean()
-findings = [
-    f"Disabling one head raises the dev metric for at least one head in {int((best > 0).sum())} "
-    f"of {n_models} models; the best single-head gain ranges from {best[lo_i]:+.2f} "
-    f"({name[lo_i]}) to {best[hi_i]:+.2f} points ({name[hi_i]}) (the paper: +0.1 to +1.2). "
-    f"Gains that survive Holm's correction over {n_heads_total} heads: "
-    f"{int(s0['n_helping_holm'].sum())} in all ({int(s0['n_helping_bh'].sum())} with BH).",
-    "Disabling a random head, mean change over heads with its 95% interval (points): "
-    + "; ".join(helps) + ".",
-    f"Disabling a whole layer helps (best layer's change > 0) in {int(layer_helps.sum())} of "
-    f"{n_models} models; largest: {s0['best_layer_delta'].max():+.2f} points "
-    f"({name[int(s0['best_layer_delta'].idxmax())]}, "
-    f"{s0['best_layer'][int(s0['best_layer_delta'].idxmax())]}); largest drop: "
-    f"{s0['worst_layer_delta'].min():+.2f} ({name[int(s0['worst_layer_delta'].idxmin())]}, "
-    f"{s0['worst_layer'][int(s0['worst_layer_delta'].idxmin())]}).",
-    ("Across fine-tuning seeds, the head deltas correlate with Spearman "
-     + ", ".join(f"{r.task} {r.spearman:+.2f}" for r in pairs_u.itertuples())
-     + "; heads helping under both seeds: "
-     + ", ".join(f"{r.task} {r.n_both} of {r.n_helping_a} / {r.n_helping_b}"
-                 for r in pairs_u.itertuples()) + ".") if len(pairs_u) else
-    "No task was trained with several seeds.",
-    f"FrameNet heads {', '.join(watch_labels)}: largest drop when disabled "
-    f"{fn_u['delta'].min():+.2f} points ({fn_u.loc[fn_u['delta'].idxmin(), 'task']}); drops "
-    f"that survive Holm: {len(fn_drops)}; best importance rank "
-    f"{int(fn_u['importance_rank'].min())} of {n_heads_total}.",
-    "Pruning in importance order beats every random order at "
-    + ", ".join(f"{t} seed {s} {v:.0%}" for (t, s), v in above.items())
-    + " of the intermediate steps.",
-]
+# the tables as saved (rounded as in results/), so the test of the rendered recap can redo it
+saved = {n: pd.read_csv(output_dirs()[0] / f"07_{n}.csv") for n in
+         ("summary", "seed_agreement", "framenet_heads_disabling", "pruning_summary")
+         if (output_dirs()[0] / f"07_{n}.csv").is_file() and (n != "seed_agreement"
+                                                              or len(agreement))}
+findings = disabling.recap(saved["summary"], saved.get("seed_agreement", pd.DataFrame()),
+                           saved["framenet_heads_disabling"], saved["pruning_summary"], mode0)
 display(Markdown("\n".join(f"- {f}" for f in findings)))
 
 # %% [markdown]
@@ -612,6 +579,14 @@ print(f"heads removed at each pruning step: "
 # only; whether a claim holds is decided under the verdicts below, by the claims ledger's test.
 
 # %%
+s0 = summary[summary["mode"] == mode0].reset_index(drop=True)
+name = [f"{t} seed {s}" for t, s in zip(s0["task"], s0["seed"], strict=True)]
+n_models = len(s0)
+best = s0["best_head_delta"]
+lo_i, hi_i = int(best.idxmin()), int(best.idxmax())
+layer_helps = s0["best_layer_delta"] > 0
+fn_u = fn_disabling[fn_disabling["mode"] == mode0]
+fn_drops = fn_u[fn_u["holm"] & (fn_u["delta"] < 0)]
 rand_rows = s0[s0["task"].isin(kov["random_head_helps"])]
 # the paper: STS-B and RTE rely on the same two heads; here the 5 heads whose removal costs most
 worst5 = {(t, sd): set(g.nsmallest(5, "delta")["label"]) for (t, sd), g in long[

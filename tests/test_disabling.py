@@ -299,3 +299,39 @@ def test_model_state_is_restored(clf, data):
     assert not any("forward" in vars(m) for m in model.modules())
     with pytest.raises(ValueError, match="mode must be"):
         dis.Change(((0, 0),), "mean")
+
+
+def test_recap_states_what_the_tables_hold():
+    summary = pd.DataFrame({
+        "task": ["MRPC", "MRPC", "RTE"], "seed": [42, 43, 42], "mode": "uniform",
+        "n_heads": 72, "best_head_delta": [0.5, -0.2, 1.25],
+        "n_helping_holm": [0, 0, 1], "n_helping_bh": [1, 0, 2],
+        "mean_head_delta": [-0.1, 0.2, 0.0], "mean_head_ci_lo": [-0.5, -0.1, -0.3],
+        "mean_head_ci_hi": [0.3, 0.4, 0.3], "best_layer_delta": [-0.3, 0.7, -1.0],
+        "best_layer": ["layer 2", "layer 6", "layer 1"],
+        "worst_layer_delta": [-4.0, -2.0, -9.5], "worst_layer": ["layer 1", "layer 3", "layer 4"]})
+    agreement = pd.DataFrame({"task": ["MRPC"], "mode": ["uniform"], "seed_a": [42],
+                              "seed_b": [43], "spearman": [0.314], "n_helping_a": [10],
+                              "n_helping_b": [20], "n_both": [4], "n_both_chance": [2.78]})
+    framenet = pd.DataFrame({"task": ["MRPC", "MRPC", "RTE"], "mode": "uniform",
+                             "head": ["3-2", "5-1", "3-2"], "delta": [-0.5, 0.1, -2.25],
+                             "holm": [False, False, True], "importance_rank": [30, 12, 44]})
+    pruning = pd.DataFrame({"task": ["MRPC"] * 4, "seed": [42] * 4,
+                            "above_all_random": [True, False, True, True]})
+    lines = dis.recap(summary, agreement, framenet, pruning)
+    assert lines[0].startswith("Disabling one head raises the dev metric for at least one head "
+                               "in 2 of 3 models; the best single-head gain ranges from -0.20 "
+                               "(MRPC seed 43) to +1.25 points (RTE seed 42)")
+    assert "over 72 heads: 1 in all (3 with BH)" in lines[0]
+    assert "RTE seed 42 +0.00 [-0.30, +0.30]" in lines[1]
+    assert lines[2] == ("Disabling a whole layer raises the metric (best layer's change > 0) in "
+                        "1 of 3 models; largest: +0.70 points (MRPC seed 43, layer 6); largest "
+                        "drop: -9.50 (RTE seed 42, layer 4).")
+    assert "MRPC s42/s43 +0.31" in lines[3] and "MRPC s42/s43 4 of 10 / 20 (chance 2.8)" in \
+        lines[3]
+    assert lines[4] == ("FrameNet heads 3-2, 5-1: largest drop when disabled -2.25 points (RTE);"
+                        " drops that survive Holm: 1; best importance rank 12 of 72.")
+    assert lines[5] == ("Pruning in importance order beats every random order at MRPC seed 42 "
+                        "75% of the intermediate steps.")
+    assert dis.recap(summary, pd.DataFrame(), framenet, pruning)[3] == \
+        "No task was trained with several seeds."
