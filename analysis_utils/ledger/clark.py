@@ -21,7 +21,7 @@ from ..papers import (
     KOVALEVA_TASKS,
 )
 from . import stats
-from .core import ALPHA, MIN_SEEDS, Claim, Outcome, Tables, fmt_p, pct, span
+from .core import ALPHA, MIN_SEEDS, Claim, Outcome, Tables, fmt_p, heterogeneous_band, pct, span
 
 CLARK = "Clark et al. 2019"
 KOVALEVA = "Kovaleva et al. 2019"
@@ -254,13 +254,7 @@ def _same_layer(t: Tables, which: str) -> Outcome:
 def _heterogeneous_pretrained(t: Tables, which: str) -> Outcome:
     d = t.read("05_type_proportions_by_seed.csv")
     d = d[d["task"].isin(KOVALEVA_TASKS)]
-    lo_band = KOVALEVA_HETEROGENEOUS_RANGE["low"][1] - 0.05
-    hi_band = KOVALEVA_HETEROGENEOUS_RANGE["high"][1] + 0.05
-    per_seed, parts = [], []
-    for seed, g in d.groupby("seed"):
-        a, b = g["Heterogeneous"].min(), g["Heterogeneous"].max()
-        per_seed.append(bool(a >= lo_band and b <= hi_band))
-        parts.append(f"seed {seed}: {pct(a, 0)}-{pct(b, 0)}")
+    parts, per_seed = heterogeneous_band(d, "seed")
     tasks = ", ".join(sorted(d["task"].unique()))
     note = f"pre-trained maps of {tasks} here (fine-tuned maps in the paper)"
     if str(t.model).startswith("all-mpnet"):

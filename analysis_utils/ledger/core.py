@@ -215,3 +215,20 @@ def span(lo: float, hi: float, scale: float = 1.0, digits: int = 1, unit: str = 
     if not (math.isfinite(lo) and math.isfinite(hi)):
         return ""
     return f"[{scale * lo:.{digits}f}{unit}, {scale * hi:.{digits}f}{unit}]"
+
+
+def heterogeneous_band(d: pd.DataFrame, label: str = "seed") -> tuple[list[str], list[bool]]:
+    """Kovaleva's Heterogeneous-share claim per classifier seed of ``d`` (rows: ``seed``,
+    ``task``, ``Heterogeneous`` share): each seed's range over the tasks as text
+    (``"<label> 0: 12%-31%"``) and whether it lies within the published range widened by 5
+    points on each side (:data:`~analysis_utils.papers.KOVALEVA_HETEROGENEOUS_RANGE`)."""
+    from ..papers import KOVALEVA_HETEROGENEOUS_RANGE
+
+    lo_band = KOVALEVA_HETEROGENEOUS_RANGE["low"][1] - 0.05
+    hi_band = KOVALEVA_HETEROGENEOUS_RANGE["high"][1] + 0.05
+    parts, inside = [], []
+    for seed, g in d.groupby("seed"):
+        a, b = g["Heterogeneous"].min(), g["Heterogeneous"].max()
+        inside.append(bool(a >= lo_band and b <= hi_band))
+        parts.append(f"{label} {seed}: {pct(a, 0)}-{pct(b, 0)}")
+    return parts, inside

@@ -10,14 +10,13 @@ import pandas as pd
 
 from ..data.glue_metrics import TASKS
 from ..papers import (
-    KOVALEVA_HETEROGENEOUS_RANGE,
     KOVALEVA_SECTION41,
     KOVALEVA_SECTION46,
     KOVALEVA_SECTIONS42_45,
     KOVALEVA_TASKS,
 )
 from . import stats
-from .core import ALPHA, MIN_SEEDS, Claim, Outcome, Tables, fmt_p, pct
+from .core import ALPHA, MIN_SEEDS, Claim, Outcome, Tables, fmt_p, heterogeneous_band, pct
 
 KOVALEVA = "Kovaleva et al. 2019"
 MODE = "uniform"
@@ -137,13 +136,7 @@ def _cls_last_layer(t: Tables, which: str) -> Outcome:
 def _heterogeneous_finetuned(t: Tables, which: str) -> Outcome:
     d = t.read("06_type_proportions_by_seed.csv")
     d = d[(d["model"] == "fine-tuned") & d["task"].isin(KOVALEVA_TASKS)]
-    lo_band = KOVALEVA_HETEROGENEOUS_RANGE["low"][1] - 0.05
-    hi_band = KOVALEVA_HETEROGENEOUS_RANGE["high"][1] + 0.05
-    parts, per_seed = [], []
-    for seed, g in d.groupby("seed"):
-        a, b = g["Heterogeneous"].min(), g["Heterogeneous"].max()
-        per_seed.append(bool(a >= lo_band and b <= hi_band))
-        parts.append(f"CNN seed {seed}: {pct(a, 0)}-{pct(b, 0)}")
+    parts, per_seed = heterogeneous_band(d, "CNN seed")
     seeds = {task: 1 for task in d["task"].unique()}  # one fine-tuned model per task
     return _outcome(parts, per_seed, seeds,
                     note="map types from notebook 05's CNN trained on pre-trained maps; its "
