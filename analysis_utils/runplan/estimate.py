@@ -4,8 +4,8 @@ assumed throughput. Nothing here runs a model; nothing here was measured on a GP
 
 **Work per unit** (:func:`plan_costs`), counted from the plan (:mod:`.units`) and the data, each
 example at its own length in word pieces (the model's tokenizer, truncated to the plan's
-``max_tokens``; padding is not counted: training batches are grouped by length and the study
-batches are sorted by length):
+``max_tokens``; padding is not counted: the Trainer's train and dev batches are grouped by
+length, the final dev scoring and the study's batches sorted by length):
 
 - a fine-tune: ``3 x epochs`` forward passes over its train examples (forward + backward,
   :data:`TRAIN_FACTOR`) and ``epochs + 1`` forward passes over its dev examples (scored after
@@ -77,7 +77,7 @@ __all__ = ["TRAIN_FACTOR", "IMPORTANCE_FACTOR", "H100_FP32_PEAK", "GPU_THROUGHPU
            "UNIT_OVERHEAD_S", "MIN_FIT_FLOPS", "Shape", "layer_flops", "head_flops", "forward_flops",
            "finetune_flops", "sweep_layer_passes", "sweep_flops", "curve_passes",
            "curve_flops", "importance_flops", "study_flops", "Rate", "fit_rate",
-           "ModelInfo", "model_info", "sequence_lengths", "Measured", "measured_units",
+           "ModelInfo", "model_info", "sequence_lengths", "Examples", "Measured", "measured_units",
            "fit_rates", "UnitCost", "plan_costs", "list_schedule", "gpu_makespan",
            "cpu_seconds", "notebook_remainder", "read_provenance"]
 
@@ -324,8 +324,9 @@ def sequence_lengths(examples, tokenizer, max_tokens: int) -> np.ndarray:
     return np.minimum(out, max_tokens)
 
 
-class _Data:
-    """GLUE splits read once, and lengths tokenised once per tokenizer and selection."""
+class Examples:
+    """GLUE splits read once from ``data_dir`` (default ``$BERTOLOGY_DATA_DIR``), and the
+    lengths of a selection of examples tokenised once per tokenizer."""
 
     def __init__(self, data_dir=None):
         self.data_dir = data_dir
@@ -382,7 +383,7 @@ class Measured:
     exact: bool
 
 
-def _checked(data: _Data, rows_of: Callable[[], list], sha: str | None):
+def _checked(data: Examples, rows_of: Callable[[], list], sha: str | None):
     """``rows_of()`` when its digest is ``sha`` (else None: the record's examples differ)."""
     from ..training.glue_data import examples_digest
 
@@ -393,7 +394,7 @@ def _checked(data: _Data, rows_of: Callable[[], list], sha: str | None):
     return rows if sha is not None and examples_digest(rows) == sha else None
 
 
-def _finetune_measured(rec: dict, data: _Data, info_of) -> Measured:
+def _finetune_measured(rec: dict, data: Examples, info_of) -> Measured:
     ki = rec["key_inputs"]
     task, st = ki["task"], ki["settings"]
     info = info_of(ki["model"]["name"])
@@ -415,7 +416,7 @@ def _finetune_measured(rec: dict, data: _Data, info_of) -> Measured:
                     float(rec["train_seconds"]), flops, exact)
 
 
-def _study_measured(rec: dict, finetuned: dict | None, data: _Data, info_of) -> Measured:
+def _study_measured(rec: dict, finetuned: dict | None, data: Examples, info_of) -> Measured:
     ki = rec["key_inputs"]
     task, part = ki["task"], ki["part"]
     if finetuned is None:
@@ -466,7 +467,7 @@ def measured_units(cache_dir: str | os.PathLike | None = None,
 
     info_of = info_of or model_info
     root = paths.cache_dir(cache_dir)
-    data = _Data(data_dir)
+    data = Examples(data_dir)
     finetuned: dict[str, dict] = {}
     out = []
     for result in sorted((root / CACHE_SUBDIR).glob("*/result.json")):
@@ -534,12 +535,12 @@ def _described(lengths: np.ndarray) -> tuple[int, float]:
 
 def plan_costs(profile: str = "default", extra: dict | None = None,
                data_dir: str | os.PathLike | None = None,
-               data: _Data | None = None) -> list[UnitCost]:
+               data: Examples | None = None) -> list[UnitCost]:
     """The FLOPs of every unit of ``profile``'s plan (:func:`.units.build`, then
     :func:`.units.build_studies`, in that order), counted from the examples each reads."""
     from . import units
 
-    data = data or _Data(data_dir)
+    data = data or Examples(data_dir)
     out = []
     for u in units.build(profile, extra, data_dir):
         info, task, st = model_info(u.model), u.run.task, u.settings
