@@ -119,7 +119,7 @@ def test_fine_tuned_model_gives_attention_and_takes_interventions(mrpc_run, data
 
 
 def test_a_released_model_reloads_the_same_weights_from_its_entry(mrpc_run, tiny_model_dir,
-                                                                   data, tmp_path):
+                                                                   data, tmp_path, capfd):
     import shutil
 
     ft, cache = mrpc_run
@@ -130,6 +130,7 @@ def test_a_released_model_reloads_the_same_weights_from_its_entry(mrpc_run, tiny
     again.release()
     assert again.model is None
     assert again.reload("cpu") is again and again.reload("cpu").model is not None
+    assert "Loading weights" not in capfd.readouterr().err  # no bars outside a terminal
     after = again.model.state_dict()
     assert before.keys() == after.keys() and all(torch.equal(before[k], after[k]) for k in before)
     again.release()

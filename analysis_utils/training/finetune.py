@@ -149,8 +149,9 @@ class FineTuned:
         from transformers import AutoModelForSequenceClassification
 
         try:
-            model = AutoModelForSequenceClassification.from_pretrained(
-                self.folder, attn_implementation="eager").eval()
+            with hf_progress_bars(progress_enabled(None)):  # no bars in a notebook's output
+                model = AutoModelForSequenceClassification.from_pretrained(
+                    self.folder, attn_implementation="eager").eval()
         except OSError as err:
             raise FileNotFoundError(
                 f"the cached fine-tuned model {self.key} is gone from {self.folder} ({err}); "
