@@ -34,7 +34,7 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -47,7 +47,7 @@ from ..training.glue_data import examples_digest, read_task, subsample, task_dat
 from . import disabling, significance
 
 __all__ = ["STUDY_VERSION", "SUBDIR", "StudySettings", "Study", "study", "part_keys",
-           "notebook_settings", "settings_dict",
+           "notebook_settings", "parts_cached",
            "cached_parts", "metric_for"]
 
 #: Bumped whenever a change to disabling.py or this module would change a cached part.
@@ -161,9 +161,14 @@ def _root(cache_dir) -> Path:
 def cached_parts(finetuned_key: str, task: str, s: StudySettings, cache_dir=None,
                  data_dir=None) -> dict[str, bool]:
     """``{part: cached}`` (see :func:`part_keys`): what a run of :func:`study` would read."""
+    return parts_cached({part: key for part, (key, _) in
+                         part_keys(finetuned_key, task, s, data_dir).items()}, cache_dir)
+
+
+def parts_cached(keys: dict[str, str], cache_dir=None) -> dict[str, bool]:
+    """``{part: cached}`` for parts whose cache keys are already known (``{part: key}``)."""
     root = _root(cache_dir)
-    return {part: read_complete(root / key, key) is not None
-            for part, (key, _) in part_keys(finetuned_key, task, s, data_dir).items()}
+    return {part: read_complete(root / key, key) is not None for part, key in keys.items()}
 
 
 def _write(root: Path, key: str, key_inputs: dict, arrays: dict[str, np.ndarray],
@@ -269,11 +274,6 @@ def study(ft, task: str, s: StudySettings, *, cache_dir: str | os.PathLike | Non
     return Study(sweeps=sweeps, importance=np.asarray(importance, dtype=float), curves=curves,
                  labels=np.asarray(dev.labels), n_dev=len(dev), seconds=seconds,
                  from_cache=from_cache)
-
-
-def settings_dict(s: StudySettings) -> dict:
-    """``s`` as a plain dict (for logs and plan summaries)."""
-    return asdict(s)
 
 
 def notebook_settings(task: str, *, first_seed: bool, modes: str, extras_first_seed_only: bool,

@@ -280,6 +280,13 @@ def duration(seconds: float) -> str:
     return f"{seconds / 60:.1f} min" if seconds < 3600 else f"{seconds / 3600:.1f} h"
 
 
+def _aligned(rows: list[tuple[str, ...]]) -> list[str]:
+    """``rows`` as text columns padded to their widest cell (the last column, the key, as is)."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    return ["  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=False)) + "  " + r[-1]
+            for r in rows]
+
+
 def describe(entries: list[Entry]) -> str:
     """The plan as a table, one line per unit (status, train examples x epochs, estimated
     minutes and how, the notebooks that load it, the key), then the totals."""
@@ -292,9 +299,7 @@ def describe(entries: list[Entry]) -> str:
         cost = "?" if e.estimate_s is None else duration(e.estimate_s)
         rows.append((e.unit.label, status, work, cost, e.estimate_from or "-",
                      ",".join(e.unit.notebooks), e.key or "? (below)"))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=False)) + "  " + r[-1]
-             for r in rows]
+    lines = _aligned(rows)
     left = [e for e in entries if not e.cached]
     known = [e.estimate_s for e in left if e.estimate_s is not None]
     total = (f"{len(entries)} units: {len(entries) - len(left)} cached, {len(left)} left"
@@ -372,7 +377,7 @@ class StudyUnit:
         ft = finetunes.fit_run(f.run, f.model, f.settings, subset_seed=f.subset_seed,
                                max_dev=f.max_dev, device=device, progress=False,
                                cache_dir=cache_dir, data_dir=f.data_dir)
-        got, _ = self.key()
+        got, _ = self.key(ft.key)  # the model just loaded: no second fingerprint
         if got != key:
             raise NotRetried(f"{self.label}: this worker computed the key {got}, the driver "
                              f"{key}; install the same commit and data on every node.")
@@ -466,9 +471,7 @@ def resolve_studies(planned: list[StudyUnit], cache_dir: str | os.PathLike | Non
         entry = StudyEntry(unit)
         try:
             entry.key, inputs = unit.key(known_keys.get(unit.finetune))
-            entry.parts = disabling_study.cached_parts(
-                inputs["finetuned"], unit.finetune.run.task, unit.settings, cache_dir,
-                unit.finetune.data_dir)
+            entry.parts = disabling_study.parts_cached(inputs["parts"], cache_dir)
         except Exception as err:  # noqa: BLE001 - reported per unit
             entry.error = f"{type(err).__name__}: {err}"
             entries.append(entry)
@@ -493,9 +496,7 @@ def describe_studies(entries: list[StudyEntry]) -> str:
         done = f"{sum(e.parts.values())}/{len(e.parts)}" if e.parts else "?"
         cost = "?" if e.estimate_s is None else duration(e.estimate_s)
         rows.append((e.unit.label, status, done, cost, e.key or "? (below)"))
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=False)) + "  " + r[-1]
-             for r in rows]
+    lines = _aligned(rows)
     left = [e for e in entries if not e.cached]
     known = [e.estimate_s for e in left if e.estimate_s is not None]
     total = (f"{len(entries)} study units: {len(entries) - len(left)} cached, {len(left)} left"
