@@ -46,3 +46,27 @@ def test_rendered_notebook_holds_no_local_path(nb_path):
     text = nb_path.read_text()
     for local in (str(paths.REPO_ROOT), "/site-packages/", "/.cache/staging/"):
         assert local not in text, f"{nb_path.name} records a path of this machine: {local}"
+
+
+def test_rendered_recap_of_notebook_07_says_what_its_tables_hold():
+    """The recap of the committed 07 rendering, redone from the committed tables: a sentence
+    whose number or direction the tables contradict fails here (issue 21)."""
+    import pandas as pd
+
+    from analysis_utils.analyses import disabling
+
+    results = paths.REPO_ROOT / "results"
+    names = ("summary", "seed_agreement", "framenet_heads_disabling", "pruning_summary")
+    tables = {n: pd.read_csv(results / f"07_{n}.csv") for n in names
+              if (results / f"07_{n}.csv").is_file()}
+    if "summary" not in tables:
+        pytest.skip("results/ holds no notebook 07 run")
+    mode = json.loads((results / "07_provenance.json").read_text())["parameters"][
+        "modes"].split(",")[0].strip()
+    lines = disabling.recap(tables["summary"], tables.get("seed_agreement", pd.DataFrame()),
+                            tables["framenet_heads_disabling"], tables["pruning_summary"], mode)
+    nb = json.loads((paths.REPO_ROOT / "notebooks" / "07_head_disabling.ipynb").read_text())
+    rendered = "".join("".join(o.get("data", {}).get("text/markdown", ""))
+                       for c in nb["cells"] for o in c.get("outputs", []))
+    for line in lines:
+        assert line in rendered, f"the rendered recap of 07 does not say: {line}"
