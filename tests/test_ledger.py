@@ -208,3 +208,27 @@ def test_a_notebooks_own_verdicts_are_its_rows_of_the_whole_ledger(prefix):
         whole[whole["notebook"] == prefix].reset_index(drop=True))
     with pytest.raises(FileNotFoundError, match="run.finish"):
         ledger.notebook_rows("09", folder)
+
+
+def test_a_layer_gain_must_survive_the_tasks_searched_in_every_seed(tmp_path):
+    """'A whole layer can improve the task': per seed, the best layer of each of the 2 tasks is
+    searched, so a Holm p of 0.03 (0.06 after Bonferroni over the tasks) does not count, 0.01
+    does; one seed without such a gain makes the verdict mixed, not yes."""
+    claim = next(c for c in kovaleva.claims() if c.claim.startswith("disabling a whole layer"))
+    f = tmp_path / "ft"
+    f.mkdir()
+    (f / "07_provenance.json").write_text(json.dumps(
+        {"parameters": {}, "models": {"model": {"name": "tiny", "num_layers": 1,
+                                                "num_heads": 2}}}))
+
+    def folder(p_by_seed):
+        rows = [{"task": task, "seed": seed, "mode": "uniform", "best_layer": "layer 1",
+                 "best_layer_delta": 0.5 if task == "RTE" else -0.1, "best_layer_ci_lo": 0.1,
+                 "best_layer_ci_hi": 0.9, "best_layer_p_holm": p if task == "RTE" else 1.0}
+                for seed, p in p_by_seed.items() for task in ("RTE", "MRPC")]
+        pd.DataFrame(rows).to_csv(f / "07_summary.csv", index=False)
+        return core.evaluate([claim], core.Tables(f))["verdict"].iloc[0]
+
+    assert folder({42: 0.01, 43: 0.01, 44: 0.01}) == "yes"
+    assert folder({42: 0.01, 43: 0.03, 44: 0.01}) == "mixed"
+    assert folder({42: 0.03, 43: 0.03, 44: 0.03}) == "no"
