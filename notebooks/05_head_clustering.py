@@ -76,7 +76,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from analysis_utils import notebook, papers, paths
+from analysis_utils import notebook, papers, paths, verdicts
 from analysis_utils.analyses import clustering, maptypes, surface
 from analysis_utils.compare import EXACT, IGNORE, from_sd, within
 from analysis_utils.data import glue, wikitext
@@ -549,3 +549,16 @@ print(f"cost of the seeds: cross-validation {cv_seconds:.0f} s, refits {refit_se
       f"peak memory {notebook.peak_rss_mb():,.0f} MB")
 _ = run.finish()
 Markdown(comparison.to_markdown(index=False))
+
+# %% [markdown]
+# ## Verdicts
+#
+# Whether each claim held is decided in one place, the claims ledger, not by the tables above
+# (they state numbers only). Each claim's criterion, reference and test are fixed in
+# `analysis_utils/ledger/clark.py` before any number is read; the same rule runs on the
+# random-weights control (`reference_value`), and p-values are Holm-corrected over this
+# notebook's claims (`p_adjusted`). Notebook 08 gathers every notebook's rows for both models
+# into `results/08_claims.csv`; `untestable` says why in `note`.
+
+# %%
+verdicts.show("05")

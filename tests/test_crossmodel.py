@@ -82,8 +82,7 @@ def root(tmp_path):
             {"claim": "heads > 90% from [SEP] to [SEP]" if folder == a
              else "heads > 90% from </s> to </s>",
              "paper (BERT-base)": "> 90% for some heads", "model": 0.0 if folder == a else 2.0,
-             "unit": "heads", "which": "", "layers of this model": "", "held": "no"
-             if folder == a else "yes", "held if": "at least one head"}])
+             "unit": "heads", "which": "", "layers of this model": ""}])
     # 01's attention norms (only results/, as a run before they existed): layer 2's first
     # token is weighted 60% but carries 6% of the norms; layer 1's separators 30% vs 20%
     _write(a, "01_norms_by_layer.csv", _norms_rows({
@@ -104,9 +103,9 @@ def root(tmp_path):
          "sd_relation": "dobj"}])
     _write(a, "02_paper_vs_run.csv", [
         {"paper relation": "All", "relation here": "All", "head": "2-1", "accuracy": 40.0,
-         "baseline": 30.0, "margin": 10.0, "held": "no"},
+         "baseline": 30.0, "margin": 10.0},
         {"paper relation": "prep", "relation here": "\u2013", "head": "\u2013",
-         "accuracy": None, "baseline": None, "margin": None, "held": "\u2013"}])
+         "accuracy": None, "baseline": None, "margin": None}])
     # 03
     for folder, head, best, ctrl in ((a, "head 2-2", 60.0, 3.0), (b, "head 3-1", 70.0, 4.0)):
         _write(folder, "03_table2.csv", [
@@ -124,8 +123,7 @@ def root(tmp_path):
              "proper": 73.0, "nominal": 58.0}])
         _write(folder, "03_paper_vs_run.csv", [
             {"claim": "best head vs. nearest mention", "paper": 38.0, "this run": best - 30.0,
-             "paper detail": "head 5-4 65% vs. 27%", "detail": f"{head} vs. 30%",
-             "held": "yes", "held if": "better"}])
+             "paper detail": "head 5-4 65% vs. 27%", "detail": f"{head} vs. 30%"}])
     # 04: attention-only 60 +- 1 vs right-branching 30; att+GloVe 61 +- 1 vs dist 60 +- 1
     for folder in (a, b):
         _write(folder, "04_table3.csv", [

@@ -194,9 +194,9 @@ def test_rendered_recap_of_notebook_08_agrees_with_its_tables():
         assert line in rendered, f"the rendered recap does not say: {line}"
 
 
-@pytest.mark.parametrize("prefix", ["06", "07"])
+@pytest.mark.parametrize("prefix", ["01", "02", "03", "04", "05", "06", "07"])
 def test_a_notebooks_own_verdicts_are_its_rows_of_the_whole_ledger(prefix):
-    """Notebooks 06 and 07 show ``ledger.notebook_rows`` of their own output folder: the same
+    """Notebooks 01-07 show ``ledger.notebook_rows`` of their own output folder: the same
     rows (Holm over that notebook's claims) as the ledger over every notebook."""
     folder = paths.REPO_ROOT / "results"
     if not (folder / f"{prefix}_provenance.json").is_file():

@@ -70,3 +70,54 @@ def test_rendered_recap_of_notebook_07_says_what_its_tables_hold():
                        for c in nb["cells"] for o in c.get("outputs", []))
     for line in lines:
         assert line in rendered, f"the rendered recap of 07 does not say: {line}"
+
+
+#: (rendered notebook, the results folder its run wrote): every notebook whose claims the
+#: ledger judges, for the default run and the base run beside it.
+_VERDICT_RENDERINGS = [(nb, paths.REPO_ROOT / "results")
+                       for nb in RENDERED if nb.name[:2] in {f"0{k}" for k in range(1, 8)}] + [
+    (nb, paths.REPO_ROOT / "results" / "base")
+    for nb in sorted((paths.NOTEBOOKS_DIR / "base").glob("0[1-7]_*.ipynb"))]
+
+
+def _verdict_cell_text(nb: dict) -> str:
+    """What the cell that shows ``ledger.notebook_rows`` displayed, as markdown or HTML."""
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code" and "ledger.notebook_rows(" in "".join(cell["source"]):
+            return "".join("".join(o.get("data", {}).get(kind, ""))
+                           for o in cell.get("outputs", [])
+                           for kind in ("text/markdown", "text/html"))
+    return ""
+
+
+@pytest.mark.parametrize("nb_path,results", _VERDICT_RENDERINGS,
+                         ids=lambda x: x.parent.name + "/" + x.name if hasattr(x, "name") else "")
+def test_rendered_verdicts_are_the_ledgers_rows(nb_path, results):
+    """Each notebook whose claims the ledger judges ends with the ledger's rows for it, and
+    shows no verdict of its own that could contradict them (issue 21): every claim of the
+    ledger, judged on the tables the committed run wrote, appears with the same verdict."""
+    from analysis_utils import ledger
+
+    prefix = nb_path.name[:2]
+    if not (results / f"{prefix}_provenance.json").is_file():
+        pytest.skip(f"{results} holds no {prefix} run")
+    nb = json.loads(nb_path.read_text())
+    shown = _verdict_cell_text(nb)
+    assert shown, (f"{nb_path.name} has no Verdicts cell showing ledger.notebook_rows: "
+                   "re-render it (python -m analysis_utils stale names the command)")
+    rows = ledger.notebook_rows(prefix, results)
+    for _, r in rows.iterrows():
+        if "<table" in shown:  # an HTML view: the claim is a row label, the verdict a cell
+            start = shown.find(f"<th>{r['claim']}</th>")
+            assert start >= 0, f"{nb_path.name}: claim not shown: {r['claim']}"
+            row = shown[start:shown.find("</tr>", start)]
+            assert f"<td>{r['verdict']}</td>" in row, (nb_path.name, r["claim"], r["verdict"])
+        else:  # a markdown table: one line per claim
+            line = next((ln for ln in shown.splitlines()
+                         if f"| {r['claim'].replace('|', chr(92) + '|')} " in ln), None)
+            assert line is not None, f"{nb_path.name}: claim not shown: {r['claim']}"
+            assert f"| {r['verdict']} " in line, (nb_path.name, r["claim"], r["verdict"])
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            assert '["held"]' not in "".join(cell["source"]), (
+                f"{nb_path.name} computes a 'held' verdict of its own")

@@ -283,7 +283,7 @@ def _stats(prev_share: float, sep_share: float, cls_entropy: float, layers: int 
     return {"relative_position": rp, "token_class": tc, "sep_to_sep": ss, "entropy": ent}
 
 
-def test_section3_comparison_says_whether_each_claim_held():
+def test_section3_comparison_states_numbers_and_leaves_verdicts_to_the_ledger():
     import pandas as pd
 
     stats = {"model": _stats(0.9, 0.6, 3.8), "control": _stats(0.1, 0.04, 4.5)}
@@ -291,24 +291,24 @@ def test_section3_comparison_says_whether_each_claim_held():
                          for la in (1, 2, 3) for t, g in (("[SEP]", 0.1), ("other", 1.0),
                                                           ("[CLS]", 0.5))])
     table = surface.section3_comparison(stats, 0.07, num_layers=3, grad=grad)
+    # a verdict of its own could contradict the claims ledger's (notebook 01 shows those)
+    assert not {"held", "held if"} & set(table.columns)
     t = table.set_index("claim")
     prev = t.loc["heads > 50% on the previous token"]
-    assert (prev["model"], prev["control"], prev["which"], prev["held"]) == (1, 0, "1-1", "yes")
+    assert (prev["model"], prev["control"], prev["which"]) == (1, 0, "1-1")
     sep = t.loc["attention to [SEP] in the paper's layers 6-10"]
-    assert sep["model"] == pytest.approx(60.0) and sep["held"] == "yes"
+    assert sep["model"] == pytest.approx(60.0) and sep["control"] == pytest.approx(4.0)
     assert sep["uniform head"] == pytest.approx(4.0) and sep["layers of this model"] == "2-3"
-    assert t.loc["layer with the most attention to [CLS]", "held"] == "yes"  # layer 1 of 3
+    assert t.loc["layer with the most attention to [CLS]", "model"] == 1
     assert t.loc["layer with the most attention to ./,", "model"] == 3
     g = t.loc["|grad| of the MLM loss w.r.t. attention to [SEP], vs. other tokens"]
-    assert g["model"] == pytest.approx(0.1) and g["held"] == "yes"
+    assert g["model"] == pytest.approx(0.1)
     assert g["from"] == "fitted masked-LM head" and np.isnan(g["control"])
     assert t.loc["|grad| of the MLM loss w.r.t. attention to [CLS], vs. other tokens",
-                 "held"] == "\u2013"  # no claim in the paper
+                 "model"] == pytest.approx(0.5)
     assert t.loc["layer 1: lowest mean max weight of a head", "which"] == "head 1-2"
-    assert t.loc["entropy from [CLS], last layer", "held"] == "yes"  # 3.8 vs 3.89
+    assert t.loc["entropy from [CLS], last layer", "model"] == pytest.approx(3.8)
     assert t.loc["words split into several pieces", "model"] == pytest.approx(7.0)
-    weak = surface.section3_comparison(stats, 0.07, 3, grad, grad_testable=False)
-    assert weak.set_index("claim").loc[g.name, "held"] == "not testable"
     view = surface.comparison_view(table)
     assert view.loc["heads > 50% on the previous token", "this run"] == "1 (1-1)"
     assert view.loc[sep.name, "this run"] == "60.0%"

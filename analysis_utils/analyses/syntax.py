@@ -389,16 +389,16 @@ def paper_note(relation: str) -> str:
     return f"paper{name}: {head} {acc:.1f}%, offset {offset:+d} {base:.1f}%"
 
 
-def paper_comparison(table: pd.DataFrame, wide: float = 10.0) -> pd.DataFrame:
+def paper_comparison(table: pd.DataFrame) -> pd.DataFrame:
     """The "paper vs. this run" table of Section 4.2: one row per row of the paper's Table 1.
 
     table: :func:`table1` of this run (with the paper's columns or without). Columns: ``paper
     relation`` (SD), ``relation here`` (UD; "–" for SD ``prep``, which has none), the
     paper's ``paper head``, ``paper direction``, ``paper accuracy``, ``paper baseline``,
     ``paper margin`` (points), this run's ``head``, ``direction``, ``accuracy``, ``baseline``,
-    ``margin``, and ``held``: ``yes`` when this run's best head clears its baseline by at
-    least ``wide`` points exactly where the paper's did (and stays within ``wide`` points where
-    the paper's did), ``no`` otherwise, ``–`` without a counterpart. Accuracies in %."""
+    ``margin``; blanks ("–", NaN) without a counterpart. Accuracies in %. Whether the paper's
+    finding held is the claims ledger's to judge (:mod:`analysis_utils.ledger.clark`: the best
+    head against its baseline under a binomial test, beside the random-weights control)."""
     t = table.set_index("relation")
     rows = []
     for sd, (p_head, p_acc, p_base, _, p_dir) in CLARK_TABLE1.items():
@@ -410,10 +410,9 @@ def paper_comparison(table: pd.DataFrame, wide: float = 10.0) -> pd.DataFrame:
             r = t.loc[ud]
             m = r["accuracy"] - r["baseline"]
             row.update({"head": r["head"], "direction": r["direction"],
-                        "accuracy": r["accuracy"], "baseline": r["baseline"], "margin": m,
-                        "held": "yes" if (m >= wide) == (p_acc - p_base >= wide) else "no"})
+                        "accuracy": r["accuracy"], "baseline": r["baseline"], "margin": m})
         else:
             row.update({"head": "\u2013", "direction": "\u2013", "accuracy": np.nan,
-                        "baseline": np.nan, "margin": np.nan, "held": "\u2013"})
+                        "baseline": np.nan, "margin": np.nan})
         rows.append(row)
     return pd.DataFrame(rows)

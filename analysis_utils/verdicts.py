@@ -1,0 +1,41 @@
+"""The Verdicts section that closes notebooks 01-05: the claims ledger's rows for the notebook,
+judged on the tables its own run has just written (:func:`analysis_utils.ledger.notebook_rows`),
+as a markdown table with every cell in full.
+
+The notebooks' "paper vs. this run" tables state numbers only; whether a claim held is decided
+here, by the ledger's rules (criterion, reference and test fixed in ``ledger/clark.py`` and
+``ledger/kovaleva.py``), so a notebook cannot show a verdict of its own that contradicts the
+ledger's (issue 21).
+
+>>> verdicts.show("02")        # the last cell of notebook 02, after run.finish() # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from . import ledger
+from .notebook import table_view
+from .paths import output_dirs
+
+
+def table(prefix: str, folder: str | Path | None = None) -> pd.DataFrame:
+    """Notebook ``prefix``'s ledger rows (:data:`ledger.VIEW_COLUMNS`, strings as a reader sees
+    them: p-values to 3 decimals, blanks as "–") from ``folder`` (default: the results folder
+    of this process, where the notebook's run has just written its tables)."""
+    folder = output_dirs()[0] if folder is None else Path(folder)
+    return table_view(ledger.notebook_rows(prefix, folder)[ledger.VIEW_COLUMNS], digits=3)
+
+
+def markdown(view: pd.DataFrame) -> str:
+    """``view`` (strings) as a markdown table, each ``|`` inside a cell escaped."""
+    return view.apply(lambda c: c.str.replace("|", "\\|", regex=False)).to_markdown(index=False)
+
+
+def show(prefix: str, folder: str | Path | None = None):
+    """The Verdicts cell's output: :func:`table` as rendered markdown."""
+    from IPython.display import Markdown
+
+    return Markdown(markdown(table(prefix, folder)))
