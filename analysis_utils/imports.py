@@ -48,7 +48,7 @@ TOP_LEVEL: dict[str, str] = {
     "profiles": "base", "params": "base",
     "report": "driver", "readme": "driver", "compare": "driver", "notebook": "driver", "pipeline": "driver",
     "stale": "driver", "links": "driver", "imports": "driver", "atlas": "driver",
-    "__main__": "driver", "runplan": "driver",
+    "__main__": "driver", "runplan": "driver", "verdicts": "driver",
     # subpackages outside the layer folders: the claims ledger judges analyses' results
     "ledger": "analyses",
 }

@@ -81,9 +81,12 @@ _VERDICT_RENDERINGS = [(nb, paths.REPO_ROOT / "results")
 
 
 def _verdict_cell_text(nb: dict) -> str:
-    """What the cell that shows ``ledger.notebook_rows`` displayed, as markdown or HTML."""
+    """What the cell that shows the notebook's ledger rows displayed (``verdicts.show`` in
+    01-05, ``ledger.notebook_rows`` in 06-07), as markdown or HTML."""
     for cell in nb["cells"]:
-        if cell["cell_type"] == "code" and "ledger.notebook_rows(" in "".join(cell["source"]):
+        source = "".join(cell["source"])
+        if cell["cell_type"] == "code" and ("ledger.notebook_rows(" in source
+                                            or "verdicts.show(" in source):
             return "".join("".join(o.get("data", {}).get(kind, ""))
                            for o in cell.get("outputs", [])
                            for kind in ("text/markdown", "text/html"))

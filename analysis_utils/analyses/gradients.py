@@ -20,6 +20,7 @@ from torch import nn
 from .. import training
 from ..engine.fingerprint import weights_fingerprint
 from ..engine.interventions import intervene
+from ..engine.memory import release
 
 TARGETS = ("[SEP]", "./,", "other")
 
@@ -451,6 +452,7 @@ def attention_gradient_importance(encoder: nn.Module, mlm_head: nn.Module, token
         del grads, probs, hidden, loss
     encoder.train(was_training)
     mlm_head.train(head_training)
+    release()  # the backward passes' freed buffers would otherwise stay resident (engine.memory)
     rows = []
     for layer in range(n_layers):
         for t, name in enumerate(targets):
