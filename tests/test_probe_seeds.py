@@ -94,18 +94,19 @@ def test_order_claims_counts_and_statements():
         fixed={"R": 62.0}, label="dev UAS")
     c = claims.set_index("claim")
     assert c.loc["A+G > A", ["seeds", "above", "below", "tied"]].tolist() == [5, 5, 0, 0]
-    assert c.loc["A+G > A", "verdict"] == "holds"
+    assert c.loc["A+G > A", "direction"] == "as claimed"
     assert c.loc["A+G > A", "statement"] == (
         "A+G > A in 5 of 5 seeds (dev UAS: A+G ahead by 10.0 to 11.0 points)")
     assert c.loc["A > D", ["above", "below", "tied"]].tolist() == [2, 2, 1]
-    assert c.loc["A > D", "verdict"] == "mixed"
+    assert c.loc["A > D", "direction"] == "mixed"
     assert c.loc["A > D", "statement"].startswith(
         "A vs. D is not settled by 5 seeds: A is ahead in 2, behind in 2, tied in 1")
     # the fixed baseline R = 62 is above A in every seed
-    assert c.loc["R > A", "verdict"] == "holds"
-    assert c.loc["A > R", "verdict"] == "reversed"
+    assert c.loc["R > A", "direction"] == "as claimed"
+    assert c.loc["A > R", "direction"] == "reversed"
     assert c.loc["A > R", "statement"] == (
-        "A > R does not hold: R is ahead in 5 of 5 seeds (dev UAS: by 1.0 to 3.0 points)")
+        "R ahead of A in 5 of 5 seeds (dev UAS: by 1.0 to 3.0 points)")
+    assert "verdict" not in claims.columns  # a count over seeds, not a tested verdict
     assert c.loc["A+G > A", "diff mean"] == pytest.approx(70.5 - 60.2)
     with pytest.raises(KeyError, match="Z"):
         probe_data.order_claims(PER_SEED, [("A", "Z")], "dev")

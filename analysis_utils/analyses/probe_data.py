@@ -274,15 +274,17 @@ def _points(x: float) -> str:
 def order_claims(per_seed: pd.DataFrame, claims: Sequence[tuple[str, str]], column: str,
                  fixed: Mapping[str, float] | None = None, label: str | None = None,
                  seed_col: str = "seed", probe_col: str = "probe") -> pd.DataFrame:
-    """In how many seeds each claimed order ``(higher, lower)`` holds on ``column``.
+    """In how many seeds each claimed order ``(higher, lower)`` goes the claimed way on
+    ``column``: a count over seeds, not a test (with few seeds a difference can point the same
+    way in each and not be significant; the claims ledger tests the paper's comparisons).
 
     ``per_seed``: one row per probe and seed; ``fixed``: probe -> value for deterministic
     baselines (e.g. right-branching), compared with every seed's value of the other probe.
     Only seeds that both sides have are counted. Returns one row per claim: ``claim``
     ("higher > lower"), ``seeds``, ``above``, ``below``, ``tied`` (counts), ``diff min``,
-    ``diff mean``, ``diff max`` (higher minus lower), ``verdict`` (``holds`` in every seed,
-    ``reversed`` in every seed, else ``mixed``) and ``statement``, a sentence that says only
-    what the seeds support (``label`` names the column in it; default ``column``).
+    ``diff mean``, ``diff max`` (higher minus lower), ``direction`` (``as claimed`` in every
+    seed, ``reversed`` in every seed, else ``mixed``) and ``statement``, a sentence that says
+    only what the seeds show (``label`` names the column in it; default ``column``).
 
     >>> t = pd.DataFrame({"probe": ["a", "a", "b", "b"], "seed": [0, 1, 0, 1],
     ...                   "uas": [60.0, 62.0, 50.0, 63.0]})
@@ -290,7 +292,7 @@ def order_claims(per_seed: pd.DataFrame, claims: Sequence[tuple[str, str]], colu
     >>> for line in claims["statement"]:
     ...     print(line)
     a vs. b is not settled by 2 seeds: a is ahead in 1, behind in 1 (uas: difference -1.0 to +10.0 points)
-    a > c does not hold: c is ahead in 2 of 2 seeds (uas: by 8.0 to 10.0 points)
+    c ahead of a in 2 of 2 seeds (uas: by 8.0 to 10.0 points)
     """
     fixed = dict(fixed or {})
     label = label or column
@@ -310,22 +312,22 @@ def order_claims(per_seed: pd.DataFrame, claims: Sequence[tuple[str, str]], colu
         seeds = f"{n} seed" + ("" if n == 1 else "s")
         lo_d, hi_d = (float(d.min()), float(d.max())) if n else (np.nan, np.nan)
         if n and above == n:
-            verdict = "holds"
+            direction = "as claimed"
             text = (f"{hi} > {lo} in {above} of {seeds} ({label}: {hi} ahead by "
                     f"{lo_d:.1f} to {_points(hi_d)})")
         elif n and below == n:
-            verdict = "reversed"
-            text = (f"{hi} > {lo} does not hold: {lo} is ahead in {below} of {seeds} "
+            direction = "reversed"
+            text = (f"{lo} ahead of {hi} in {below} of {seeds} "
                     f"({label}: by {-hi_d:.1f} to {_points(-lo_d)})")
         else:
-            verdict = "mixed"
+            direction = "mixed"
             parts = [f"ahead in {above}", f"behind in {below}"] + (
                 [f"tied in {tied}"] if tied else [])
             text = (f"{hi} vs. {lo} is not settled by {seeds}: {hi} is " + ", ".join(parts)
                     + (f" ({label}: difference {lo_d:+.1f} to {hi_d:+.1f} points)" if n else ""))
         rows.append({"claim": f"{hi} > {lo}", "seeds": n, "above": above, "below": below,
                      "tied": tied, "diff min": lo_d, "diff mean": float(d.mean()) if n else np.nan,
-                     "diff max": hi_d, "verdict": verdict, "statement": text})
+                     "diff max": hi_d, "direction": direction, "statement": text})
     return pd.DataFrame(rows)
 
 
