@@ -94,7 +94,8 @@ def _verdict_cell_text(nb: dict) -> str:
 
 
 @pytest.mark.parametrize("nb_path,results", _VERDICT_RENDERINGS,
-                         ids=lambda x: x.parent.name + "/" + x.name if hasattr(x, "name") else "")
+                         ids=[f"{r.relative_to(paths.REPO_ROOT)}/{nb.stem}"
+                              for nb, r in _VERDICT_RENDERINGS])
 def test_rendered_verdicts_are_the_ledgers_rows(nb_path, results):
     """Each notebook whose claims the ledger judges ends with the ledger's rows for it, and
     shows no verdict of its own that could contradict them (issue 21): every claim of the

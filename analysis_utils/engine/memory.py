@@ -7,6 +7,8 @@ attention norms computed next peaked on top of that (2,371 MB). :func:`release` 
 garbage and asks glibc to return free pages (``malloc_trim``): measured on notebook 01's
 cells, the kernel stays at 883 MB after the gradient pass instead of 1,688 MB. It changes no
 number, only what stays resident; on a platform without glibc it only collects garbage.
+(Measured with ``benchmarks/bench_cell_memory.py notebooks/01_surface_patterns.py``, with and
+without ``--trim``.)
 """
 
 from __future__ import annotations
