@@ -11,6 +11,7 @@ import ast
 import collections
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -64,6 +65,12 @@ def test_units_per_profile():
             s.num_threads) == (3, 32, 5e-5, 128, 0.1, 1)
     assert {u.num_cpus for u in default} == {1} and {u.max_dev for u in default} == {0}
     assert all(u.data_dir == str(paths.data_dir()) for u in default)
+
+    # notebook 06's maps: each pre-trained fine-tune at the main rate, on 06's dev examples
+    maps = units.build_maps("default")
+    assert [m.finetune for m in maps] == pre
+    assert {(m.n_examples, m.max_tokens, m.notebooks) for m in maps} == {(1000, 128, ("06",))}
+    assert units.build_maps("base") == []
 
     paper = units.build("paper")
     assert [(u.run, u.settings) for u in paper] == [(u.run, u.settings) for u in default]
@@ -228,21 +235,48 @@ def test_in_process_run_computes_what_is_left_and_show_says_so(tiny_plan, capsys
     out = capsys.readouterr().out
     assert "2 units: 2 cached, 0 left" in out
     assert "2 study units: 0 cached, 2 left" in out  # notebook 07's measurements: the 2nd wave
+    assert "2 maps units: 0 cached, 2 left" in out  # notebook 06's maps: the 2nd wave too
     # run: the fine-tunes are cached; the studies run, on the first seed with both modes and
     # the pruning curves, on the second with the paper's mode only (extras_first_seed_only)
     assert cli.main(["run", "--profile", "smoke", "--in-process", *TINY_ARGS]) == 0
     out = capsys.readouterr().out
-    assert "running 2 study units in this process" in out and "fine-tuning units" not in \
-        out.split("[plan] then")[1]
+    assert "running 2 maps units and 2 study units in this process" in out and \
+        "fine-tuning units" not in out.split("[plan] then")[1]
     assert "seed42 study (uniform+zero +curves): done" in out
     assert "seed43 study (uniform): done" in out
     studies = units.resolve_studies(units.build_studies("smoke", TINY), cache)
     assert all(e.cached for e in studies)
     assert [sorted(e.parts) for e in studies] == [
         ["curves", "importance", "sweep-uniform", "sweep-zero"], ["importance", "sweep-uniform"]]
+    # the maps are the ones notebook 06 reads: its own calls find them in the cache
+    from analysis_utils.data import glue
+    from analysis_utils.engine import attention
+
+    maps = units.resolve_maps(units.build_maps("smoke", TINY), cache)
+    assert [e.cached for e in maps] == [True, True]
+    p = units.notebook_parameters("smoke", TINY)["06"]
+    for e in maps:
+        f = e.unit.finetune
+        ft = finetunes.fit_run(f.run, f.model, f.settings, subset_seed=f.subset_seed,
+                               max_dev=f.max_dev, progress=False, cache_dir=cache)
+        # notebook 06's own calls (its drift cell)
+        exs = glue.read_glue(f.run.task, max_examples=p["n_examples"] or None)
+        enc = glue.encode(exs, ft.loaded.tokenizer, max_tokens=p["max_tokens"])
+        store = attention.extract_attention(ft.reload().loaded, enc.inputs, cache_dir=cache,
+                                            progress=False)
+        assert not store.extracted_now and len(store.lengths) == p["n_examples"]
+        record = json.loads((cache / units.MAPS_SUBDIR / f"{e.key}.json").read_text())
+        assert record["store"] == store.directory.name
     # and then nothing starts
     assert cli.main(["run", "--profile", "smoke", "--in-process", *TINY_ARGS]) == 0
-    assert "all 4 units cached; nothing to run" in capsys.readouterr().out
+    assert "all 6 units cached; nothing to run" in capsys.readouterr().out
+    # a maps record whose store is gone counts as left (one warm-up step leaves the tiny
+    # plan's encoders as they were, so both models may share one store)
+    stores = [json.loads((cache / units.MAPS_SUBDIR / f"{e.key}.json").read_text())["store"]
+              for e in maps]
+    shutil.rmtree(cache / "attention" / record["store"])
+    assert [x.cached for x in units.resolve_maps(units.build_maps("smoke", TINY), cache)] == [
+        s != record["store"] for s in stores]
 
 
 @pytest.mark.packaged_model

@@ -1,8 +1,8 @@
 """``python -m analysis_utils plan show|run [--profile P] [--address ADDR] [-p NAME=VALUE]``.
 
 ``show`` lists the profile's units (:mod:`analysis_utils.runplan.units`): the fine-tunes, then
-notebook 07's measurements of each fine-tuned model (a second wave), cached or left, with
-an estimated cost each. ``run`` computes what is left: on Ray when it is installed (a new local
+(a second wave) notebook 06's attention maps of each fine-tuned model (drift's input) and
+notebook 07's measurements of it, cached or left, with an estimated cost each. ``run`` computes what is left: on Ray when it is installed (a new local
 instance, or the cluster at ``--address`` / ``$RAY_ADDRESS``), else, or with ``--in-process``,
 in this process, one unit after the other; the notebooks then load the results from the
 cache. Exit status: 0 when every unit is cached at the end, 1 otherwise (each failed unit is
@@ -31,8 +31,9 @@ On a cluster, BERTOLOGY_CACHE_DIR must be storage every node mounts at the same 
 def _parser() -> argparse.ArgumentParser:
     ap = argparse.ArgumentParser(
         prog="python -m analysis_utils plan",
-        description="The fine-tunes notebooks 06 and 07 need, and 07's measurements of each "
-                    "fine-tuned model, as units computed ahead of them.",
+        description="The fine-tunes notebooks 06 and 07 need, then 06's attention maps and "
+                    "07's measurements of each fine-tuned model, as units computed ahead of "
+                    "them.",
         epilog=USAGE_EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("action", choices=("show", "run"),
                     help="show: list the units, cached or left, with an estimated cost; "
@@ -96,11 +97,16 @@ def main(argv: list[str] | None = None) -> int:
     entries = units.resolve(planned, cache)
     print(units.describe(entries), flush=True)
     try:
+        maps = units.resolve_maps(units.build_maps(args.profile, extra), cache, entries)
         studies = units.resolve_studies(units.build_studies(args.profile, extra), cache,
                                         entries)
     except (ParameterError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
+    if maps:
+        print("[plan] then notebook 06's attention maps of each fine-tuned model on its dev "
+              "examples (drift's input), once its fine-tune is cached:", flush=True)
+        print(units.describe_maps(maps), flush=True)
     if studies:
         print("[plan] then notebook 07's measurements of each fine-tuned model (disabling "
               "sweeps, head importance, pruning curves), once its fine-tune is cached:",
@@ -108,16 +114,17 @@ def main(argv: list[str] | None = None) -> int:
         print(units.describe_studies(studies), flush=True)
     if args.action == "show":
         return 0
-    unknown = [e for e in [*entries, *studies] if e.error]
+    unknown = [e for e in [*entries, *maps, *studies] if e.error]
     if unknown:
         print("error: cannot compute the cache key of "
               + "; ".join(f"{e.unit.label} ({e.error})" for e in unknown), file=sys.stderr)
         return 1
     left = [e for e in entries if not e.cached]
-    left_studies = [e for e in studies if not e.cached]
+    # the second wave: what each fine-tuned model is measured on, once it is trained
+    left_studies = [e for e in [*maps, *studies] if not e.cached]
     if not left and not left_studies:
-        print(f"[plan] all {len(entries) + len(studies)} units cached; nothing to run "
-              f"({time.perf_counter() - t0:.1f} s)", flush=True)
+        print(f"[plan] all {len(entries) + len(maps) + len(studies)} units cached; nothing "
+              f"to run ({time.perf_counter() - t0:.1f} s)", flush=True)
         return 0
     try:
         backend = _backend(args)
@@ -142,7 +149,11 @@ def main(argv: list[str] | None = None) -> int:
                     print(f"[plan] {e.unit.label}: skipped, its fine-tune failed", flush=True)
             if ready:
                 jobs = [execute.Job(e.unit, e.key) for e in ready]
-                print(f"[plan] running {len(jobs)} study units {where}", flush=True)
+                n_maps = sum(isinstance(e.unit, units.MapsUnit) for e in ready)
+                what = " and ".join(x for x in (
+                    f"{n_maps} maps units" if n_maps else "",
+                    f"{len(jobs) - n_maps} study units" if len(jobs) > n_maps else "") if x)
+                print(f"[plan] running {what} {where}", flush=True)
                 outcomes += execute.run_units(jobs, cache, backend=backend,
                                               address=args.address, retries=args.retries,
                                               gpus_per_unit=args.gpus_per_unit)

@@ -40,7 +40,8 @@ from .execute import NotRetried
 __all__ = ["PLAN_NOTEBOOKS", "STATED_SECONDS_PER_EXAMPLE", "FinetuneUnit", "Entry",
            "notebook_parameters", "build", "resolve", "cached_rates", "describe", "duration",
            "cache_folder", "StudyUnit", "StudyEntry", "build_studies", "resolve_studies",
-           "describe_studies"]
+           "describe_studies", "MAPS_SUBDIR", "MapsUnit", "MapsEntry", "build_maps",
+           "resolve_maps", "describe_maps"]
 
 #: The notebooks whose work the plan computes ahead of them.
 PLAN_NOTEBOOKS = ("06", "07")
@@ -505,3 +506,174 @@ def describe_studies(entries: list[StudyEntry]) -> str:
                 "same task yet)" if len(known) < len(left) else ""))
     notes = [f"no key for {e.unit.label}: {e.error}" for e in entries if e.error]
     return "\n".join(lines + [total] + notes)
+
+
+# --- notebook 06's maps of each fine-tuned model: drift's input, in the same second wave -----
+
+#: Where a maps unit records which attention store it filled (``<key>.json``).
+MAPS_SUBDIR = Path("runplan") / "maps"
+
+
+@dataclass(frozen=True)
+class MapsUnit:
+    """Notebook 06's drift input for one fine-tuned model: its attention maps on the first
+    ``n_examples`` dev examples of its task (encoded as 06 encodes them),
+    extracted into the attention cache ahead of the notebook, which then reads them instead of
+    running the model (Figure 5's cosines, the features of Figures 6-7 and the map types are
+    computed from them). ``finetune``: the unit that trains the model (first wave)."""
+
+    finetune: FinetuneUnit
+    n_examples: int
+    max_tokens: int
+    notebooks: tuple[str, ...] = field(default=("06",), compare=False)
+
+    gpu_share = 0.25  # inference only: four share a GPU
+
+    @property
+    def label(self) -> str:
+        n = self.n_examples or "all"
+        return f"{self.finetune.label} maps ({n} dev)"
+
+    @property
+    def device(self) -> str:
+        return self.finetune.device
+
+    @property
+    def num_cpus(self) -> int:
+        return self.finetune.num_cpus
+
+    def key(self, finetuned_key: str | None = None) -> tuple[str, dict]:
+        """``(key, inputs)``: the fine-tune's key with what selects the inputs (task, dev
+        rows, piece limit). ``finetuned_key``: the fine-tune's key when already known."""
+        ft_key = finetuned_key or self.finetune.key()[0]
+        inputs = {"finetuned": ft_key, "task": self.finetune.run.task,
+                  "n_examples": int(self.n_examples), "max_tokens": int(self.max_tokens)}
+        digest = hashlib.sha256(json.dumps(inputs, sort_keys=True).encode()).hexdigest()
+        return f"{ft_key}-maps-{digest[:12]}", inputs
+
+    def execute(self, key: str, cache_dir: str, device: str) -> dict:
+        """Load the fine-tuned model from the cache (trained first if it is missing) and
+        extract its maps on the notebook's inputs (resumed where a store is partial); record
+        which store holds them."""
+        import time
+
+        from ..data import glue
+        from ..engine import attention
+
+        f = self.finetune
+        ft = finetunes.fit_run(f.run, f.model, f.settings, subset_seed=f.subset_seed,
+                               max_dev=f.max_dev, device=device, progress=False,
+                               cache_dir=cache_dir, data_dir=f.data_dir)
+        got, inputs = self.key(ft.key)
+        if got != key:
+            raise NotRetried(f"{self.label}: this worker computed the key {got}, the driver "
+                             f"{key}; install the same commit and data on every node.")
+        t0 = time.perf_counter()
+        loaded = ft.loaded
+        # notebook 06's inputs, call for call (its drift cell)
+        exs = glue.read_glue(f.run.task, max_examples=self.n_examples or None,
+                             data_dir=f.data_dir)
+        enc = glue.encode(exs, loaded.tokenizer, max_tokens=self.max_tokens)
+        store = attention.extract_attention(loaded, enc.inputs, cache_dir=cache_dir,
+                                            progress=False)
+        seconds = time.perf_counter() - t0
+        if not store.extracted_now and store.wall_time_s:  # cached: what extracting took
+            seconds = float(store.wall_time_s)
+        record = {"key_inputs": inputs, "store": store.directory.name,
+                  "examples": len(enc.inputs), "seconds": seconds}
+        marker = paths.cache_dir(cache_dir) / MAPS_SUBDIR / f"{key}.json"
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        tmp = marker.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(record, indent=1))
+        os.replace(tmp, marker)
+        return {"from_cache": not store.extracted_now, "store": store.directory.name,
+                "examples": len(enc.inputs),
+                "seconds": seconds, "device": str(ft.device)}
+
+
+def build_maps(profile: str = "default", extra: dict | None = None,
+               data_dir: str | os.PathLike | None = None) -> list[MapsUnit]:
+    """Notebook 06's maps units under ``profile`` (empty when it does not run 06): one per
+    pre-trained fine-tune 06 compares with the pre-trained model, with its ``n_examples`` and
+    ``max_tokens``."""
+    p = notebook_parameters(profile, extra).get("06")
+    if p is None:
+        return []
+    fts = _units_of("06", p, str(paths.data_dir(data_dir)))
+    main = [u for u in fts if u.run.init == "pretrained"
+            and u.settings.learning_rate == float(p["lr"])]
+    return [MapsUnit(u, int(p["n_examples"]), int(p["max_tokens"])) for u in main]
+
+
+@dataclass
+class MapsEntry:
+    """A maps unit with its ``key`` (None with ``error``), whether its store is ``cached``
+    and ``estimate_s`` (its examples x the median recorded seconds per example of the
+    cache's maps records of the same model; None: none recorded)."""
+
+    unit: MapsUnit
+    key: str | None = None
+    error: str | None = None
+    cached: bool = False
+    estimate_s: float | None = None
+
+
+def _maps_record(cache_dir, key: str) -> dict | None:
+    """The maps unit's record when its store is complete, else None (a record whose store
+    was removed or left partial counts as missing)."""
+    root = paths.cache_dir(cache_dir)
+    try:
+        rec = json.loads((root / MAPS_SUBDIR / f"{key}.json").read_text())
+        complete = (root / "attention" / rec["store"] / "COMPLETE").exists()
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return rec if complete else None
+
+
+def resolve_maps(planned: list[MapsUnit], cache_dir: str | os.PathLike | None = None,
+                 finetune_entries: list[Entry] | None = None) -> list[MapsEntry]:
+    """One :class:`MapsEntry` per unit. ``finetune_entries``: :func:`resolve`'s entries, whose
+    keys are reused."""
+    known_keys = {e.unit: e.key for e in finetune_entries or () if e.key}
+    rates: dict[str, list[float]] = {}
+    for rec_path in sorted((paths.cache_dir(cache_dir) / MAPS_SUBDIR).glob("*.json")):
+        try:
+            rec = json.loads(rec_path.read_text())
+            model = rec["key_inputs"]["finetuned"].split(f"-{rec['key_inputs']['task']}-")[0]
+            rates.setdefault(model, []).append(float(rec["seconds"]) / int(rec["examples"]))
+        except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
+            continue
+    entries = []
+    for unit in planned:
+        entry = MapsEntry(unit)
+        try:
+            entry.key, inputs = unit.key(known_keys.get(unit.finetune))
+        except Exception as err:  # noqa: BLE001 - reported per unit
+            entry.error = f"{type(err).__name__}: {err}"
+            entries.append(entry)
+            continue
+        entry.cached = _maps_record(cache_dir, entry.key) is not None
+        model = inputs["finetuned"].split(f"-{inputs['task']}-")[0]
+        if entry.cached:
+            entry.estimate_s = 0.0
+        elif rates.get(model) and unit.n_examples:
+            entry.estimate_s = statistics.median(rates[model]) * unit.n_examples
+        entries.append(entry)
+    return entries
+
+
+def describe_maps(entries: list[MapsEntry]) -> str:
+    """The maps units as a table (status, estimated cost, key), then totals."""
+    rows = [("maps unit", "status", "cost", "key")]
+    for e in entries:
+        status = "unknown" if e.error else "cached" if e.cached else "left"
+        cost = "?" if e.estimate_s is None else duration(e.estimate_s)
+        rows.append((e.unit.label, status, cost, e.key or "? (below)"))
+    left = [e for e in entries if not e.cached]
+    known = [e.estimate_s for e in left if e.estimate_s is not None]
+    total = (f"{len(entries)} maps units: {len(entries) - len(left)} cached, {len(left)} left"
+             + (f", about {duration(sum(known))} one at a time" if known else "")
+             + (f" ({len(left) - len(known)} without an estimate)" if len(known) < len(left)
+                else ""))
+    notes = [f"no key for {e.unit.label}: {e.error}" for e in entries if e.error]
+    return "\n".join(_aligned(rows) + [total] + notes)
