@@ -2,7 +2,8 @@
 
 ``show`` lists the profile's units (:mod:`analysis_utils.runplan.units`): the fine-tunes, then
 (a second wave) notebook 06's attention maps of each fine-tuned model (drift's input) and
-notebook 07's measurements of it, cached or left, with an estimated cost each. ``run`` computes what is left: on Ray when it is installed (a new local
+notebook 07's measurements of it, cached or left, with an estimated cost each. ``run``
+computes what is left: on Ray when it is installed (a new local
 instance, or the cluster at ``--address`` / ``$RAY_ADDRESS``), else, or with ``--in-process``,
 in this process, one unit after the other; the notebooks then load the results from the
 cache. Exit status: 0 when every unit is cached at the end, 1 otherwise (each failed unit is
@@ -121,8 +122,8 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     left = [e for e in entries if not e.cached]
     # the second wave: what each fine-tuned model is measured on, once it is trained
-    left_studies = [e for e in [*maps, *studies] if not e.cached]
-    if not left and not left_studies:
+    second = [e for e in [*maps, *studies] if not e.cached]
+    if not left and not second:
         print(f"[plan] all {len(entries) + len(maps) + len(studies)} units cached; nothing "
               f"to run ({time.perf_counter() - t0:.1f} s)", flush=True)
         return 0
@@ -143,16 +144,15 @@ def main(argv: list[str] | None = None) -> int:
                                               address=args.address, retries=args.retries,
                                               gpus_per_unit=args.gpus_per_unit)
             failed_ft = {o.job.unit for o in outcomes if not o.ok}
-            ready = [e for e in left_studies if e.unit.finetune not in failed_ft]
-            for e in left_studies:
+            ready = [e for e in second if e.unit.finetune not in failed_ft]
+            for e in second:
                 if e.unit.finetune in failed_ft:
                     print(f"[plan] {e.unit.label}: skipped, its fine-tune failed", flush=True)
             if ready:
                 jobs = [execute.Job(e.unit, e.key) for e in ready]
                 n_maps = sum(isinstance(e.unit, units.MapsUnit) for e in ready)
-                what = " and ".join(x for x in (
-                    f"{n_maps} maps units" if n_maps else "",
-                    f"{len(jobs) - n_maps} study units" if len(jobs) > n_maps else "") if x)
+                counts = [(n_maps, "maps"), (len(jobs) - n_maps, "study")]
+                what = " and ".join(f"{n} {kind} units" for n, kind in counts if n)
                 print(f"[plan] running {what} {where}", flush=True)
                 outcomes += execute.run_units(jobs, cache, backend=backend,
                                               address=args.address, retries=args.retries,
@@ -161,7 +161,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return 1
     failed = [o for o in outcomes if not o.ok]
-    skipped = len(left_studies) - len(ready)
+    skipped = len(second) - len(ready)
     print(f"[plan] {len(outcomes) - len(failed)} of {len(outcomes)} units done in "
           f"{time.perf_counter() - t0:.0f} s" + (f"; {len(failed)} FAILED:" if failed else "")
           + (f"; {skipped} skipped" if skipped else ""), flush=True)

@@ -375,17 +375,26 @@ class StudyUnit:
         from ..analyses import disabling_study
 
         f = self.finetune
-        ft = finetunes.fit_run(f.run, f.model, f.settings, subset_seed=f.subset_seed,
-                               max_dev=f.max_dev, device=device, progress=False,
-                               cache_dir=cache_dir, data_dir=f.data_dir)
-        got, _ = self.key(ft.key)  # the model just loaded: no second fingerprint
-        if got != key:
-            raise NotRetried(f"{self.label}: this worker computed the key {got}, the driver "
-                             f"{key}; install the same commit and data on every node.")
+        ft = _load_checked(self, key, cache_dir, device)
         st = disabling_study.study(ft, f.run.task, self.settings, cache_dir=cache_dir,
                                    data_dir=f.data_dir)
         return {"from_cache": all(st.from_cache.values()), "parts_from_cache": st.from_cache,
                 "seconds_by_part": st.seconds, "device": str(ft.device)}
+
+
+def _load_checked(unit, key: str, cache_dir: str, device: str):
+    """The fine-tuned model a second-wave unit (study or maps) measures, loaded from the cache
+    (trained first if it is missing), after checking that the unit's key computed here from
+    the model just loaded (no second fingerprint) is the driver's ``key``."""
+    f = unit.finetune
+    ft = finetunes.fit_run(f.run, f.model, f.settings, subset_seed=f.subset_seed,
+                           max_dev=f.max_dev, device=device, progress=False,
+                           cache_dir=cache_dir, data_dir=f.data_dir)
+    got = unit.key(ft.key)[0]
+    if got != key:
+        raise NotRetried(f"{unit.label}: this worker computed the key {got}, the driver "
+                         f"{key}; install the same commit and data on every node.")
+    return ft
 
 
 def build_studies(profile: str = "default", extra: dict | None = None,
@@ -435,8 +444,9 @@ def _part_size(ki: dict) -> int:
     return int((ki.get("examples") if ki["part"] == "importance" else ki["dev"])["n"])
 
 
-def _part_model(ki: dict) -> str:
-    """The encoder's name, the head of the fine-tuned model's key (``NAME-TASK-init-...``)."""
+def _model_name(ki: dict) -> str:
+    """The encoder's name, the head of the fine-tuned model's key (``NAME-TASK-init-...``),
+    from a study part's or a maps unit's key inputs (``finetuned``, ``task``)."""
     return ki["finetuned"].split(f"-{ki['task']}-")[0]
 
 
@@ -452,7 +462,7 @@ def _recorded_part_rates(cache_dir) -> dict[tuple[str, str, str], float]:
             rec = json.loads(result.read_text())
             ki = rec["key_inputs"]
             kind = ki["part"] + (f"-{ki['mode']}" if ki["part"] == "sweep" else "")
-            samples.setdefault((_part_model(ki), ki["task"], kind), []).append(
+            samples.setdefault((_model_name(ki), ki["task"], kind), []).append(
                 float(rec["seconds"]) / _part_size(ki))
         except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
             continue
@@ -481,7 +491,7 @@ def resolve_studies(planned: list[StudyUnit], cache_dir: str | os.PathLike | Non
         known = []
         for p in left:
             ki = inputs["part_inputs"][p]
-            rate = rates.get((_part_model(ki), unit.finetune.run.task, p))
+            rate = rates.get((_model_name(ki), unit.finetune.run.task, p))
             known.append(None if rate is None else rate * _part_size(ki))
         entry.estimate_s = (sum(known) if all(k is not None for k in known) else None) \
             if left else 0.0
@@ -561,13 +571,8 @@ class MapsUnit:
         from ..engine import attention
 
         f = self.finetune
-        ft = finetunes.fit_run(f.run, f.model, f.settings, subset_seed=f.subset_seed,
-                               max_dev=f.max_dev, device=device, progress=False,
-                               cache_dir=cache_dir, data_dir=f.data_dir)
-        got, inputs = self.key(ft.key)
-        if got != key:
-            raise NotRetried(f"{self.label}: this worker computed the key {got}, the driver "
-                             f"{key}; install the same commit and data on every node.")
+        ft = _load_checked(self, key, cache_dir, device)
+        inputs = self.key(ft.key)[1]
         t0 = time.perf_counter()
         loaded = ft.loaded
         # notebook 06's inputs, call for call (its drift cell)
@@ -586,9 +591,8 @@ class MapsUnit:
         tmp = marker.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(record, indent=1))
         os.replace(tmp, marker)
-        return {"from_cache": not store.extracted_now, "store": store.directory.name,
-                "examples": len(enc.inputs),
-                "seconds": seconds, "device": str(ft.device)}
+        return {"from_cache": not store.extracted_now, "store": record["store"],
+                "examples": record["examples"], "seconds": seconds, "device": str(ft.device)}
 
 
 def build_maps(profile: str = "default", extra: dict | None = None,
@@ -639,8 +643,8 @@ def resolve_maps(planned: list[MapsUnit], cache_dir: str | os.PathLike | None = 
     for rec_path in sorted((paths.cache_dir(cache_dir) / MAPS_SUBDIR).glob("*.json")):
         try:
             rec = json.loads(rec_path.read_text())
-            model = rec["key_inputs"]["finetuned"].split(f"-{rec['key_inputs']['task']}-")[0]
-            rates.setdefault(model, []).append(float(rec["seconds"]) / int(rec["examples"]))
+            rate = float(rec["seconds"]) / int(rec["examples"])
+            rates.setdefault(_model_name(rec["key_inputs"]), []).append(rate)
         except (OSError, ValueError, KeyError, TypeError, ZeroDivisionError):
             continue
     entries = []
@@ -653,11 +657,11 @@ def resolve_maps(planned: list[MapsUnit], cache_dir: str | os.PathLike | None = 
             entries.append(entry)
             continue
         entry.cached = _maps_record(cache_dir, entry.key) is not None
-        model = inputs["finetuned"].split(f"-{inputs['task']}-")[0]
+        rate = rates.get(_model_name(inputs))
         if entry.cached:
             entry.estimate_s = 0.0
-        elif rates.get(model) and unit.n_examples:
-            entry.estimate_s = statistics.median(rates[model]) * unit.n_examples
+        elif rate and unit.n_examples:
+            entry.estimate_s = statistics.median(rate) * unit.n_examples
         entries.append(entry)
     return entries
 
