@@ -3,8 +3,9 @@
 Runs a ``notebooks/NN_topic.py`` source in this process, one code cell at a time (shell and
 magic lines skipped, outputs under a temporary ``$BERTOLOGY_OUTPUT_DIR`` so nothing committed
 is touched), and prints after each cell its seconds, the current RSS and the peak RSS so far.
-``--trim`` also calls ``malloc_trim`` after every cell: the difference shows what glibc keeps
-of freed memory. This is how the figures in ``analysis_utils/engine/memory.py`` and in
+``--trim`` also calls :func:`analysis_utils.engine.memory.release` (garbage collection and
+glibc's ``malloc_trim``) after every cell: the difference shows what glibc keeps of freed
+memory. This is how the figures in ``analysis_utils/engine/memory.py`` and in
 ``analyses.norms.norm_statistics``'s docstring were measured (notebook 01, default
 parameters, a warm attention cache).
 
@@ -15,8 +16,6 @@ Usage: ``python benchmarks/bench_cell_memory.py notebooks/01_surface_patterns.py
 from __future__ import annotations
 
 import argparse
-import ctypes
-import gc
 import os
 import resource
 import sys
@@ -35,11 +34,14 @@ def rss_mb() -> float:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("source", help="a notebooks/NN_topic.py source")
-    ap.add_argument("--trim", action="store_true", help="malloc_trim after every cell")
+    ap.add_argument("--trim", action="store_true",
+                    help="engine.memory.release() (gc + malloc_trim) after every cell")
     args = ap.parse_args(argv)
 
     import jupytext
     import matplotlib
+
+    from analysis_utils.engine import memory
 
     matplotlib.use("Agg")
     os.environ["BERTOLOGY_OUTPUT_DIR"] = tempfile.mkdtemp(prefix="cell_memory_")
@@ -53,8 +55,7 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.perf_counter()
         exec(compile(src, f"cell {k}", "exec"), ns)  # noqa: S102 - the notebook's own code
         if args.trim:
-            gc.collect()
-            ctypes.CDLL("libc.so.6").malloc_trim(0)
+            memory.release()
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         first = (cell.source.splitlines() or [""])[0][:60]
         print(f"cell {k:3d} {time.perf_counter() - t0:7.1f} s  rss {rss_mb():7.0f} MB  "
