@@ -61,7 +61,7 @@ from IPython.display import display
 
 from analysis_utils import notebook, verdicts
 from analysis_utils.analyses import gradients, norms, surface
-from analysis_utils.compare import within
+from analysis_utils.compare import EXACT, IGNORE, within
 from analysis_utils.data import wikitext
 from analysis_utils.engine import interventions
 from analysis_utils.heads import head_label
@@ -220,15 +220,24 @@ else:
               f"{mlm_report['train_texts']} training / {mlm_report['heldout_texts']} held-out "
               "texts")
     print(gradients.head_quality_note(mlm_report))
-    grad = gradients.attention_gradient_importance(lm.model, mlm_head, tok,
-                                                   segments[:n_grad_segments], seed=seed,
-                                                   separate_cls=True)
+    grad, grad_by_segment = gradients.attention_gradient_importance(
+        lm.model, mlm_head, tok, segments[:n_grad_segments], seed=seed, separate_cls=True,
+        by_example=True)
     # Gradients pass through a head fitted by gradient descent: on another CPU/BLAS its
     # weights, and so the gradients, differ slightly (5% relative). The attention shares do not.
     run.table(grad, "gradient_importance", key=["layer", "target"],
               tolerance={"mean_abs_grad": within(rel=0.05), "mean_attention": within(abs=1e-3)},
               caption=f"Mean |d MLM loss / d attention| per layer; {lm.label}; "
                       f"{n_grad_segments} segments; head {mlm_report['head']}")
+    # the same sums per segment, before pooling: the claims ledger resamples the segments
+    # (a bootstrap) to test Figure 3's claim when the head is the checkpoint's own
+    run.table(grad_by_segment.rename(columns={"example": "segment"}), "gradient_by_segment",
+              key=["segment", "layer", "target"],
+              # one segment's sum through a fitted head moves with the fit across machines; the
+              # pooled table above is the one checked against the golden run
+              tolerance={"sum_abs_grad": IGNORE, "n_weights": EXACT},
+              caption=f"Sum of |d MLM loss / d attention| and the weights summed, per segment, "
+                      f"layer and target; {lm.label}; head {mlm_report['head']}")
     fig = surface_plots.gradient_plot(grad, show_attention=True,
                                       title=f"Gradient importance: {lm.label}",
                                       caveat=gradients.head_quality_caption(mlm_report))
@@ -386,7 +395,9 @@ names_here = ("" if (tok.cls_token, tok.sep_token) == ("[CLS]", "[SEP]") else
               f"and {tok.sep_token} (separator)")
 if names_here:
     print(names_here[2:])
-comparison = surface.section3_comparison(stats, split_share, lm.num_layers, grad)
+comparison = surface.section3_comparison(
+    stats, split_share, lm.num_layers, grad,
+    head_source=gradients.head_source(mlm_report) if mlm_report else "")
 # counts, shares (points), layers and nats: argmax/threshold-based or means over many
 # tokens, stable to well under 0.05; the gradient ratios (rows "from" the fitted head) are
 # within 0.05 of ~1, i.e. about 5% relative, as for the gradient table.

@@ -199,3 +199,48 @@ def test_head_quality_verdict_in_words_and_in_one_line():
     assert "uninformative" not in gradients.head_quality_caption(good)
     assert gradients.head_quality_caption(own) == f"masked-LM head: {own['head']}"
     assert "uninformative" in gradients.head_quality_note(weak)
+
+
+def test_per_segment_sums_pool_to_the_table_and_give_its_ratio(tiny):
+    model, tok, _ = tiny
+    head = gradients.build_mlm_head(model, seed=1)
+    encs = [_enc(tok, "the cat sat .", "a dog ran , the mat"),
+            _enc(tok, "she saw it", "he ran"),
+            _enc(tok, "the big red bird sat on the tree .", "it ran")]
+    pooled = gradients.attention_gradient_importance(model, head, tok, encs, seed=3,
+                                                     separate_cls=True)
+    again, per = gradients.attention_gradient_importance(model, head, tok, encs, seed=3,
+                                                         separate_cls=True, by_example=True,
+                                                         batch_size=2)
+    np.testing.assert_allclose(again["mean_abs_grad"], pooled["mean_abs_grad"], rtol=1e-6)
+    assert len(per) == 3 * 2 * 4 and set(per["example"]) == {0, 1, 2}
+    sums = per.groupby(["layer", "target"], sort=False)[["sum_abs_grad", "n_weights"]].sum()
+    merged = pooled.set_index(["layer", "target"]).join(sums, rsuffix="_segments")
+    np.testing.assert_array_equal(merged["n_weights"], merged["n_weights_segments"])
+    np.testing.assert_allclose(merged["sum_abs_grad"] / merged["n_weights"],
+                               merged["mean_abs_grad"], rtol=1e-5)
+    # the segment-level ratio, unweighted, is the notebook's pooled ratio of the table
+    cube = {c: per.pivot_table(index="example", columns=["layer", "target"], values=c)
+            .sort_index(axis=1).to_numpy(dtype=float).reshape(3, 2, 4)
+            for c in ("sum_abs_grad", "n_weights")}
+    targets = sorted(gradients.TARGETS + ("[CLS]",))
+    g = pooled.pivot(index="layer", columns="target", values="mean_abs_grad")
+    want = float((g["[SEP]"] / g["other"]).mean())
+    got = gradients.pooled_ratio(cube["sum_abs_grad"], cube["n_weights"],
+                                 targets.index("[SEP]"), targets.index("other"))
+    assert got == pytest.approx(want, rel=1e-5)
+    # a bootstrap weight of 0 drops a segment from both numerator and denominator
+    w = np.array([1, 0, 2])
+    s, c = cube["sum_abs_grad"], cube["n_weights"]
+    i, o = targets.index("[SEP]"), targets.index("other")
+    by_hand = np.mean([(s[0, L, i] + 2 * s[2, L, i]) / (c[0, L, i] + 2 * c[2, L, i])
+                       / ((s[0, L, o] + 2 * s[2, L, o]) / (c[0, L, o] + 2 * c[2, L, o]))
+                       for L in range(2)])
+    assert gradients.pooled_ratio(s, c, i, o, w) == pytest.approx(by_hand)
+
+
+def test_head_source_names_where_the_head_came_from():
+    assert gradients.head_source({"head": "the checkpoint's own masked-LM head"}) == \
+        gradients.OWN_HEAD
+    assert gradients.head_source({"head": "fitted on the frozen encoder",
+                                  "heldout_accuracy": 0.3}) == gradients.FITTED_HEAD

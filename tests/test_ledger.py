@@ -9,6 +9,7 @@ import json
 import math
 import re
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -232,3 +233,68 @@ def test_a_layer_gain_must_survive_the_tasks_searched_in_every_seed(tmp_path):
     assert folder({42: 0.01, 43: 0.01, 44: 0.01}) == "yes"
     assert folder({42: 0.01, 43: 0.03, 44: 0.01}) == "mixed"
     assert folder({42: 0.03, 43: 0.03, 44: 0.03}) == "no"
+
+
+def test_bootstrap_below_by_hand():
+    # a statistic that never moves: every draw below gives p = 1 / (B + 1); above gives 1
+    assert stats.bootstrap_below(lambda w: 0.1, 10, 0.5, n_boot=99) == (0.01, 0.1, 0.1)
+    assert stats.bootstrap_below(lambda w: 0.9, 10, 0.5, n_boot=99)[0] == 1.0
+    # an undefined draw counts against the claim
+    assert stats.bootstrap_below(lambda w: float("nan"), 10, 0.5, n_boot=9)[0] == 1.0
+    # the draws are reproducible and resample the units: the mean of 0/1 units
+    units = [0.0] * 10 + [1.0] * 10
+    p1 = stats.bootstrap_below(lambda w: float(w @ units / w.sum()), 20, 0.5, seed=1)
+    assert p1 == stats.bootstrap_below(lambda w: float(w @ units / w.sum()), 20, 0.5, seed=1)
+    assert 0.3 < p1[0] < 0.7  # a mean of exactly 0.5 is not below 0.5
+
+
+def _gradient_folder(tmp_path, source, sep_scale, n=40, per_segment=True):
+    """01 tables of a 2-layer model whose attention-to-[SEP] gradients are ``sep_scale`` times
+    those to other tokens, with noise between segments."""
+    f = tmp_path / f"grad_{sep_scale}_{n}_{per_segment}_{source[:6]}"
+    f.mkdir()
+    (f / "01_provenance.json").write_text(json.dumps(
+        {"parameters": {"n_segments": n}, "models": {"model": {"name": "tiny", "num_layers": 2,
+                                                              "num_heads": 2}}}))
+    rng = np.random.default_rng(0)
+    rows = []
+    for seg in range(n):
+        for layer in (1, 2):
+            base = rng.uniform(0.5, 1.5)
+            for target, scale in (("[SEP]", sep_scale * rng.uniform(0.2, 1.8)), ("other", 1.0),
+                                  ("./,", 1.0)):
+                rows.append({"segment": seg, "layer": layer, "target": target,
+                             "sum_abs_grad": 10 * base * scale, "n_weights": 10})
+    per = pd.DataFrame(rows)
+    if per_segment:
+        per.to_csv(f / "01_gradient_by_segment.csv", index=False)
+    g = per.groupby(["layer", "target"])[["sum_abs_grad", "n_weights"]].sum()
+    mean = (g["sum_abs_grad"] / g["n_weights"]).unstack()
+    ratio = float((mean["[SEP]"] / mean["other"]).mean())
+    pd.DataFrame([{"claim": "|grad| of the MLM loss w.r.t. attention to [SEP], vs. other tokens",
+                   "model": ratio, "layers of this model": "1-2", "from": source}]).to_csv(
+        f / "01_paper_vs_run.csv", index=False)
+    return f
+
+
+def _gradient_row(folder):
+    claim = next(c for c in ledger.clark.claims() if "gradients through" in c.claim)
+    return core.evaluate([claim], core.Tables(folder)).iloc[0]
+
+
+def test_the_gradient_claim_is_tested_through_a_checkpoints_own_head(tmp_path):
+    from analysis_utils.analyses import gradients
+
+    small = _gradient_row(_gradient_folder(tmp_path, gradients.OWN_HEAD, 0.2))
+    assert (small["verdict"], small["p_value"]) == ("yes", "< 0.001")
+    lo, hi = (float(x) for x in re.findall(r"[\d.]+", small["interval"])[:2])
+    assert lo < 0.2 * 1.1 and hi < 0.5
+    # below 0.5 as a raw number, but 5 noisy segments cannot show it
+    raw = _gradient_row(_gradient_folder(tmp_path, gradients.OWN_HEAD, 0.45, n=5))
+    assert float(raw["this_run"][1:5]) < 0.5 and raw["verdict"] == "no"
+    big = _gradient_row(_gradient_folder(tmp_path, gradients.OWN_HEAD, 1.0))
+    assert big["verdict"] == "no" and float(big["p_value"]) > 0.5
+    fitted = _gradient_row(_gradient_folder(tmp_path, gradients.FITTED_HEAD, 0.2))
+    assert fitted["verdict"] == "untestable" and "fitted here" in fitted["note"]
+    older = _gradient_row(_gradient_folder(tmp_path, gradients.OWN_HEAD, 0.2, per_segment=False))
+    assert older["verdict"] == "untestable" and "re-run notebook 01" in older["note"]

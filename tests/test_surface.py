@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from analysis_utils.analyses import surface
+from analysis_utils.analyses import gradients, surface
 
 CLS, SEP, PERIOD, COMMA = 101, 102, 1012, 1010
 
@@ -308,6 +308,10 @@ def test_section3_comparison_states_numbers_and_leaves_verdicts_to_the_ledger():
                  "model"] == pytest.approx(0.5)
     assert t.loc["layer 1: lowest mean max weight of a head", "which"] == "head 1-2"
     assert t.loc["entropy from [CLS], last layer", "model"] == pytest.approx(3.8)
+    # a checkpoint's own head is named as such, which is what lets the ledger test the claim
+    own = surface.section3_comparison(stats, 0.07, num_layers=3, grad=grad,
+                                      head_source=gradients.OWN_HEAD).set_index("claim")
+    assert set(own.loc[own.index.str.startswith("|grad|"), "from"]) == {gradients.OWN_HEAD}
     assert t.loc["words split into several pieces", "model"] == pytest.approx(7.0)
     view = surface.comparison_view(table)
     assert view.loc["heads > 50% on the previous token", "this run"] == "1 (1-1)"

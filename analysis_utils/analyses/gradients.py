@@ -348,7 +348,8 @@ def attention_gradient_importance(encoder: nn.Module, mlm_head: nn.Module, token
                                   batch_size: int = 8, device=None,
                                   punct_tokens: Sequence[str] = (".", ","),
                                   replace: tuple[float, float, float] = (0.8, 0.1, 0.1),
-                                  separate_cls: bool = False, return_examples: bool = False):
+                                  separate_cls: bool = False, return_examples: bool = False,
+                                  by_example: bool = False):
     """Mean |d loss / d attention weight| per layer, for attention to [SEP], to "." / ","
     and to other tokens (Figure 3).
 
@@ -367,8 +368,11 @@ def attention_gradient_importance(encoder: nn.Module, mlm_head: nn.Module, token
     columns ``layer`` (1-based), ``target`` (``"[SEP]"``, ``"./,"``, ``"other"``),
     ``mean_abs_grad``, ``mean_attention`` (the average attention weight on one token of the
     class, for context), ``n_weights``; ``attrs`` hold the masked-LM loss and the accuracy
-    of the head on the masked tokens. With ``return_examples`` also returns the masked
-    inputs used.
+    of the head on the masked tokens. With ``by_example`` also returns, second, the same
+    sums before pooling: one row per (``example``, ``layer``, ``target``) with
+    ``sum_abs_grad`` and ``n_weights``, so that a test can resample the examples (the
+    pooled ``mean_abs_grad`` is ``sum_abs_grad.sum() / n_weights.sum()`` over them). With
+    ``return_examples`` also returns, last, the masked inputs used.
     """
     encoder = _unwrap(encoder)
     device = _device_of(encoder, device)
@@ -388,6 +392,8 @@ def attention_gradient_importance(encoder: nn.Module, mlm_head: nn.Module, token
     targets = TARGETS + (("[CLS]",) if separate_cls else ())
     n_layers = None
     sums = counts = att_sums = None
+    per_sums: list[np.ndarray] = []  # (examples of a batch, layers, targets), by_example only
+    per_counts: list[np.ndarray] = []
     loss_total, n_masked, n_correct = 0.0, 0, 0
     masked_inputs = []
     for start in range(0, len(items), batch_size):
@@ -438,6 +444,9 @@ def attention_gradient_importance(encoder: nn.Module, mlm_head: nn.Module, token
         if separate_cls:
             is_cls = (input_ids == tokenizer.cls_token_id).to(device) & real
             classes = [is_sep, is_punct, is_other & ~is_cls, is_cls]
+        if by_example:
+            b_sums = np.zeros((len(chunk), n_layers, len(targets)))
+            b_counts = np.zeros((len(chunk), n_layers, len(targets)))
         for layer, (g, pr) in enumerate(zip(grads, probs, strict=True)):
             if g is None:
                 g = torch.zeros_like(pr)
@@ -449,6 +458,12 @@ def attention_gradient_importance(encoder: nn.Module, mlm_head: nn.Module, token
                 sums[layer, t] += (g * sel).sum().item()
                 att_sums[layer, t] += (a * sel).sum().item()
                 counts[layer, t] += sel.sum().item() * n_heads
+                if by_example:
+                    b_sums[:, layer, t] = (g * sel).sum(dim=(1, 2, 3)).double().cpu().numpy()
+                    b_counts[:, layer, t] = sel.sum(dim=(1, 2, 3)).double().cpu().numpy() * n_heads
+        if by_example:
+            per_sums.append(b_sums)
+            per_counts.append(b_counts)
         del grads, probs, hidden, loss
     encoder.train(was_training)
     mlm_head.train(head_training)
@@ -465,7 +480,18 @@ def attention_gradient_importance(encoder: nn.Module, mlm_head: nn.Module, token
     df.attrs.update({"mlm_loss": loss_total / len(items), "masked_tokens": n_masked,
                      "masked_accuracy": n_correct / max(n_masked, 1), "examples": len(items),
                      "mask_prob": mask_prob, "seed": seed})
-    return (df, masked_inputs) if return_examples else df
+    out: tuple = (df,)
+    if by_example:
+        ps, pc = np.concatenate(per_sums), np.concatenate(per_counts)
+        ex, lay, tgt = np.meshgrid(np.arange(len(ps)), np.arange(n_layers),
+                                   np.arange(len(targets)), indexing="ij")
+        out += (pd.DataFrame({"example": ex.ravel(), "layer": lay.ravel() + 1,
+                              "target": np.asarray(targets, dtype=object)[tgt.ravel()],
+                              "sum_abs_grad": ps.ravel(),
+                              "n_weights": pc.ravel().round().astype(np.int64)}),)
+    if return_examples:
+        out += (masked_inputs,)
+    return out if len(out) > 1 else df
 
 
 def _head_cache_key(loaded, texts: Sequence[str], settings: dict) -> str:
@@ -545,6 +571,37 @@ def mlm_head_for(loaded, texts: Sequence[str], steps: int = 600, batch_size: int
     report = {"head": "fitted on the frozen encoder", **report}
     _save_head(head, report, folder)
     return head, report
+
+
+#: Where Figure 3's masked-LM head came from, as notebook 01's comparison table states it.
+OWN_HEAD = "the checkpoint's own masked-LM head"
+FITTED_HEAD = "fitted masked-LM head"
+
+
+def head_source(report: dict) -> str:
+    """:data:`OWN_HEAD` for the checkpoint's own head, :data:`FITTED_HEAD` for one fitted
+    here (its report holds a held-out accuracy), from :func:`mlm_head_for`'s report."""
+    return FITTED_HEAD if "heldout_accuracy" in report else OWN_HEAD
+
+
+def pooled_ratio(sums: np.ndarray, counts: np.ndarray, target: int, other: int,
+                 weights: np.ndarray | None = None) -> float:
+    """The Figure 3 ratio from unpooled sums: for each layer, the mean |gradient| of attention
+    to ``target`` over that to ``other``, each pooled over the examples (``sums`` and
+    ``counts``: arrays (examples, layers, targets), as ``by_example`` gives them), then the
+    mean over the layers. ``weights``: how often each example counts (a bootstrap draw);
+    None: once each, which is :func:`attention_gradient_importance`'s own pooled ratio.
+
+    >>> s = np.array([[[1.0, 4.0]], [[3.0, 4.0]]]); c = np.ones_like(s)
+    >>> pooled_ratio(s, c, 0, 1), pooled_ratio(s, c, 0, 1, np.array([2, 0]))
+    (0.5, 0.25)
+    """
+    w = np.ones(len(sums)) if weights is None else np.asarray(weights, dtype=float)
+    s = np.tensordot(w, sums, axes=1)  # (layers, targets)
+    c = np.tensordot(w, counts, axes=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mean = s / c
+        return float(np.mean(mean[:, target] / mean[:, other]))
 
 
 def head_is_informative(report: dict, margin: float = 0.05) -> bool:

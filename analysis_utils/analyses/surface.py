@@ -589,7 +589,8 @@ COMPARISON_VALUES = ("model", "control", "uniform head")
 
 
 def section3_comparison(stats: dict[str, dict[str, pd.DataFrame]], split_share: float,
-                        num_layers: int, grad: pd.DataFrame | None = None) -> pd.DataFrame:
+                        num_layers: int, grad: pd.DataFrame | None = None,
+                        head_source: str = "fitted masked-LM head") -> pd.DataFrame:
     """The "paper vs. this run" table of Section 3: one row per claim of the paper.
 
     stats: ``{"model": surface_statistics(...), "control": surface_statistics(...)}``;
@@ -602,8 +603,9 @@ def section3_comparison(stats: dict[str, dict[str, pd.DataFrame]], split_share: 
     "x other"; ``uniform head`` is what a head attending uniformly over the real tokens
     scores); ``which`` (the model's heads, or a maximum, where that helps); ``layers of this
     model`` (the layers at the paper's relative depth, :func:`matching_layers`); ``from``
-    (``attention maps``, ``fitted masked-LM head`` or ``tokenizer``: rows from a fitted head
-    vary slightly between machines). Whether each claim held is not decided here: the claims
+    (``attention maps``, ``tokenizer`` or, for the gradient rows, ``head_source``: where the
+    masked-LM head came from, :func:`analysis_utils.analyses.gradients.head_source`; rows from
+    a fitted head vary slightly between machines). Whether each claim held is not decided here: the claims
     ledger (:mod:`analysis_utils.ledger.clark`) judges it against the random-weights control
     and chance under a criterion fixed in code, and the notebook shows its rows.
     """
@@ -656,7 +658,7 @@ def section3_comparison(stats: dict[str, dict[str, pd.DataFrame]], split_share: 
             continue
         add(f"|grad| of the MLM loss w.r.t. attention to {target}, vs. other tokens", paper,
             _grad_ratio(grad, target, late), "x other", layers=span(late),
-            source="fitted masked-LM head")
+            source=head_source)
     ent = stats["model"]["entropy"]
     first = ent[ent["layer"] == 1]
     low = first.loc[first["max_weight"].idxmin()]

@@ -13,6 +13,9 @@ mean over independent units, a correct count, per-seed scores), and say what the
 - :func:`overlap_greater`: two sets of ``a`` and ``b`` of ``N`` items share ``k``
   (hypergeometric), and :func:`expected_overlap` what chance gives.
 - :func:`welch_greater`: seed scores of one probe above another's (or above a constant).
+- :func:`bootstrap_below`: a statistic of ``n`` independent units (text segments) below a
+  threshold, by resampling the units (for a ratio of pooled means, which no closed form
+  covers).
 
 >>> round(hoeffding_p(0.9, 0.5, 100), 6)
 0.0
@@ -29,7 +32,7 @@ from scipy import stats
 
 __all__ = ["hoeffding_p", "hoeffding_interval", "binom_greater", "count_greater",
            "overlap_greater", "expected_overlap", "welch_greater", "normal_tail", "bonferroni",
-           "seed_interval"]
+           "seed_interval", "bootstrap_below"]
 
 
 def _check_n(n) -> int:
@@ -125,3 +128,23 @@ def seed_interval(values, alpha: float = 0.05) -> tuple[float, float]:
 def bonferroni(p: float, m: int) -> float:
     """``p`` corrected for picking the best of ``m`` candidates: ``min(1, p * m)``."""
     return float(min(1.0, p * _check_n(m)))
+
+
+def bootstrap_below(statistic, n: int, threshold: float, n_boot: int = 2000, seed: int = 0,
+                    alpha: float = 0.05) -> tuple[float, float, float]:
+    """One-sided bootstrap test of "the statistic lies below ``threshold``" over ``n``
+    independent units: ``statistic(weights)`` computes it with each unit counted
+    ``weights[i]`` times (all ones: the sample itself); ``n_boot`` resamples with replacement
+    (seeded, so the result is reproducible). Returns ``(p, lo, hi)``: ``p = (1 + #{draws at or
+    above the threshold}) / (n_boot + 1)``, a draw whose statistic is undefined counting as
+    above; ``lo, hi``: the two-sided ``1 - alpha`` percentile interval of the finite draws."""
+    n = _check_n(n)
+    rng = np.random.default_rng(seed)
+    draws = np.array([statistic(rng.multinomial(n, np.full(n, 1.0 / n)))
+                      for _ in range(int(n_boot))], dtype=float)
+    above = int(np.sum(~np.isfinite(draws) | (draws >= threshold)))
+    finite = draws[np.isfinite(draws)]
+    if len(finite) == 0:
+        return 1.0, float("nan"), float("nan")
+    lo, hi = np.quantile(finite, [alpha / 2, 1 - alpha / 2])
+    return (1 + above) / (int(n_boot) + 1), float(lo), float(hi)
