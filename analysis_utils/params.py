@@ -190,6 +190,7 @@ CONSTRAINTS: dict[str, Range | Matches | SeedList] = {
     "warmup_ratio": Range(0, 0.99),
     "frozen_C": Range(0, lo_open=True),
     "padded_examples": POSITIVE,
+    "random_init": COUNT,  # random-init fine-tunes per task (0: none)
     "feature_level": one_of("word", "piece"),
     "maptype_seeds": SeedList(1),
     "framenet_direction": one_of("both", "target_to_element", "element_to_target"),

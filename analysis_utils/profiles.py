@@ -33,7 +33,7 @@ PROFILES: dict[str, dict[str, dict]] = {
                "train_subsets": "MRPC:64,STS-B:64", "epochs": 1, "max_dev": 48,
                "n_examples": 24, "padded_examples": 8, "glue_max_examples": 8,
                "maptype_seeds": "0", "cnn_epochs": 3, "framenet_max_sentences": 40,
-               "lr_check": "1e-4", "lr_check_tasks": "MRPC"},
+               "lr_check": "1e-4", "lr_check_tasks": "MRPC", "random_init": 1},
         "07": {"tasks": "MRPC,STS-B", "seeds": "42,43", "multi_seed_tasks": "MRPC",
                "train_subsets": "MRPC:64,STS-B:64", "epochs": 1, "max_dev": 48, "n_boot": 200,
                "n_random_orders": 1, "importance_examples": 32},

@@ -65,7 +65,7 @@ max_tokens = 128
 num_threads = 1  # torch CPU threads while fine-tuning (part of the cache key)
 lr_check = "1e-4,2e-5"  # other learning rates tried on lr_check_tasks (first seed); "" skips
 lr_check_tasks = "RTE,CoLA"  # the weakest tasks here, where a wrong rate would show first
-random_init = True  # also fine-tune from random weights (Table 1's middle column)
+random_init = 3  # random-init fine-tunes per task, first N seeds (Table 1 middle column; 0: none)
 frozen_C = 1.0  # inverse regularisation of the frozen-features baseline
 n_examples = 1000  # dev examples per task for drift and features (the paper: up to 1,000)
 padded_examples = 200  # dev examples per task for the padded-vs-real cosine comparison
@@ -499,14 +499,19 @@ pad_summary
 # the model's words and pieces by character offsets (the authors' code matched word pieces by
 # string anywhere in the input and negation by raw substring). Maps are word-level
 # (`feature_level`): attention *to* a split word summed over its pieces, *from* it averaged.
-# Models: the pre-trained encoder and each task's first-seed fine-tuned encoder, on the same
-# examples.
+# Models: the pre-trained encoder and every fine-tuned encoder of each task (one per
+# fine-tuning seed), on the same examples. The tables keep each seed (`fine-tuned s42`, ...);
+# the figures show the mean over the seeds, with the lowest and highest seed where they draw
+# bars.
 
 # %%
+ft_labels = {t: [f"fine-tuned s{r.seed}" for r in fitted if r.task == t and r.init == "pretrained"]
+             for t in task_list}
 feat_parts, cls_parts, rel_parts = {}, {}, {}
 for task in task_list:
     aligned = task_data[task]["aligned"]
-    for label, key in (("pre-trained", "pre-trained"), ("fine-tuned", first[task])):
+    for label in ["pre-trained", *ft_labels[task]]:
+        key = label
         stats = features.feature_statistics(stores[(task, key)], aligned, special["cls"],
                                             special["sep"], punct_ids, level=feature_level,
                                             max_examples=None)
@@ -525,11 +530,13 @@ _ = run.table(feat, "feature_attention", key=["task", "model", "feature", "layer
 special_layers = features.layer_mean(feat[feat.feature.isin(["cls", "sep", "punct"])], "score",
                                      by=("task", "model", "feature"))
 special_layers["feature"] = special_layers["feature"].map(names)
-fig = ft_plots.layer_profiles(special_layers, value="score", panel="task", colour="feature",
+special_pooled = features.over_seeds(special_layers, "score", ("task", "model", "feature", "layer"))
+fig = ft_plots.layer_profiles(special_pooled, value="score", panel="task", colour="feature",
                               style="model", styles={"pre-trained": "--", "fine-tuned": "-"},
                               ylabel="received attention (mean over heads)",
                               title=f"Figure 6: attention to {names['cls']}, {names['sep']} and "
-                                    f"punctuation by layer ({lm.label}; dashed pre-trained)")
+                                    f"punctuation by layer ({lm.label}; dashed pre-trained, solid "
+                                    f"fine-tuned: mean of {len(seed_list)} seeds)")
 _ = run.figure(fig, "special_tokens_by_layer")
 peak = special_layers.loc[special_layers.groupby(["task", "model", "feature"])["score"].idxmax()]
 early_late = peak.pivot_table(index=["task", "model"], columns="feature", values="layer")
@@ -547,8 +554,8 @@ uniform = uniform.merge(best_head, on=["task", "model", "feature"])
 uniform["best head"] = [f"{la}-{h}" for la, h in zip(uniform["layer"], uniform["head"], strict=True)]
 sp = feat[feat.feature.isin(["cls", "sep"])].groupby(["task", "model"])["score"].max()
 uniform["best [CLS]/[SEP] head"] = [sp[(t, m)] for t, m in zip(uniform.task, uniform.model, strict=True)]
-feature_view = uniform.pivot_table(index=["feature"], columns=["model"], values="best",
-                                   aggfunc="mean")
+feature_view = uniform.assign(model=features.model_kind(uniform["model"])).pivot_table(
+    index=["feature"], columns=["model"], values="best", aggfunc="mean")  # over tasks and seeds
 feature_view["fine-tuned - pre-trained"] = feature_view["fine-tuned"] - feature_view["pre-trained"]
 _ = run.table(uniform.drop(columns=["layer", "head"]), "feature_best_heads",
               key=["task", "model", "feature"],
@@ -575,17 +582,20 @@ last = int(cls_row["layer"].max())
 cls_last = features.layer_mean(cls_row[cls_row.layer == last], "weight",
                                by=("task", "model", "target"))
 cls_last["target"] = cls_last["target"].map(lambda t: names.get(t, t))
-fig = ft_plots.grouped_bars(cls_last, value="weight", group="target", bar="model", panel="task",
+cls_pooled = features.over_seeds(cls_last, "weight", ("task", "model", "target"))
+fig = ft_plots.grouped_bars(cls_pooled, value="weight", group="target", bar="model", panel="task",
+                            err_low="low", err_high="high",
                             ylabel=f"[CLS] weight, layer {last}",
                             title=f"Figure 7: where the last layer's {names['cls']} attends "
-                                  f"({lm.label}, mean over heads)")
+                                  f"({lm.label}, mean over heads; fine-tuned: mean of "
+                                  f"{len(seed_list)} seeds, bars from lowest to highest)")
 _ = run.figure(fig, "cls_last_layer")
 top_target = cls_last.loc[cls_last.groupby(["task", "model"])["weight"].idxmax(),
                           ["task", "model", "target", "weight"]]
 _ = run.table(cls_last, "cls_last_layer", key=["task", "model", "target"],
               tolerance={"weight": within(abs=0.03)},
               caption=f"Last-layer {names['cls']} weight per token type, mean over heads")
-top_target.pivot(index="task", columns="model", values="target")
+top_target.pivot(index="task", columns="model", values="target")  # each seed's top type
 
 # %% [markdown]
 # **Token-to-token heads (Section 4.5).** For each relation (verb→subject and noun→pronoun
@@ -615,8 +625,8 @@ rel_best.pivot_table(index="relation", columns=["model"], values="score", aggfun
 # Notebook 05 chose the 4-conv CNN (out-of-fold macro-F1 over seeds) and classified the
 # *pre-trained* model's maps. Here the same classifier, refitted on all hand-labelled maps of
 # the pre-trained model once per seed in `maptype_seeds`, classifies every head of every example
-# (first `glue_max_examples` dev examples) of each *fine-tuned* model beside the pre-trained one
-# on the same examples. The labels were drawn on the pre-trained model: how well the classifier
+# (first `glue_max_examples` dev examples) of every *fine-tuned* model (each fine-tuning seed)
+# beside the pre-trained one on the same examples. The labels were drawn on the pre-trained model: how well the classifier
 # transfers to fine-tuned maps is not measured.
 
 # %%
@@ -630,8 +640,8 @@ type_rows = []
 for task in task_list:
     n_maps = min(glue_max_examples or len(task_data[task]["enc"]), len(task_data[task]["enc"]))
     inputs = task_data[task]["enc"].inputs[:n_maps]
-    for label, key in (("pre-trained", "pre-trained"), ("fine-tuned", first[task])):
-        st = stores[(task, key)]
+    for label in ["pre-trained", *ft_labels[task]]:
+        st = stores[(task, label)]
         counts = maptypes.count_types(classifiers, (st.read(i) for i in range(n_maps)), inputs,
                                       cls_id=special["cls"], sep_id=special["sep"],
                                       punct_ids=punct_ids)
@@ -643,25 +653,31 @@ print(f"{len(labels)} labelled maps; {len(classifiers)} CNNs trained and every m
 types_by_seed = pd.DataFrame(type_rows)
 _ = run.table(types_by_seed, "type_proportions_by_seed", key=["task", "model", "seed"],
               tolerance={t: IGNORE for t in maptypes.MAP_TYPES},  # one trained draw each
-              caption="Share of each map type per task, model and classifier seed")
+              caption="Share of each map type per task, model (each fine-tuning seed) and "
+                      "classifier seed")
 long = types_by_seed.melt(id_vars=["task", "model", "seed"], value_vars=list(maptypes.MAP_TYPES),
                           var_name="type", value_name="share")
 type_summary = maptypes.summarise_seeds(long, ["task", "model", "type"], ["share"])
 _ = run.table(type_summary, "type_proportions", key=["task", "model", "type"],
               tolerance={"share_mean": from_sd("share_sd", k=3, abs=0.03), "*": IGNORE},
               caption="Share of each map type (mean, sd, range over classifier seeds)")
-ft_summary = type_summary[type_summary.model == "fine-tuned"].drop(columns="model")
+# the figure and the recap pool the fine-tuning seeds with the classifier seeds
+kind_summary = maptypes.summarise_seeds(long.assign(model=features.model_kind(long["model"])),
+                                        ["task", "model", "type"], ["share"])
+ft_summary = kind_summary[kind_summary.model == "fine-tuned"].drop(columns="model")
 lo, hi = papers.KOVALEVA_HETEROGENEOUS_RANGE["low"], papers.KOVALEVA_HETEROGENEOUS_RANGE["high"]
 fig = maptype_plots.type_proportions_plot(
     ft_summary, maptypes.MAP_TYPES,
-    title=f"Map types of the fine-tuned models ({lm.label}); error bars: classifier seeds",
+    title=f"Map types of the fine-tuned models ({lm.label}); error bars: classifier and "
+          "fine-tuning seeds",
     paper_range={"type": "Heterogeneous", "low": lo[1], "high": hi[1],
                  "label": f"paper: Heterogeneous {lo[1]:.0%} ({lo[0]}) - {hi[1]:.0%} ({hi[0]})"})
 _ = run.figure(fig, "type_proportions_finetuned")
-het = type_summary[type_summary.type == "Heterogeneous"].pivot(index="task", columns="model",
+het = kind_summary[kind_summary.type == "Heterogeneous"].pivot(index="task", columns="model",
                                                                 values="share_mean")
 het["change"] = het["fine-tuned"] - het["pre-trained"]
-display(Markdown(f"Heterogeneous share of the fine-tuned models: {het['fine-tuned'].min():.0%} to "
+display(Markdown(f"Heterogeneous share of the fine-tuned models (mean over classifier and "
+                 f"fine-tuning seeds): {het['fine-tuned'].min():.0%} to "
                  f"{het['fine-tuned'].max():.0%} (paper, BERT-base: {lo[1]:.0%} to {hi[1]:.0%}); "
                  f"change from the pre-trained model: {het['change'].min():+.1%} to "
                  f"{het['change'].max():+.1%}."))
@@ -853,10 +869,12 @@ claims.append({"section": "4.3", "claim": "padded maps inflate the similarity (i
                "notes)", "paper": "not reported",
                "this run": f"{pad_summary['difference'].min():+.3f} to "
                            f"{pad_summary['difference'].max():+.3f} mean cosine (by task)"})
-ft_top = top_target[top_target.model == "fine-tuned"].set_index("task")["target"]
+ft_top = top_target[features.model_kind(top_target.model) == "fine-tuned"].groupby(
+    "task", sort=False)["target"].agg(lambda v: "/".join(dict.fromkeys(v)))
 claims.append({"section": "4.5", "claim": "last-layer [CLS] attends most to [SEP]",
                "paper": p45["last_layer_cls"],
-               "this run": ", ".join(f"{t}: {v}" for t, v in ft_top.items())})
+               "this run": ", ".join(f"{t}: {v}" for t, v in ft_top.items())
+                           + f" (top type of each of the {len(seed_list)} seeds)"})
 claims.append({"section": "4.1", "claim": "Heterogeneous share of fine-tuned maps",
                "paper": papers.KOVALEVA_SECTION41["heterogeneous_share"],
                "this run": f"{het['fine-tuned'].min():.0%} to {het['fine-tuned'].max():.0%}"})

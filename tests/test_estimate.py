@@ -243,7 +243,7 @@ def test_sequence_lengths_are_glue_encodes(minilm):
 # ---------------------------------------------------------------------------- the plan
 
 SMALL = {"tasks": "MRPC", "multi_seed_tasks": "MRPC", "train_subsets": "MRPC:16",
-         "max_dev": "16", "random_init": "False", "lr_check": "",
+         "max_dev": "16", "random_init": "0", "lr_check": "",
          "importance_examples": "16", "n_random_orders": "1"}
 
 

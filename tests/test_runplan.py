@@ -28,7 +28,7 @@ from analysis_utils.runplan import cli, execute, finetunes, units
 # The smoke profile's plan cut to two MRPC fine-tunes (seeds 42, 43) on 16 examples, 1 epoch,
 # scored on 16 dev rows; given as `-p` gives them (text, typed per notebook).
 TINY = {"tasks": "MRPC", "multi_seed_tasks": "MRPC", "train_subsets": "MRPC:16",
-        "max_dev": "16", "random_init": "False", "lr_check": "",
+        "max_dev": "16", "random_init": "0", "lr_check": "",
         # notebook 07's measurements of each model (the study wave), kept as small
         "importance_examples": "16", "n_random_orders": "1"}
 TINY_ARGS = [a for k, v in TINY.items() for a in ("-p", f"{k}={v}")]
@@ -46,7 +46,7 @@ def test_units_per_profile():
     assert [u.notebooks for u in smoke] == [("06", "07")] * 3 + [("06",)] * 3
 
     default = units.build("default")
-    assert len(default) == 24 and len(set(default)) == 24
+    assert len(default) == 34 and len(set(default)) == 34
     main = [u for u in default if u.settings.learning_rate == 5e-5]
     pre = [u for u in main if u.run.init == "pretrained"]
     assert [(u.run.task, u.run.seed, u.run.max_train) for u in pre] == [
@@ -58,8 +58,9 @@ def test_units_per_profile():
     assert [(u.run.task, u.run.seed, u.settings.learning_rate) for u in check] == [
         ("RTE", 42, 1e-4), ("RTE", 42, 2e-5), ("CoLA", 42, 1e-4), ("CoLA", 42, 2e-5)]
     assert all(u.notebooks == ("06",) for u in check)
-    assert [u.run.task for u in main if u.run.init == "random"] == [
-        "MRPC", "STS-B", "SST-2", "RTE", "CoLA"]
+    # three random-init seeds per task, so "beats random init" has seeds on both sides
+    assert [(u.run.task, u.run.seed) for u in main if u.run.init == "random"] == [
+        (t, s) for t in ("MRPC", "STS-B", "SST-2", "RTE", "CoLA") for s in (42, 43, 44)]
     s = default[0].settings  # the paper's recipe, one torch thread (notebook parameters)
     assert (s.epochs, s.batch_size, s.learning_rate, s.max_length, s.warmup_ratio,
             s.num_threads) == (3, 32, 5e-5, 128, 0.1, 1)

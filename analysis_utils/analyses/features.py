@@ -85,7 +85,7 @@ __all__ = [
     "FEATURES", "SPECIAL_CLASSES", "NEGATION_LEMMAS", "RELATIONS", "is_negation",
     "token_features", "word_feature_masks", "special_masks", "punctuation_ids", "piece_masks",
     "received_attention", "feature_attention", "cls_row_attention", "layer_mean", "relation_pairs",
-    "relation_attention", "feature_statistics", "feature_counts",
+    "relation_attention", "feature_statistics", "feature_counts", "model_kind", "over_seeds",
 ]
 
 
@@ -374,6 +374,28 @@ def layer_mean(df: pd.DataFrame, value: str, by: Sequence[str] = ("target",)) ->
     in ``df`` only), e.g. the last layer's [CLS] attention per token type."""
     keys = [c for c in (*by, "layer") if c in df.columns]
     return df.groupby(keys, sort=False)[value].mean().reset_index()
+
+
+def model_kind(models: pd.Series) -> pd.Series:
+    """Each fine-tuned model's label without its seed (``"fine-tuned s42"`` ->
+    ``"fine-tuned"``); other labels (``"pre-trained"``) unchanged."""
+    return models.astype(str).str.replace(r"^fine-tuned s\d+$", "fine-tuned", regex=True)
+
+
+def over_seeds(df: pd.DataFrame, value: str, by: Sequence[str]) -> pd.DataFrame:
+    """``value`` per group of ``by`` with the fine-tuning seeds pooled (``model`` read as
+    :func:`model_kind`): columns ``by...``, ``value`` (the mean over the seeds' rows),
+    ``low`` and ``high`` (the lowest and highest seed's), ``n_seeds`` (rows pooled).
+
+    >>> d = pd.DataFrame({"model": ["pre-trained", "fine-tuned s42", "fine-tuned s43"],
+    ...                   "w": [0.1, 0.2, 0.4]})
+    >>> over_seeds(d, "w", ["model"]).round(2).to_dict("records")[1]
+    {'model': 'fine-tuned', 'w': 0.3, 'low': 0.2, 'high': 0.4, 'n_seeds': 2}
+    """
+    d = df.assign(model=model_kind(df["model"]))
+    out = d.groupby(list(by), sort=False)[value].agg(["mean", "min", "max", "count"])
+    out.columns = [value, "low", "high", "n_seeds"]
+    return out.reset_index()
 
 
 # ---------------------------------------------------------------------------------------

@@ -117,28 +117,41 @@ def _drift_last_two(t: Tables, which: str) -> Outcome:
 _CLS_EXPECTED = {"STS-B": "punctuation", "RTE": "punctuation", "QNLI": "punctuation"}
 
 
+def _fine_tuned_models(d: pd.DataFrame) -> pd.DataFrame:
+    """The fine-tuned rows of a 06 features or map-types table. Runs since 2026-11-26 label
+    each fine-tuning seed (``fine-tuned s42``); older ones have one ``fine-tuned`` model per
+    task (the first seed), which counts as one seed."""
+    return d[d["model"].astype(str).str.startswith("fine-tuned")]
+
+
 def _cls_last_layer(t: Tables, which: str) -> Outcome:
-    d = t.read("06_cls_last_layer.csv")
-    d = d[(d["model"] == "fine-tuned") & (d["layer"] == d["layer"].max())]
-    parts, per_task = [], []
-    for task, g in d.groupby("task", sort=False):
+    d = _fine_tuned_models(t.read("06_cls_last_layer.csv"))
+    d = d[d["layer"] == d["layer"].max()]
+    parts, per_model = [], []
+    for (task, model), g in d.groupby(["task", "model"], sort=False):
         top = g.loc[g["weight"].idxmax()]
         want = _CLS_EXPECTED.get(task, "[SEP]")
         sep = float(g[g["target"] == "[SEP]"]["weight"].sum())
-        per_task.append(top["target"] == want)
-        parts.append(f"{task}: {top['target']} ({pct(top['weight'])}; [SEP] {pct(sep)})")
-    runs = t.read("06_finetune_runs.csv")
-    # the features section reads each task's first-seed model
-    seeds = {task: 1 for task in runs["task"].unique()}
-    return _outcome(parts, per_task, seeds)
+        per_model.append(top["target"] == want)
+        seed = str(model).replace("fine-tuned", "").strip()
+        parts.append(f"{task}{' ' + seed if seed else ''}: {top['target']} "
+                     f"({pct(top['weight'])}; [SEP] {pct(sep)})")
+    return _outcome(parts, per_model, _ft_seeds(d, "model"))
 
 
 def _heterogeneous_finetuned(t: Tables, which: str) -> Outcome:
-    d = t.read("06_type_proportions_by_seed.csv")
-    d = d[(d["model"] == "fine-tuned") & d["task"].isin(KOVALEVA_TASKS)]
-    parts, per_seed = heterogeneous_band(d, "CNN seed")
-    seeds = {task: 1 for task in d["task"].unique()}  # one fine-tuned model per task
-    return _outcome(parts, per_seed, seeds,
+    d = _fine_tuned_models(t.read("06_type_proportions_by_seed.csv"))
+    d = d[d["task"].isin(KOVALEVA_TASKS)]
+    parts, per_seed = [], []
+    # the k-th fine-tuning seed of every task together: one draw of the fine-tuned models
+    rank = d.groupby("task", sort=False)["model"].transform(
+        lambda m: pd.Series(pd.factorize(m)[0], index=m.index))
+    for k, g in d.assign(draw=rank).groupby("draw", sort=True):
+        label = "/".join(dict.fromkeys(g["model"].str.replace("fine-tuned", "").str.strip()))
+        p, ok = heterogeneous_band(g, f"fine-tuning {label or 'seed'}, CNN seed")
+        parts += p
+        per_seed += ok
+    return _outcome(parts, per_seed, _ft_seeds(d, "model"),
                     note="map types from notebook 05's CNN trained on pre-trained maps; its "
                          "transfer to fine-tuned maps is not measured")
 

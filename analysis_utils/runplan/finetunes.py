@@ -79,19 +79,28 @@ def parse_limits(spec: str, tasks: list[str] | None = None) -> dict[str, int]:
 
 
 def runs(tasks: str, seeds: str, multi_seed_tasks: str = "", max_train: str = "",
-         random_init: bool = False) -> list[Run]:
+         random_init: int = 0) -> list[Run]:
     """The pre-trained runs (every seed on ``multi_seed_tasks``, the first seed elsewhere),
-    then, with ``random_init``, one randomly initialised run per task (first seed)."""
+    then ``random_init`` randomly initialised runs per task: the first ``random_init`` seeds
+    (``True`` counts as 1, ``False`` as 0, as older runs' provenance records it).
+
+    >>> [(r.task, r.init, r.seed) for r in runs("RTE", "42,43", "", "", random_init=2)]
+    [('RTE', 'pretrained', 42), ('RTE', 'random', 42), ('RTE', 'random', 43)]
+    """
     task_list, seed_list = parse_tasks(tasks), parse_seeds(seeds)
     multi = parse_tasks(multi_seed_tasks)
     extra = [t for t in multi if t not in task_list]
     if extra:
         raise ValueError(f"multi_seed_tasks {extra} are not among tasks {task_list}")
+    n_random = int(random_init)
+    if not 0 <= n_random <= len(seed_list):
+        raise ValueError(f"random_init asks for {n_random} random-init runs per task, but seeds "
+                         f"{seed_list} give {len(seed_list)}: add seeds or lower random_init "
+                         f"(0: none)")
     limits = parse_limits(max_train)
     out = [Run(t, s, "pretrained", limits.get(t))
            for t in task_list for s in (seed_list if t in multi else seed_list[:1])]
-    if random_init:
-        out += [Run(t, seed_list[0], "random", limits.get(t)) for t in task_list]
+    out += [Run(t, s, "random", limits.get(t)) for t in task_list for s in seed_list[:n_random]]
     return out
 
 

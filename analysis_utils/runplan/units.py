@@ -159,11 +159,12 @@ def notebook_parameters(profile: str, extra: dict | None = None) -> dict[str, di
 
 def _units_of(prefix: str, p: dict, data_dir: str) -> list[FinetuneUnit]:
     """The fine-tunes notebook ``prefix`` makes with parameters ``p``: its ``plan.runs(...)``
-    (06 adds ``random_init``; 07 has no such parameter and takes pre-trained runs only),
+    (06 adds ``random_init``, the random-init runs per task; 07 has no such parameter and
+    takes pre-trained runs only),
     ``plan.settings(...)`` and ``plan.fit_run(...)`` calls, argument for argument; then 06's
     learning-rate check (``plan.lr_check_runs``), the same runs at other rates."""
     runs = finetunes.runs(p["tasks"], p["seeds"], p["multi_seed_tasks"], p["train_subsets"],
-                          p.get("random_init", False))
+                          p.get("random_init", 0))
     settings = finetunes.settings(p["epochs"], p["batch_size"], p["lr"], p["max_tokens"],
                                   p["warmup_ratio"], p["num_threads"])
     out = [FinetuneUnit(p["model"], r, settings, subset_seed=p["subset_seed"],
