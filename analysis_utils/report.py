@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from . import paths
@@ -101,18 +102,36 @@ MISSING = "\u2013"  # how every table a reader sees shows a missing value (NaN, 
 def markdown_table(df: pd.DataFrame, floatfmt: str = ".4g") -> str:
     """``df`` as a GitHub-flavoured Markdown table (no index): pipes in headers and text cells
     are escaped so every row keeps its columns (a claim such as ``|grad|`` stays one cell), and
-    missing values show as :data:`MISSING` instead of ``nan`` / ``<NA>``.
+    missing values show as :data:`MISSING` instead of ``nan`` / ``<NA>``. Text is shown as
+    written: a column of strings is never read as numbers (a p-value ``"1.000"`` stays
+    ``1.000``, not ``1``); numbers are formatted with ``floatfmt``.
 
     >>> print(markdown_table(pd.DataFrame({"claim": ["|grad| small"], "x": [None]})))
     | claim          | x   |
     |:---------------|:----|
     | \\|grad\\| small | –   |
+    >>> print(markdown_table(pd.DataFrame({"p": ["1.000", 0.123456], "x": [0.123456, 2]})))
+    | p      |      x |
+    |:-------|-------:|
+    | 1.000  | 0.1235 |
+    | 0.1235 | 2      |
     """
     # Built column by column as object: pandas' own map/where would turn None back into NaN.
-    rows = [[None if _missing(v) else _escape_cell(v) for v in row]
+    # In a column that holds text, numbers are formatted here (tabulate reads none of it).
+    text = [i for i in range(df.shape[1]) if any(isinstance(v, str) for v in df.iloc[:, i])]
+
+    def cell(v, i: int):
+        if _missing(v):
+            return None
+        if i in text and isinstance(v, (float, np.floating)):
+            return format(float(v), floatfmt)
+        return _escape_cell(v)
+
+    rows = [[cell(v, i) for i, v in enumerate(row)]
             for row in df.itertuples(index=False, name=None)]
     cells = pd.DataFrame(rows, columns=[_escape_cell(str(c)) for c in df.columns], dtype=object)
-    return cells.to_markdown(index=False, floatfmt=floatfmt, missingval=MISSING)
+    return cells.to_markdown(index=False, floatfmt=floatfmt, missingval=MISSING,
+                             disable_numparse=text or False)
 
 
 def _missing(value) -> bool:

@@ -1,4 +1,4 @@
-"""The Verdicts section that closes notebooks 01-05: the claims ledger's rows for the notebook,
+"""The Verdicts section that closes notebooks 01-07: the claims ledger's rows for the notebook,
 judged on the tables its own run has just written (:func:`analysis_utils.ledger.notebook_rows`),
 as a markdown table with every cell in full.
 
@@ -19,6 +19,7 @@ import pandas as pd
 from . import ledger
 from .notebook import table_view
 from .paths import output_dirs
+from .report import markdown_table
 
 
 def table(prefix: str, folder: str | Path | None = None) -> pd.DataFrame:
@@ -29,13 +30,8 @@ def table(prefix: str, folder: str | Path | None = None) -> pd.DataFrame:
     return table_view(ledger.notebook_rows(prefix, folder)[ledger.VIEW_COLUMNS], digits=3)
 
 
-def markdown(view: pd.DataFrame) -> str:
-    """``view`` (strings) as a markdown table, each ``|`` inside a cell escaped."""
-    return view.apply(lambda c: c.str.replace("|", "\\|", regex=False)).to_markdown(index=False)
-
-
 def show(prefix: str, folder: str | Path | None = None):
     """The Verdicts cell's output: :func:`table` as rendered markdown."""
     from IPython.display import Markdown
 
-    return Markdown(markdown(table(prefix, folder)))
+    return Markdown(markdown_table(table(prefix, folder)))

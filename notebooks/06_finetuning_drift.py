@@ -88,7 +88,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from analysis_utils import ledger, notebook, papers
+from analysis_utils import notebook, papers, verdicts
 from analysis_utils.analyses import drift, features, glue_metrics, maptypes
 from analysis_utils.analyses import framenet as fn_heads
 from analysis_utils.analyses import lr_check as lr_rule
@@ -98,7 +98,6 @@ from analysis_utils.data import labels as sheets
 from analysis_utils.engine import attention, padded
 from analysis_utils.engine.wordmaps import encode_words
 from analysis_utils.ledger import stats as ledger_stats
-from analysis_utils.paths import output_dirs
 from analysis_utils.plotting import finetuning as ft_plots
 from analysis_utils.plotting import maptypes as maptype_plots
 from analysis_utils.plotting.grid import head_grids
@@ -898,5 +897,4 @@ Markdown(comparison.to_markdown(index=False))
 # three fine-tuning seeds per task, and `untestable` says why in `note`.
 
 # %%
-notebook.table_view(ledger.notebook_rows("06", output_dirs()[0])[ledger.VIEW_COLUMNS],
-                    digits=3, index="claim")
+verdicts.show("06")

@@ -90,7 +90,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from analysis_utils import ledger, notebook, papers
+from analysis_utils import notebook, papers, verdicts
 from analysis_utils.analyses import disabling, disabling_study, glue_metrics, significance
 from analysis_utils.analyses import framenet as fn_scores
 from analysis_utils.compare import EXACT, IGNORE, within
@@ -642,5 +642,4 @@ Markdown(comparison.to_markdown(index=False))
 # `untestable` says why in `note`.
 
 # %%
-notebook.table_view(ledger.notebook_rows("07", output_dirs()[0])[ledger.VIEW_COLUMNS],
-                    digits=3, index="claim")
+verdicts.show("07")

@@ -346,3 +346,11 @@ def test_the_features_claims_are_judged_on_every_fine_tuning_seed(tmp_path):
     f = _features_folder(tmp_path, {("MRPC", "fine-tuned"): "[SEP]"}, {("MRPC", "fine-tuned"): 0.3})
     old = _claim_row(f, "last-layer [CLS]")
     assert old["verdict"] == "untestable" and "MRPC: 1" in old["note"]
+
+
+def test_a_no_says_when_the_estimate_points_the_claimed_way():
+    weak = core.Outcome("x", effect=True, p=0.2)
+    reversed_ = core.Outcome("x", effect=False, p=1.0)
+    assert core.verdict(weak, 0.2, None)[0] == "no" and "not shown" in core.verdict(weak, 0.2,
+                                                                                    None)[1]
+    assert core.verdict(reversed_, 1.0, None) == ("no", "")

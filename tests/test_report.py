@@ -215,3 +215,12 @@ def test_figure_show_false_saves_without_displaying(outputs, monkeypatch):
     assert png.exists() and png.name == "42_linked.png" and shown == []
     run.figure(Figure(), "inline")
     assert len(shown) == 1
+
+
+def test_markdown_tables_show_text_as_written_and_numbers_formatted():
+    # a p-value kept as text ("1.000", "0.050") is not read back as the number 1 or 0.05;
+    # a number in the same column is formatted as the numeric columns are
+    df = pd.DataFrame({"p_value": ["1.000", "0.050", 0.123456], "x": [0.123456, 2.0, None]})
+    lines = report.markdown_table(df).splitlines()[2:]
+    assert [ln.split("|")[1].strip() for ln in lines] == ["1.000", "0.050", "0.1235"]
+    assert [ln.split("|")[2].strip() for ln in lines] == ["0.1235", "2", report.MISSING]

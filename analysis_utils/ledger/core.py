@@ -13,7 +13,8 @@ Verdicts (:func:`verdict`):
 - ``yes``: the effect is in the claimed direction and its test passes at ``ALPHA`` after Holm
   over the claims of the row's ``family`` (or, for interval rules, the interval lies inside
   the band), and the control does not pass the same rule;
-- ``no``: the test does not pass;
+- ``no``: the test does not pass (where the estimate points the claimed way, the note says
+  so: "not shown" is not "reversed");
 - ``mixed``: seeds disagree;
 - ``untestable``: the data cannot decide (why in ``note``): fewer than ``MIN_SEEDS``
   fine-tuning seeds, a control that passes the same rule, a claim with no counterpart here.
@@ -146,6 +147,10 @@ def verdict(o: Outcome, p_adj: float, control: Outcome | None,
     if ok and control is not None and not control.untestable and _passes(control, control_p_adj):
         return "untestable", ("the random-weights control passes the same rule, so the rule "
                               "cannot tell trained attention from none")
+    if not ok and o.passes is None and o.effect:
+        return "no", (f"the estimate points the claimed way but its test does not reach "
+                      f"{ALPHA} (p {fmt_p(p_adj)} after correction): not shown, rather than "
+                      "reversed")
     return ("yes" if ok else "no"), ""
 
 

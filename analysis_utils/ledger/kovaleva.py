@@ -146,7 +146,7 @@ def _heterogeneous_finetuned(t: Tables, which: str) -> Outcome:
     # the k-th fine-tuning seed of every task together: one draw of the fine-tuned models
     rank = d.groupby("task", sort=False)["model"].transform(
         lambda m: pd.Series(pd.factorize(m)[0], index=m.index))
-    for k, g in d.assign(draw=rank).groupby("draw", sort=True):
+    for _draw, g in d.assign(draw=rank).groupby("draw", sort=True):
         label = "/".join(dict.fromkeys(g["model"].str.replace("fine-tuned", "").str.strip()))
         p, ok = heterogeneous_band(g, f"fine-tuning {label or 'seed'}, CNN seed")
         parts += p
