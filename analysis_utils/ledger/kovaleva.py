@@ -34,7 +34,8 @@ def _seed_gate(seeds_by_task: dict[str, int]) -> str:
     return ("fewer than " f"{MIN_SEEDS} fine-tuning seeds ("
             + ", ".join(f"{t}: {n}" for t, n in short.items())
             + "): each seed's outcome is shown, no verdict is drawn; raise `seeds` and "
-              "`multi_seed_tasks` in the default profile and re-run 06-07")
+              "`multi_seed_tasks` (random-init runs: `random_init`) in the profile and re-run "
+              "06-07")
 
 
 def _seeds_text(seeds_by_task: dict[str, int]) -> str:
