@@ -93,7 +93,7 @@ from analysis_utils.analyses import drift, features, glue_metrics, maptypes
 from analysis_utils.analyses import framenet as fn_heads
 from analysis_utils.analyses import lr_check as lr_rule
 from analysis_utils.compare import EXACT, IGNORE, from_sd, within
-from analysis_utils.data import framenet, glue, silver
+from analysis_utils.data import framenet, silver
 from analysis_utils.data import labels as sheets
 from analysis_utils.engine import attention, padded
 from analysis_utils.engine.wordmaps import encode_words
@@ -383,8 +383,7 @@ _ = run.figure(fig, "training_curves")
 task_data, stores = {}, {}
 t0 = time.perf_counter()
 for task in task_list:
-    exs = glue.read_glue(task, max_examples=n_examples or None)
-    enc = glue.encode(exs, tok, max_tokens=max_tokens)
+    exs, enc = drift.dev_inputs(task, tok, n_examples, max_tokens)  # what `plan run` extracts
     docs = silver.tag_glue(exs)
     aligned = silver.align_glue(tok, docs, max_tokens=max_tokens, encoded=enc.inputs)
     task_data[task] = {"examples": exs, "enc": enc, "aligned": aligned}

@@ -250,7 +250,7 @@ def test_in_process_run_computes_what_is_left_and_show_says_so(tiny_plan, capsys
     assert [sorted(e.parts) for e in studies] == [
         ["curves", "importance", "sweep-uniform", "sweep-zero"], ["importance", "sweep-uniform"]]
     # the maps are the ones notebook 06 reads: its own calls find them in the cache
-    from analysis_utils.data import glue
+    from analysis_utils.analyses import drift
     from analysis_utils.engine import attention
 
     maps = units.resolve_maps(units.build_maps("smoke", TINY), cache)
@@ -260,9 +260,8 @@ def test_in_process_run_computes_what_is_left_and_show_says_so(tiny_plan, capsys
         f = e.unit.finetune
         ft = finetunes.fit_run(f.run, f.model, f.settings, subset_seed=f.subset_seed,
                                max_dev=f.max_dev, progress=False, cache_dir=cache)
-        # notebook 06's own calls (its drift cell)
-        exs = glue.read_glue(f.run.task, max_examples=p["n_examples"] or None)
-        enc = glue.encode(exs, ft.loaded.tokenizer, max_tokens=p["max_tokens"])
+        _, enc = drift.dev_inputs(f.run.task, ft.loaded.tokenizer, p["n_examples"],
+                                  p["max_tokens"])
         store = attention.extract_attention(ft.reload().loaded, enc.inputs, cache_dir=cache,
                                             progress=False)
         assert not store.extracted_now and len(store.lengths) == p["n_examples"]

@@ -49,8 +49,21 @@ __all__ = [
     "head_cosine", "store_pairs", "with_token_ids", "cosine_similarity", "padded_cosine",
     "padding_effect",
     "drift_by_layer", "layers_changed_most", "as_grids", "stack", "special_token_attention",
-    "cls_attention_by_type",
+    "cls_attention_by_type", "dev_inputs",
 ]
+
+
+def dev_inputs(task: str, tokenizer, n_examples: int, max_tokens: int,
+               data_dir: str | None = None):
+    """``(examples, encoded)``: the dev examples notebook 06 compares maps on, the first
+    ``n_examples`` of ``task``'s dev file (0: all), encoded as the model sees them (pairs as
+    ``[CLS] A [SEP] B [SEP]``, at most ``max_tokens`` pieces). The run plan's maps units
+    (:class:`analysis_utils.runplan.units.MapsUnit`) extract the fine-tuned models' maps on
+    exactly these inputs ahead of the notebook, so it finds them cached."""
+    from ..data import glue
+
+    exs = glue.read_glue(task, max_examples=n_examples or None, data_dir=data_dir)
+    return exs, glue.encode(exs, tokenizer, max_tokens=max_tokens)
 
 
 # ---------------------------------------------------------------------------------------

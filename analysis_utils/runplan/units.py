@@ -528,7 +528,7 @@ MAPS_SUBDIR = Path("runplan") / "maps"
 @dataclass(frozen=True)
 class MapsUnit:
     """Notebook 06's drift input for one fine-tuned model: its attention maps on the first
-    ``n_examples`` dev examples of its task (encoded as 06 encodes them),
+    ``n_examples`` dev examples of its task (:func:`analysis_utils.analyses.drift.dev_inputs`),
     extracted into the attention cache ahead of the notebook, which then reads them instead of
     running the model (Figure 5's cosines, the features of Figures 6-7 and the map types are
     computed from them). ``finetune``: the unit that trains the model (first wave)."""
@@ -568,7 +568,7 @@ class MapsUnit:
         which store holds them."""
         import time
 
-        from ..data import glue
+        from ..analyses import drift
         from ..engine import attention
 
         f = self.finetune
@@ -576,10 +576,8 @@ class MapsUnit:
         inputs = self.key(ft.key)[1]
         t0 = time.perf_counter()
         loaded = ft.loaded
-        # notebook 06's inputs, call for call (its drift cell)
-        exs = glue.read_glue(f.run.task, max_examples=self.n_examples or None,
-                             data_dir=f.data_dir)
-        enc = glue.encode(exs, loaded.tokenizer, max_tokens=self.max_tokens)
+        _, enc = drift.dev_inputs(f.run.task, loaded.tokenizer, self.n_examples,
+                                  self.max_tokens, data_dir=f.data_dir)
         store = attention.extract_attention(loaded, enc.inputs, cache_dir=cache_dir,
                                             progress=False)
         seconds = time.perf_counter() - t0
