@@ -509,8 +509,7 @@ feat_parts, cls_parts, rel_parts = {}, {}, {}
 for task in task_list:
     aligned = task_data[task]["aligned"]
     for label in ["pre-trained", *ft_labels[task]]:
-        key = label
-        stats = features.feature_statistics(stores[(task, key)], aligned, special["cls"],
+        stats = features.feature_statistics(stores[(task, label)], aligned, special["cls"],
                                             special["sep"], punct_ids, level=feature_level,
                                             max_examples=None)
         feat_parts[(task, label)] = stats["features"]
@@ -534,7 +533,7 @@ fig = ft_plots.layer_profiles(special_pooled, value="score", panel="task", colou
                               ylabel="received attention (mean over heads)",
                               title=f"Figure 6: attention to {names['cls']}, {names['sep']} and "
                                     f"punctuation by layer ({lm.label}; dashed pre-trained, solid "
-                                    f"fine-tuned: mean of {len(seed_list)} seeds)")
+                                    "fine-tuned: mean over its seeds)")
 _ = run.figure(fig, "special_tokens_by_layer")
 peak = special_layers.loc[special_layers.groupby(["task", "model", "feature"])["score"].idxmax()]
 early_late = peak.pivot_table(index=["task", "model"], columns="feature", values="layer")
@@ -585,8 +584,8 @@ fig = ft_plots.grouped_bars(cls_pooled, value="weight", group="target", bar="mod
                             err_low="low", err_high="high",
                             ylabel=f"[CLS] weight, layer {last}",
                             title=f"Figure 7: where the last layer's {names['cls']} attends "
-                                  f"({lm.label}, mean over heads; fine-tuned: mean of "
-                                  f"{len(seed_list)} seeds, bars from lowest to highest)")
+                                  f"({lm.label}, mean over heads; fine-tuned: mean over its "
+                                  "seeds, lines from the lowest to the highest)")
 _ = run.figure(fig, "cls_last_layer")
 top_target = cls_last.loc[cls_last.groupby(["task", "model"])["weight"].idxmax(),
                           ["task", "model", "target", "weight"]]
@@ -624,8 +623,8 @@ rel_best.pivot_table(index="relation", columns=["model"], values="score", aggfun
 # *pre-trained* model's maps. Here the same classifier, refitted on all hand-labelled maps of
 # the pre-trained model once per seed in `maptype_seeds`, classifies every head of every example
 # (first `glue_max_examples` dev examples) of every *fine-tuned* model (each fine-tuning seed)
-# beside the pre-trained one on the same examples. The labels were drawn on the pre-trained model: how well the classifier
-# transfers to fine-tuned maps is not measured.
+# beside the pre-trained one on the same examples. The labels were drawn on the pre-trained
+# model: how well the classifier transfers to fine-tuned maps is not measured.
 
 # %%
 t0 = time.perf_counter()
@@ -872,7 +871,7 @@ ft_top = top_target[features.model_kind(top_target.model) == "fine-tuned"].group
 claims.append({"section": "4.5", "claim": "last-layer [CLS] attends most to [SEP]",
                "paper": p45["last_layer_cls"],
                "this run": ", ".join(f"{t}: {v}" for t, v in ft_top.items())
-                           + f" (top type of each of the {len(seed_list)} seeds)"})
+                           + " (each fine-tuning seed's top type, one listed where they agree)"})
 claims.append({"section": "4.1", "claim": "Heterogeneous share of fine-tuned maps",
                "paper": papers.KOVALEVA_SECTION41["heterogeneous_share"],
                "this run": f"{het['fine-tuned'].min():.0%} to {het['fine-tuned'].max():.0%}"})
