@@ -215,9 +215,9 @@ def test_per_segment_sums_pool_to_the_table_and_give_its_ratio(tiny):
     np.testing.assert_allclose(again["mean_abs_grad"], pooled["mean_abs_grad"], rtol=1e-6)
     assert len(per) == 3 * 2 * 4 and set(per["example"]) == {0, 1, 2}
     sums = per.groupby(["layer", "target"], sort=False)[["sum_abs_grad", "n_weights"]].sum()
-    merged = pooled.set_index(["layer", "target"]).join(sums, rsuffix="_segments")
+    merged = pooled.set_index(["layer", "target"]).join(sums.add_suffix("_segments"))
     np.testing.assert_array_equal(merged["n_weights"], merged["n_weights_segments"])
-    np.testing.assert_allclose(merged["sum_abs_grad"] / merged["n_weights"],
+    np.testing.assert_allclose(merged["sum_abs_grad_segments"] / merged["n_weights"],
                                merged["mean_abs_grad"], rtol=1e-5)
     # the segment-level ratio, unweighted, is the notebook's pooled ratio of the table
     cube = {c: per.pivot_table(index="example", columns=["layer", "target"], values=c)
