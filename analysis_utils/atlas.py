@@ -275,13 +275,22 @@ def _drift(folder: Path, L: int, H: int) -> list[Property]:
 
 
 def _features(folder: Path, L: int, H: int) -> list[Property]:
+    from .analyses.features import model_kind
+
     df = _read(folder, "06_feature_attention.csv")
+    # one grid per model kind: the fine-tuning seeds (``fine-tuned s42``, ...) averaged
+    seeds = df.groupby(["task", "model"], sort=False).ngroups
+    df = df.assign(model=model_kind(df["model"]))
+    df = df.groupby(["task", "model", "feature", "layer", "head"], sort=False)["score"].mean()
+    df = df.reset_index()
+    pooled = seeds > df.groupby(["task", "model"], sort=False).ngroups
     out = []
     for (task, model, feature), m in df.groupby(["task", "model", "feature"], sort=False):
         out.append(Property(
             f"06.feature.{task}.{model}.{feature}", f"{task} {model}: attention to {feature}",
             _grid(m, "score", L, H, 1, "06_feature_attention.csv"), None,
-            roles=("feature", feature.lower(), task.lower())))
+            roles=("feature", feature.lower(), task.lower()),
+            note="mean over the fine-tuning seeds" if pooled and model == "fine-tuned" else ""))
     return out
 
 

@@ -99,6 +99,21 @@ def test_a_table_in_the_wrong_base_is_refused(tiny_results):
                     L, H, 1, "02_head_scores_model.csv")
 
 
+def test_feature_grids_average_the_fine_tuning_seeds(tmp_path):
+    rows = [{"task": "RTE", "model": model, "feature": "nouns", "layer": la, "head": he,
+             "score": score + 0.01 * he}
+            for model, score in (("pre-trained", 0.1), ("fine-tuned s42", 0.2),
+                                 ("fine-tuned s43", 0.4))
+            for la, he in _heads(1)]
+    pd.DataFrame(rows).to_csv(tmp_path / "06_feature_attention.csv", index=False)
+    props = {p.id: p for p in atlas._features(tmp_path, L, H)}
+    assert sorted(props) == ["06.feature.RTE.fine-tuned.nouns", "06.feature.RTE.pre-trained.nouns"]
+    ft = props["06.feature.RTE.fine-tuned.nouns"]
+    np.testing.assert_allclose(ft.values[0], [0.31, 0.32, 0.33])
+    assert ft.note == "mean over the fine-tuning seeds"
+    assert props["06.feature.RTE.pre-trained.nouns"].note == ""
+
+
 def test_heads_named_ignores_layer_ranges_and_out_of_range():
     assert atlas.heads_named("case 3-9: 68.0 vs. 38.2 (+29.8)", 6, 12) == ["3-9"]
     assert atlas.heads_named("2.8% [layers 3-5]", 6, 12) == []
