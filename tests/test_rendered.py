@@ -81,15 +81,13 @@ _VERDICT_RENDERINGS = [(nb, paths.REPO_ROOT / "results")
 
 
 def _verdict_cell_text(nb: dict) -> str:
-    """What the cell that shows the notebook's ledger rows displayed (``verdicts.show`` in
-    01-05, ``ledger.notebook_rows`` in 06-07), as markdown or HTML."""
+    """What the cell that shows the notebook's ledger rows (``verdicts.show``) displayed, as
+    markdown (every cell in full)."""
     for cell in nb["cells"]:
         source = "".join(cell["source"])
-        if cell["cell_type"] == "code" and ("ledger.notebook_rows(" in source
-                                            or "verdicts.show(" in source):
-            return "".join("".join(o.get("data", {}).get(kind, ""))
-                           for o in cell.get("outputs", [])
-                           for kind in ("text/markdown", "text/html"))
+        if cell["cell_type"] == "code" and "verdicts.show(" in source:
+            return "".join("".join(o.get("data", {}).get("text/markdown", ""))
+                           for o in cell.get("outputs", []))
     return ""
 
 
@@ -107,20 +105,15 @@ def test_rendered_verdicts_are_the_ledgers_rows(nb_path, results):
         pytest.skip(f"{results} holds no {prefix} run")
     nb = json.loads(nb_path.read_text())
     shown = _verdict_cell_text(nb)
-    assert shown, (f"{nb_path.name} has no Verdicts cell showing ledger.notebook_rows: "
+    assert shown, (f"{nb_path.name} has no Verdicts cell (verdicts.show): "
                    "re-render it (python -m analysis_utils stale names the command)")
     rows = ledger.notebook_rows(prefix, results)
-    for _, r in rows.iterrows():
-        if "<table" in shown:  # an HTML view: the claim is a row label, the verdict a cell
-            start = shown.find(f"<th>{r['claim']}</th>")
-            assert start >= 0, f"{nb_path.name}: claim not shown: {r['claim']}"
-            row = shown[start:shown.find("</tr>", start)]
-            assert f"<td>{r['verdict']}</td>" in row, (nb_path.name, r["claim"], r["verdict"])
-        else:  # a markdown table: one line per claim
-            line = next((ln for ln in shown.splitlines()
-                         if f"| {r['claim'].replace('|', chr(92) + '|')} " in ln), None)
-            assert line is not None, f"{nb_path.name}: claim not shown: {r['claim']}"
-            assert f"| {r['verdict']} " in line, (nb_path.name, r["claim"], r["verdict"])
+    for _, r in rows.iterrows():  # a markdown table: one line per claim, nothing cut short
+        line = next((ln for ln in shown.splitlines()
+                     if f"| {r['claim'].replace('|', chr(92) + '|')} " in ln), None)
+        assert line is not None, f"{nb_path.name}: claim not shown: {r['claim']}"
+        assert f"| {r['verdict']} " in line, (nb_path.name, r["claim"], r["verdict"])
+        assert r["note"].replace("|", chr(92) + "|") in line, (nb_path.name, r["claim"])
     for cell in nb["cells"]:
         if cell["cell_type"] == "code":
             assert '["held"]' not in "".join(cell["source"]), (
