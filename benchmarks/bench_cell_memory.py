@@ -23,14 +23,6 @@ import tempfile
 import time
 
 
-def rss_mb() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("source", help="a notebooks/NN_topic.py source")
@@ -58,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
             memory.release()
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         first = (cell.source.splitlines() or [""])[0][:60]
-        print(f"cell {k:3d} {time.perf_counter() - t0:7.1f} s  rss {rss_mb():7.0f} MB  "
+        print(f"cell {k:3d} {time.perf_counter() - t0:7.1f} s  rss {memory.rss_mb():7.0f} MB  "
               f"peak {peak:7.0f} MB | {first}", flush=True)
     return 0
 

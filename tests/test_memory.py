@@ -10,14 +10,6 @@ import pytest
 from analysis_utils.engine import memory
 
 
-def _rss_mb() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS"):
-                return int(line.split()[1]) / 1024
-    raise RuntimeError("no VmRSS")
-
-
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="glibc's malloc_trim")
 def test_release_returns_freed_heap_pages_to_the_os():
     """4,000 arrays of 64 kB (below glibc's mmap threshold, so on the heap) with a live one
@@ -25,8 +17,8 @@ def test_release_returns_freed_heap_pages_to_the_os():
     chunks = [np.ones(8_000) for _ in range(4_000)]
     pin = np.ones(8_000)  # a live allocation above them: free() alone cannot shrink the heap
     del chunks
-    held = _rss_mb()
+    held = memory.rss_mb()
     assert memory.release() is True
-    after = _rss_mb()
+    after = memory.rss_mb()
     assert held - after > 150, f"RSS {held:.0f} MB before release, {after:.0f} MB after"
     assert pin.sum() == 8_000

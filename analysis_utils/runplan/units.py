@@ -160,8 +160,8 @@ def notebook_parameters(profile: str, extra: dict | None = None) -> dict[str, di
 def _units_of(prefix: str, p: dict, data_dir: str) -> list[FinetuneUnit]:
     """The fine-tunes notebook ``prefix`` makes with parameters ``p``: its ``plan.runs(...)``
     (06 adds ``random_init``, the random-init runs per task; 07 has no such parameter and
-    takes pre-trained runs only),
-    ``plan.settings(...)`` and ``plan.fit_run(...)`` calls, argument for argument; then 06's
+    takes pre-trained runs only), ``plan.settings(...)`` and ``plan.fit_run(...)`` calls,
+    argument for argument; then 06's
     learning-rate check (``plan.lr_check_runs``), the same runs at other rates."""
     runs = finetunes.runs(p["tasks"], p["seeds"], p["multi_seed_tasks"], p["train_subsets"],
                           p.get("random_init", 0))
