@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from . import paths, report
+from .engine.memory import peak_rss_mb  # noqa: F401  (notebooks print notebook.peak_rss_mb())
 
 PARAMETERS_TAG = "parameters"
 
@@ -240,10 +241,3 @@ def table_view(df, digits: int | Mapping[str, int] = 1, index: str | Sequence[st
     if index is not None:
         out = out.set_index(index)
     return out
-
-
-def peak_rss_mb() -> float:
-    """Peak resident memory of this process so far, in MB (``ru_maxrss``; Linux: KB)."""
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024

@@ -21,7 +21,6 @@ import json
 import os
 import platform
 import subprocess
-import sys
 import time
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -31,6 +30,7 @@ import numpy as np
 import pandas as pd
 
 from . import paths
+from .engine import memory
 from .paths import OUTPUT_ENV, output_dirs  # noqa: F401  (report.OUTPUT_ENV: the tests' name)
 
 PROFILE_ENV = "BERTOLOGY_PROFILE"
@@ -77,15 +77,10 @@ def versions() -> dict[str, str | None]:
 
 
 def peak_rss_mb() -> float | None:
-    """Peak resident memory of this process so far (the notebook's kernel), in MB; None where
-    the platform does not report it."""
-    try:
-        import resource
-    except ImportError:  # Windows
-        return None
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    # Linux reports kilobytes, macOS bytes.
-    return round(peak / (1024 * 1024 if sys.platform == "darwin" else 1024), 1)
+    """Peak resident memory of this kernel so far, in MB, rounded for the provenance; None
+    where the platform does not report it."""
+    peak = memory.peak_rss_mb()
+    return None if peak != peak else round(peak, 1)
 
 
 def _escape_cell(value):

@@ -22,3 +22,22 @@ def test_release_returns_freed_heap_pages_to_the_os():
     after = memory.rss_mb()
     assert held - after > 150, f"RSS {held:.0f} MB before release, {after:.0f} MB after"
     assert pin.sum() == 8_000
+
+
+def test_peak_rss_is_at_least_the_current_rss_and_remembers_a_freed_block():
+    """The peak the provenance records (``ru_maxrss``) is never below the current RSS, and a
+    64 MB block touched then freed still counts in it."""
+    import numpy as np
+
+    from analysis_utils import notebook, report
+
+    before = memory.peak_rss_mb()
+    block = np.ones(64 * 1024 * 1024 // 8)  # touched pages: 64 MB resident
+    now = memory.rss_mb()
+    del block
+    memory.release()
+    peak = memory.peak_rss_mb()
+    assert peak >= now - 1
+    assert peak >= before
+    assert notebook.peak_rss_mb is memory.peak_rss_mb  # one reader, re-exported for notebooks
+    assert report.peak_rss_mb() == round(memory.peak_rss_mb(), 1)

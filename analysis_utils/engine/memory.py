@@ -45,6 +45,18 @@ def release() -> bool:
     return True
 
 
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far (a notebook's kernel), in MB
+    (``ru_maxrss``: Linux reports kilobytes, macOS bytes); NaN where the platform does not
+    report it (Windows). The provenance records it, and notebooks print it."""
+    try:
+        import resource
+    except ImportError:  # Windows
+        return float("nan")
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1024 * 1024 if sys.platform == "darwin" else 1024)
+
+
 def rss_mb() -> float:
     """This process's resident memory now, in MB (``VmRSS`` of ``/proc/self/status``; NaN
     where there is no such file): what :func:`release` lowers, beside the peak the
