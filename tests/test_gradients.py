@@ -91,12 +91,17 @@ def test_mask_tokens_never_masks_specials():
     assert (out[[0, 4, 7]] == [2, 3, 3]).all()
 
 
+def _three_pairs(tok):
+    """Three sentence pairs of different lengths (a padded batch)."""
+    return [_enc(tok, "the cat sat .", "a dog ran , the mat"),
+            _enc(tok, "she saw it", "he ran"),
+            _enc(tok, "the big red bird sat on the tree .", "it ran")]
+
+
 def test_gradients_finite_zero_for_padding_and_batch_invariant(tiny):
     model, tok, _ = tiny
     head = gradients.build_mlm_head(model, seed=1)
-    encs = [_enc(tok, "the cat sat .", "a dog ran , the mat"),
-            _enc(tok, "she saw it", "he ran"),
-            _enc(tok, "the big red bird sat on the tree .", "it ran")]
+    encs = _three_pairs(tok)
     # raw gradients on a padded batch: finite, zero on padding rows
     ids, am, _ = gradients._pad_batch([(e, None) for e in encs], 0)
     with torch.enable_grad(), intervene(model, record=True, make_leaf=True) as iv:
@@ -204,9 +209,7 @@ def test_head_quality_verdict_in_words_and_in_one_line():
 def test_per_segment_sums_pool_to_the_table_and_give_its_ratio(tiny):
     model, tok, _ = tiny
     head = gradients.build_mlm_head(model, seed=1)
-    encs = [_enc(tok, "the cat sat .", "a dog ran , the mat"),
-            _enc(tok, "she saw it", "he ran"),
-            _enc(tok, "the big red bird sat on the tree .", "it ran")]
+    encs = _three_pairs(tok)
     pooled = gradients.attention_gradient_importance(model, head, tok, encs, seed=3,
                                                      separate_cls=True)
     again, per = gradients.attention_gradient_importance(model, head, tok, encs, seed=3,

@@ -325,11 +325,28 @@ def cache_folder(entry: Entry, cache_dir: str | os.PathLike | None = None) -> Pa
     return paths.cache_dir(cache_dir) / CACHE_SUBDIR / str(entry.key)
 
 
-# --- notebook 07's per-model studies: the second wave, after the fine-tunes ------------------
+# --- the second wave: units that measure a fine-tuned model, after the fine-tunes -----------
 
+
+class _OnFinetuned:
+    """What a second-wave unit takes from the fine-tune it measures (``self.finetune``): its
+    device and thread count. It only evaluates (no backward pass), so four share a GPU."""
+
+    gpu_share = 0.25
+
+    @property
+    def device(self) -> str:
+        return self.finetune.device
+
+    @property
+    def num_cpus(self) -> int:
+        return self.finetune.num_cpus
+
+
+# notebook 07's per-model studies
 
 @dataclass(frozen=True)
-class StudyUnit:
+class StudyUnit(_OnFinetuned):
     """Notebook 07's measurements of one fine-tuned model (its disabling sweeps, head
     importance and pruning curves: :func:`analysis_utils.analyses.disabling_study.study`),
     computed ahead of the notebook. ``finetune``: the unit that trains the model (it runs in
@@ -340,20 +357,10 @@ class StudyUnit:
     settings: object  # disabling_study.StudySettings (not imported here: analyses load torch)
     notebooks: tuple[str, ...] = field(default=("07",), compare=False)
 
-    gpu_share = 0.25  # evaluation only: four share a GPU
-
     @property
     def label(self) -> str:
         parts = "+".join(self.settings.modes) + (" +curves" if self.settings.curves else "")
         return f"{self.finetune.label} study ({parts})"
-
-    @property
-    def device(self) -> str:
-        return self.finetune.device
-
-    @property
-    def num_cpus(self) -> int:
-        return self.finetune.num_cpus
 
     def key(self, finetuned_key: str | None = None) -> tuple[str, dict]:
         """``(key, {"finetuned": key, "parts": {part: key}})``: the key names every part's
@@ -526,7 +533,7 @@ MAPS_SUBDIR = Path("runplan") / "maps"
 
 
 @dataclass(frozen=True)
-class MapsUnit:
+class MapsUnit(_OnFinetuned):
     """Notebook 06's drift input for one fine-tuned model: its attention maps on the first
     ``n_examples`` dev examples of its task (:func:`analysis_utils.analyses.drift.dev_inputs`),
     extracted into the attention cache ahead of the notebook, which then reads them instead of
@@ -538,20 +545,10 @@ class MapsUnit:
     max_tokens: int
     notebooks: tuple[str, ...] = field(default=("06",), compare=False)
 
-    gpu_share = 0.25  # inference only: four share a GPU
-
     @property
     def label(self) -> str:
         n = self.n_examples or "all"
         return f"{self.finetune.label} maps ({n} dev)"
-
-    @property
-    def device(self) -> str:
-        return self.finetune.device
-
-    @property
-    def num_cpus(self) -> int:
-        return self.finetune.num_cpus
 
     def key(self, finetuned_key: str | None = None) -> tuple[str, dict]:
         """``(key, inputs)``: the fine-tune's key with what selects the inputs (task, dev
