@@ -95,7 +95,7 @@ from analysis_utils.analyses import lr_check as lr_rule
 from analysis_utils.compare import EXACT, IGNORE, from_sd, within
 from analysis_utils.data import framenet, silver
 from analysis_utils.data import labels as sheets
-from analysis_utils.engine import attention, padded
+from analysis_utils.engine import attention, memory, padded
 from analysis_utils.engine.wordmaps import encode_words
 from analysis_utils.ledger import stats as ledger_stats
 from analysis_utils.plotting import finetuning as ft_plots
@@ -647,6 +647,8 @@ for task in task_list:
                               **(row[list(maptypes.MAP_TYPES)] / row["maps"]).to_dict()})
 print(f"{len(labels)} labelled maps; {len(classifiers)} CNNs trained and every map classified "
       f"in {time.perf_counter() - t0:.0f} s")
+del label_maps, label_inputs, classifiers
+memory.release()  # the CNNs' training buffers and the decoded maps (Binder's 2 GB)
 types_by_seed = pd.DataFrame(type_rows)
 _ = run.table(types_by_seed, "type_proportions_by_seed", key=["task", "model", "seed"],
               tolerance={t: IGNORE for t in maptypes.MAP_TYPES},  # one trained draw each
@@ -697,8 +699,8 @@ het
 
 # %%
 t0 = time.perf_counter()
-exemplars = framenet.read_exemplars()
-readings = {name: framenet.select_sentences(exemplars, name) for name in framenet.READINGS}
+# each reading's kept sentences, cached: all 82,661 exemplars are read only when one is missing
+readings = framenet.read_selections()
 fn_scores, fn_tables = {}, {}
 for name, sel in readings.items():
     if framenet_max_sentences:
@@ -719,9 +721,8 @@ for name, sel in readings.items():
         ctrl_scores = fn_heads.head_scores(fn_heads.sentence_scores(
             fn_heads.iter_links(sel.sentences, ctrl_store, encoded, framenet_level),
             framenet_direction))
-print(f"FrameNet: {len(exemplars):,} exemplars read; readings scored in "
-      f"{time.perf_counter() - t0:.0f} s")
-del exemplars  # about 80,000 records; the selections keep what is used
+print(f"FrameNet: {readings['exact'].funnel['exemplars']:,} exemplars filtered; readings "
+      f"scored in {time.perf_counter() - t0:.0f} s")
 funnel = pd.DataFrame({name: sel.funnel for name, sel in readings.items()})
 _ = run.table(funnel.reset_index(names="step"), "framenet_funnel", key=["step"],
               tolerance={c: EXACT for c in funnel.columns},

@@ -449,3 +449,48 @@ def test_real_framenet_gives_the_papers_473_sentences(framenet_gold):
     assert len(fnd.select_sentences(exemplars, fnd.Rules(single_target_span=True))) == 470
     assert len(fnd.select_sentences(exemplars, "broad")) == 961
     assert len(fnd.select_sentences(exemplars, "literal")) == 2110
+
+
+# --------------------------------------------------------------------------- selection cache
+
+
+def test_read_selections_equal_the_filter_and_a_warm_call_reads_no_exemplar(fixture_data,
+                                                                          monkeypatch):
+    data, man, cache = fixture_data
+    exemplars = fnd.read_exemplars(data, cache, data_manifest=man)
+    cold = fnd.read_selections(data_dir=data, cache_dir=cache, data_manifest=man)
+    assert set(cold) == set(fnd.READINGS)
+    for name, sel in cold.items():
+        direct = fnd.select_sentences(exemplars, name)
+        assert sel.funnel == direct.funnel
+        assert sel.sentences == direct.sentences
+    assert sorted(p.name.split("-")[1] for p in (cache / DS).glob("selection-*.json.gz")) \
+        == sorted(fnd.READINGS)
+
+    def no_exemplars(*a, **k):
+        raise AssertionError("a warm call should read the cached selections only")
+
+    monkeypatch.setattr(fnd, "read_exemplars", no_exemplars)
+    warm = fnd.read_selections(data_dir=data, cache_dir=cache, data_manifest=man)
+    for name in fnd.READINGS:
+        assert warm[name].sentences == cold[name].sentences
+        assert warm[name].funnel == cold[name].funnel
+        assert warm[name].rules == fnd.READINGS[name]
+
+
+def test_read_selections_rebuilds_an_unreadable_or_tampered_cache(fixture_data):
+    data, man, cache = fixture_data
+    first = fnd.read_selections(["exact", "broad"], data, cache, data_manifest=man)
+    (exact_file,) = (cache / DS).glob("selection-exact-*.json.gz")
+    (broad_file,) = (cache / DS).glob("selection-broad-*.json.gz")
+    exact_file.write_bytes(b"not gzip")
+    payload = fnd._read_json_gz(broad_file)
+    payload["funnel"]["exemplars"] += 1  # still readable, but not what the filter gave
+    payload["funnel"]["linked core element"] += 1
+    fnd._write_json_gz(broad_file, payload)
+    again = fnd.read_selections(["exact", "broad"], data, cache, data_manifest=man)
+    assert again["exact"].sentences == first["exact"].sentences
+    assert again["broad"].funnel == first["broad"].funnel  # rebuilt from the exemplars
+    assert fnd._read_json_gz(exact_file)["funnel"] == first["exact"].funnel
+    with pytest.raises(ValueError, match="unknown reading"):
+        fnd.read_selections(["paper"], data, cache, data_manifest=man)

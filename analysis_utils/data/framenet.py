@@ -22,6 +22,8 @@ Three layers:
   Core element in place of the frames' core sets; ``"literal"``, the paper's wording applied
   to the linked Core elements only. :class:`Rules` spells out each rule, :func:`keep_reason`
   says which one drops a sentence and :class:`Selection` counts what each step leaves.
+- :func:`read_selections`: the named readings' selections, each cached beside the exemplars, so
+  that a warm run (notebook 06) holds a few thousand kept sentences, not all 82,661 exemplars.
 
 Malformed input raises :class:`CorpusFormatError` naming the file, with the line of an XML
 syntax error or the sentence of a bad label, e.g. ``.../lu/lu8776.xml: sentence 1025376: frame
@@ -56,7 +58,7 @@ from .treebank import CorpusFormatError
 __all__ = ["CorpusFormatError", "DATASET", "MAX_TOKENS", "MAX_FE_TOKENS", "MIN_GAP", "READINGS",
            "STEPS", "Rules", "FrameElement", "Exemplar", "LinkedSentence", "Selection",
            "corpus_root", "open_reader", "tokenize", "iter_exemplars", "read_exemplars",
-           "keep_reason", "select_sentences", "read_framenet"]
+           "keep_reason", "select_sentences", "read_selections", "read_framenet"]
 
 DATASET = "framenet-1.7"
 INDEX_FILES = ("frRelation.xml", "frameIndex.xml", "luIndex.xml", "semTypes.xml")
@@ -459,11 +461,14 @@ EXEMPLAR_FORMAT = 2
 
 def _exemplar_cache_key(man) -> str:
     """sha256 over what the exemplars depend on: every file of the dataset (manifest sha256),
-    NLTK's version (reader and tokenizer) and :data:`EXEMPLAR_FORMAT`."""
-    import nltk
+    NLTK's version (reader and tokenizer) and :data:`EXEMPLAR_FORMAT`. The version is read
+    from the installed package's metadata: importing NLTK costs about 190 MB of memory, which a
+    warm :func:`read_selections` would otherwise pay for nothing."""
+    from importlib import metadata
 
     files = sorted((e.path, e.sha256) for e in manifest.manifest_entries(DATASET, man))
-    blob = json.dumps({"format": EXEMPLAR_FORMAT, "nltk": nltk.__version__, "files": files})
+    blob = json.dumps({"format": EXEMPLAR_FORMAT, "nltk": metadata.version("nltk"),
+                       "files": files})
     return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -713,6 +718,65 @@ def select_sentences(exemplars: Iterable[Exemplar], reading: str | Rules = "exac
         left -= dropped[step]
         funnel[step] = left
     return Selection(name, r, kept, funnel)
+
+
+#: Version of the cached selections' layout (a change rebuilds them).
+SELECTION_FORMAT = 1
+
+
+def _selection_path(reading: str, man, cache_dir) -> Path:
+    """Where one named reading's kept sentences are cached: keyed by the exemplars' key
+    (data files, NLTK, :data:`EXEMPLAR_FORMAT`), the reading's rules and
+    :data:`SELECTION_FORMAT`."""
+    blob = json.dumps({"exemplars": _exemplar_cache_key(man), "reading": reading,
+                       "rules": repr(READINGS[reading]), "format": SELECTION_FORMAT})
+    key = hashlib.sha256(blob.encode()).hexdigest()[:16]
+    return paths.cache_dir(cache_dir) / DATASET / f"selection-{reading}-{key}.json.gz"
+
+
+def _load_selection(reading: str, path: Path) -> Selection | None:
+    """A cached selection, or None when it is missing, unreadable or no longer passes its
+    reading's filter (then it is rebuilt)."""
+    payload = _read_json_gz(path) if path.is_file() else None
+    if not isinstance(payload, dict):
+        return None
+    r = READINGS[reading]
+    try:
+        kept = [_make_exemplar(*row) for row in payload["sentences"]]
+        funnel = {str(k): int(v) for k, v in payload["funnel"].items()}
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return None
+    if list(funnel) != list(STEPS) or funnel[STEPS[-1]] != len(kept) or any(
+            keep_reason(ex, r) is not None for ex in kept):
+        return None
+    return Selection(reading, r, [LinkedSentence(ex, ex.targets[0][0], r.linked(ex))
+                                  for ex in kept], funnel)
+
+
+def read_selections(readings: Sequence[str] = tuple(READINGS), data_dir=None, cache_dir=None,
+                    data_manifest=None) -> dict[str, Selection]:
+    """:func:`select_sentences` for each named reading, cached per reading beside the
+    exemplars (``selection-<reading>-<key>.json.gz``, written atomically): a warm call reads
+    only the kept sentences (a few thousand) instead of all 82,661 exemplars, which hold about
+    650 MB in memory and keep most of it resident after they are dropped (Python's allocator
+    cannot return the memory pages the kept sentences still share). When any reading is
+    missing or unreadable, :func:`read_exemplars` runs once for all of them. The data files are
+    checked through ``manifest.require`` on every call. Returns {reading: Selection}."""
+    for name in readings:
+        _rules(name)  # an unknown reading fails here, before anything is read
+    for e in manifest.manifest_entries(DATASET, data_manifest):
+        manifest.require(e.path, data_dir, manifest=data_manifest)
+    where = {name: _selection_path(name, data_manifest, cache_dir) for name in readings}
+    out = {name: _load_selection(name, path) for name, path in where.items()}
+    missing = [name for name, sel in out.items() if sel is None]
+    if missing:
+        exemplars = read_exemplars(data_dir, cache_dir, data_manifest=data_manifest)
+        for name in missing:
+            sel = out[name] = select_sentences(exemplars, name)
+            _write_json_gz(where[name], {
+                "funnel": sel.funnel,
+                "sentences": [_to_json(ls.exemplar) for ls in sel.sentences]})
+    return out
 
 
 def read_framenet(reading: str | Rules = "exact", data_dir=None, cache_dir=None) -> Selection:

@@ -58,6 +58,7 @@ from torch import nn
 
 from .. import paths
 from ..data.glue import GlueExample
+from ..engine import memory
 from ..engine.fingerprint import weights_fingerprint
 from ..engine.models import LoadedModel, resolve_device
 from .baselines import frozen_features_baseline, untrained_head_baseline
@@ -136,9 +137,12 @@ class FineTuned:
         return pd.DataFrame(self.log_history)
 
     def release(self) -> None:
-        """Drop the model from memory; its weights stay in the cache entry ``folder`` and
-        :meth:`reload` brings them back (notebooks hold one fine-tuned model at a time)."""
+        """Drop the model from memory and give the freed pages back to the operating system
+        (:func:`~analysis_utils.engine.memory.release`); its weights stay in the cache entry
+        ``folder`` and :meth:`reload` brings them back (notebooks hold one fine-tuned model at a
+        time; without the release glibc would keep each dropped model's pages resident)."""
         self.model = None
+        memory.release()
 
     def reload(self, device: str | torch.device | None = None) -> FineTuned:
         """The model loaded again from the cache entry after :meth:`release` (no-op when it is
