@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from . import paths, profiles
+from .engine import atomic
 
 PAGE_DIR = Path(__file__).resolve().parent / "atlas_page"
 MAX_PAGE_BYTES = 3 * 1024 * 1024
@@ -621,7 +622,7 @@ def build(profile: str = "default", results: Path | None = None, out_dir: Path |
     if size > MAX_PAGE_BYTES:
         raise AtlasError(f"{page.name} would be {size / 1e6:.1f} MB, over the "
                          f"{MAX_PAGE_BYTES / 2**20:.0f} MB limit; drop properties or example maps")
-    _write(page, text)
+    atomic.write_text(page, text)
     prov = {
         "output": page.name, "profile": profile, "bytes": size,
         "model": ident, "results": _shown(results), "results_commits": info["commits"],
@@ -633,15 +634,8 @@ def build(profile: str = "default", results: Path | None = None, out_dir: Path |
         "git_commit": report.git_commit(), "versions": report.versions(),
         "wall_time_s": round(time.time() - started, 1),
     }
-    _write(out_dir / f"{slug(ident['name'])}_provenance.json", json.dumps(prov, indent=2) + "\n")
+    atomic.write_text(out_dir / f"{slug(ident['name'])}_provenance.json", json.dumps(prov, indent=2) + "\n")
     return page
-
-
-def _write(path: Path, text: str) -> None:
-    """Replace ``path`` atomically: a reader sees the old page or the new one, never half."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
 
 
 def cli(argv: list[str] | None = None) -> int:

@@ -23,6 +23,8 @@ import sys
 import tomllib
 from pathlib import Path
 
+from .engine import atomic
+
 _NAME = r"[A-Za-z0-9_.-]+"
 _BRANCH = r"[A-Za-z0-9_.-]+"
 #: (pattern, replacement template) pairs; the templates take ``repo`` and ``branch``.
@@ -171,7 +173,7 @@ def sync(root: str | Path | None = None, check: bool = False) -> list[Path]:
         if new != text:
             out.append(path)
             if not check:
-                path.write_text(new)
+                atomic.write_text(path, new)
     return out
 
 

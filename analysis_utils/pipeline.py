@@ -40,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import PACKAGE_ROOT_ENV, params, paths, profiles
+from .engine import atomic
 from .params import ParameterError
 from .report import OUTPUT_ENV, PROFILE_ENV, uncommitted_sources
 
@@ -247,15 +248,9 @@ def _move(src: Path, dst: Path) -> None:
 
 def _copy(src: Path, dst: Path) -> None:
     """Replace ``dst`` by a copy of ``src``; readers see the old file or the new, never half."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{dst.name}.", suffix=".tmp", dir=dst.parent)
-    os.close(fd)
-    try:
+    with atomic.replacing(dst) as tmp:
         shutil.copyfile(src, tmp)
-        shutil.copymode(src, tmp)  # mkstemp made it private
-        os.replace(tmp, dst)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        shutil.copymode(src, tmp)
 
 
 def _publish(stage: Path, source: Path, dest: Destination) -> Path:

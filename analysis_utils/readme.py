@@ -18,6 +18,7 @@ from pathlib import Path
 import pandas as pd
 
 from . import paths
+from .engine import atomic
 
 README_START = "<!-- runtimes:start -->"
 README_END = "<!-- runtimes:end -->"
@@ -174,7 +175,7 @@ def sync_readme(readme: str | Path | None = None, results: str | Path | None = N
             same = False
             text = text[:start] + wanted + text[end + len(end_mark):]
     if not same and not check:
-        path.write_text(text)
+        atomic.write_text(path, text)
     return same
 
 

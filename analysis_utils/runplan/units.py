@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import params, paths, pipeline, profiles
+from ..engine import atomic
 from ..training.finetune_cache import CACHE_SUBDIR, read_complete, weights_complete
 from ..training.trainer import FinetuneSettings
 from . import finetunes
@@ -583,10 +584,7 @@ class MapsUnit(_OnFinetuned):
         record = {"key_inputs": inputs, "store": store.directory.name,
                   "examples": len(enc.inputs), "seconds": seconds}
         marker = paths.cache_dir(cache_dir) / MAPS_SUBDIR / f"{key}.json"
-        marker.parent.mkdir(parents=True, exist_ok=True)
-        tmp = marker.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(record, indent=1))
-        os.replace(tmp, marker)
+        atomic.write_text(marker, json.dumps(record, indent=1))
         return {"from_cache": not store.extracted_now, "store": record["store"],
                 "examples": record["examples"], "seconds": seconds, "device": str(ft.device)}
 
