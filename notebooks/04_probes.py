@@ -35,15 +35,6 @@
 # and the comparisons counted across them), `analysis_utils.data.glove`,
 # `analysis_utils.plotting.probes` (figures).
 
-# %%
-# On Colab: install the package and its packaged model (does nothing elsewhere).
-import subprocess
-import sys
-
-if "google.colab" in sys.modules:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "analysis_utils[models] @ "
-                    "git+https://github.com/bertology-compendium/attention-heads"], check=True)
-
 # %% tags=["parameters"]
 model = "minilm"  # "minilm" (packaged all-MiniLM-L6-v2), a local folder, or a hub id
 control_init = "random_keep_embeddings"  # Clark's control: pretrained embeddings, rest random
@@ -60,6 +51,15 @@ epochs = 1
 distance_hidden = 128  # hidden units of the Distances + GloVe MLP (the paper gives none)
 min_count = 100  # relations with fewer dev words are pooled as "other" in the by-relation plot
 num_threads = 1  # torch threads while training (one is fastest for per-sentence steps)
+
+# %%
+# On Colab: install the package and its packaged model (does nothing elsewhere).
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "analysis_utils[models] @ "
+                    "git+https://github.com/bertology-compendium/attention-heads"], check=True)
 
 # %%
 import time
@@ -588,8 +588,6 @@ run.table(paper_vs_run, "paper_vs_run", key=["probe"],
           caption=f"Paper vs. this run: Table 3 (UAS %), paper: BERT-base, WSJ/SD dev, one "
           f"run; EWT ref.: bert-base-uncased, EWT dev; this run: {lm.label}, EWT dev, mean ± sd "
           f"over {len(seed_list)} seeds")
-print(f"notebook wall time: {time.perf_counter() - t_start:.0f} s; "
-      f"peak memory (ru_maxrss): {peak_rss_mb():.0f} MB")
 _ = run.finish()
 paper_vs_run[["probe", "paper", "EWT ref.", "this run (EWT dev, mean ± sd)"]]
 

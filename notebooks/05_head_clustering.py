@@ -30,15 +30,6 @@
 # (classifiers, seeds), `analysis_utils.data.labels` (labelled set), `analysis_utils.data.glue`
 # and `analysis_utils.plotting.maptypes` (figures, contact sheets).
 
-# %%
-# On Colab: install the package and its packaged model (does nothing elsewhere).
-import subprocess
-import sys
-
-if "google.colab" in sys.modules:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "analysis_utils[models] @ "
-                    "git+https://github.com/bertology-compendium/attention-heads"], check=True)
-
 # %% tags=["parameters"]
 model = "minilm"  # "minilm" (packaged all-MiniLM-L6-v2), a local folder, or a hub id
 control_init = "random"  # the control: same architecture, every weight random (as notebook 01)
@@ -67,6 +58,15 @@ cnn_epochs = 150
 cnn_size = 32
 cnn_stages = 2  # the selected CNN: stages of two 3x3 conv layers (2 -> 4 conv layers)
 glue_max_examples = 500  # per GLUE dev set for the type proportions (0: all)
+
+# %%
+# On Colab: install the package and its packaged model (does nothing elsewhere).
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "analysis_utils[models] @ "
+                    "git+https://github.com/bertology-compendium/attention-heads"], check=True)
 
 # %%
 import time
@@ -545,8 +545,7 @@ run.table(comparison, "paper_vs_run", key=["section", "quantity"],
           tolerance={"this run": IGNORE},
           caption=f"Paper vs. this run ({lm.label})")
 print(f"cost of the seeds: cross-validation {cv_seconds:.0f} s, refits {refit_seconds:.0f} s, "
-      f"GLUE classification {glue_seconds:.0f} s for {len(seed_list)} seeds; "
-      f"peak memory {notebook.peak_rss_mb():,.0f} MB")
+      f"GLUE classification {glue_seconds:.0f} s for {len(seed_list)} seeds")
 _ = run.finish()
 Markdown(comparison.to_markdown(index=False))
 

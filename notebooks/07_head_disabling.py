@@ -39,15 +39,6 @@
 # `analysis_utils.runplan.finetunes` (the fine-tuning runs shared with notebook 06),
 # `analysis_utils.analyses.framenet` and `analysis_utils.plotting.disabling` (figures).
 
-# %%
-# On Colab: install the package and its packaged model (does nothing elsewhere).
-import subprocess
-import sys
-
-if "google.colab" in sys.modules:
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "analysis_utils[models] @ "
-                    "git+https://github.com/bertology-compendium/attention-heads"], check=True)
-
 # %% tags=["parameters"]
 model = "minilm"  # "minilm" (packaged all-MiniLM-L6-v2), a local folder, or a hub id
 control_init = "random"  # the control: every weight random; FrameNet scores' chance level
@@ -82,6 +73,15 @@ prune_mode = "zero"  # Michel et al. mask heads (output 0)
 prune_step = 0.1  # share of heads removed per step
 n_random_orders = 3  # random removal orders per model, the reference
 extras_first_seed_only = True  # second mode and pruning curves: first seed per task (CPU budget)
+
+# %%
+# On Colab: install the package and its packaged model (does nothing elsewhere).
+import subprocess
+import sys
+
+if "google.colab" in sys.modules:
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "analysis_utils[models] @ "
+                    "git+https://github.com/bertology-compendium/attention-heads"], check=True)
 
 # %%
 import time
@@ -627,7 +627,7 @@ run.table(comparison, "paper_vs_run", key=["claim"],
                   f"{mode0} disabling)")
 print(f"models and their parts {fit_seconds:.0f} s (computing the sweeps took "
       f"{sum(sweep_seconds.values()):.0f} s, importance and pruning {prune_seconds:.0f} s, when "
-      f"they were made); peak memory {notebook.peak_rss_mb():,.0f} MB")
+      "they were made)")
 _ = run.finish()
 Markdown(comparison.to_markdown(index=False))
 

@@ -49,6 +49,13 @@
 #
 # Logic: `analysis_utils.analyses.crossmodel`; figures: `analysis_utils.plotting.crossmodel`.
 
+# %% tags=["parameters"]
+runs = "results,results/base"  # run folders (relative to the repository root) to compare
+thr_prev = 0.5  # a previous-token head: more than this share on the previous token (paper: 50%)
+thr_next = 0.5  # a next-token head: more than this share on the next token (paper: 50%)
+norm_weight_min = 0.1  # attention norms: judge a class in layers where its weight share > this
+norm_ratio_max = 0.5  # ... and call its norm share much smaller where norm / weight share < this
+
 # %%
 # On Colab: install the package (does nothing elsewhere).
 import subprocess
@@ -57,13 +64,6 @@ import sys
 if "google.colab" in sys.modules:
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "analysis_utils @ "
                     "git+https://github.com/bertology-compendium/attention-heads"], check=True)
-
-# %% tags=["parameters"]
-runs = "results,results/base"  # run folders (relative to the repository root) to compare
-thr_prev = 0.5  # a previous-token head: more than this share on the previous token (paper: 50%)
-thr_next = 0.5  # a next-token head: more than this share on the next token (paper: 50%)
-norm_weight_min = 0.1  # attention norms: judge a class in layers where its weight share > this
-norm_ratio_max = 0.5  # ... and call its norm share much smaller where norm / weight share < this
 
 # %%
 import pandas as pd

@@ -53,7 +53,7 @@ from pathlib import Path
 from .. import paths
 from ..engine import atomic
 from . import manifest
-from .treebank import CorpusFormatError
+from .errors import CorpusFormatError
 
 __all__ = ["CorpusFormatError", "DATASET", "MAX_TOKENS", "MAX_FE_TOKENS", "MIN_GAP", "READINGS",
            "STEPS", "Rules", "FrameElement", "Exemplar", "LinkedSentence", "Selection",

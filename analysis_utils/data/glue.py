@@ -27,15 +27,11 @@ from pathlib import Path
 
 from .. import paths
 from ..engine.wordmaps import segment_ids
+from .errors import GlueFormatError
 from .manifest import manifest_entries, require
-from .treebank import CorpusFormatError
 
 __all__ = ["TASKS", "GlueExample", "EncodedInput", "EncodedSet", "GlueFormatError",
            "available_tasks", "glue_path", "read_glue", "read_glue_file", "encode"]
-
-
-class GlueFormatError(CorpusFormatError):
-    """A GLUE file breaks its format; the message is ``file:line: what is wrong``."""
 
 
 @dataclass(frozen=True)

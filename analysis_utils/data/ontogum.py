@@ -20,8 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from . import treebank
+from .errors import CorpusFormatError
 from .manifest import require
-from .treebank import CorpusFormatError, Problem
+from .treebank import Problem
 
 MENTION_TYPES = ("pronoun", "proper", "nominal")
 

@@ -28,12 +28,10 @@ from pathlib import Path
 
 import conllu
 
+from .errors import CorpusFormatError
+
 __all__ = ["CorpusFormatError", "subsample", "Problem", "Block", "ConlluBlock", "Scanned", "Sentence",
            "iter_blocks", "check_block", "scan_conllu", "iter_conllu", "read_conllu"]
-
-
-class CorpusFormatError(ValueError):
-    """A corpus file breaks its format; the message is ``file:line: what is wrong``."""
 
 
 @dataclass(frozen=True)

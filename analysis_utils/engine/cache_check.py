@@ -74,7 +74,6 @@ def cli(argv: list[str] | None = None) -> int:
     parser.add_argument("--fix", action="store_true",
                         help="keep the entries that verify and mark the rest for re-extraction "
                              "by the next run (a store with an unusable manifest is deleted)")
-    parser.add_argument("--cache-dir", default=None,
-                        help=f"cache root (default ${paths.CACHE_ENV}, else <repo>/.cache)")
+    paths.add_cache_dir_option(parser)
     args = parser.parse_args(argv or [])
     return check_cache(args.cache_dir, fix=args.fix)
