@@ -184,6 +184,25 @@ def test_committed_ledger_is_what_the_code_makes_from_the_committed_tables():
     assert set(saved["verdict"]) <= set(ledger.VERDICTS)
 
 
+def test_every_committed_yes_beats_a_reference_under_a_test():
+    """The issue's rule over the whole committed ledger: a ``yes`` names a reference to beat
+    (not "none"), a test that is not descriptive, a p-value or interval (or per-task p-values
+    in ``this_run``), and the random-weights control did not pass the same rule. A range
+    match with no reference (the Heterogeneous share once read ``yes`` in 06) fails here."""
+    saved = pd.read_csv(paths.REPO_ROOT / "results" / "08_claims.csv", dtype=str,
+                        keep_default_na=False)
+    yes = saved[saved["verdict"] == "yes"]
+    assert len(yes) > 0
+    for _, row in yes.iterrows():
+        where = f"{row['model']} {row['notebook']}: {row['claim']}"
+        assert row["reference"] and row["reference"] != "none" \
+            and not row["reference"].startswith("none:"), f"{where}: no reference"
+        assert row["test"] and not row["test"].startswith("none"), f"{where}: no test"
+        assert row["p_value"] or row["p_adjusted"] or row["interval"] \
+            or re.search(r"\bp (<|\d)", row["this_run"]), f"{where}: no p-value or interval"
+        assert row["control_verdict"] != "yes", f"{where}: the control passes the same rule"
+
+
 def test_rendered_recap_of_notebook_08_agrees_with_its_tables():
     runs = cm.load_runs(",".join(_committed_folders()))
     lines = cm.recap(cm.sink_by_layer(runs), cm.positional_heads(runs),
