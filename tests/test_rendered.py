@@ -118,3 +118,18 @@ def test_rendered_verdicts_are_the_ledgers_rows(nb_path, results):
         if cell["cell_type"] == "code":
             assert '["held"]' not in "".join(cell["source"]), (
                 f"{nb_path.name} computes a 'held' verdict of its own")
+
+
+TABLES = sorted((paths.REPO_ROOT / "results").rglob("*.csv"))
+
+
+@pytest.mark.parametrize("csv", TABLES, ids=lambda p: str(p.relative_to(paths.REPO_ROOT)))
+def test_no_committed_table_has_a_column_empty_throughout(csv):
+    """A column with no value in any row tells a reader nothing (07_seed_agreement's
+    jaccard_holm once was one): drop it, or fill it."""
+    import pandas as pd
+
+    df = pd.read_csv(csv, dtype=str, keep_default_na=False)
+    assert len(df) > 0, f"{csv.name} has no rows"
+    blank = df.apply(lambda col: col.str.strip().isin(["", "nan", "NaN", "None", "<NA>"]).all())
+    assert not blank.any(), f"{csv.name}: columns empty throughout: {list(blank[blank].index)}"
