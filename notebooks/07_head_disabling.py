@@ -298,7 +298,8 @@ notebook.table_view(summary[summary["mode"] == mode_list[0]][
 # ## Figure 8: the change per head
 #
 # One panel per fine-tuned model (uniform mode): blue cells are heads whose disabling *raises*
-# the dev metric, red ones lower it, each panel on its own scale. A dot marks a change that
+# the dev metric, red ones lower it, every panel on the same symmetric scale (one colour bar),
+# so equal colours are equal changes across tasks and seeds. A dot marks a change that
 # survives Holm's correction over the 72 heads; boxes are the FrameNet heads followed above.
 
 # %%

@@ -64,3 +64,15 @@ def test_grouped_bars_heights_and_percent():
     (ax,) = _visible(fig)
     heights = [p.get_height() for p in ax.patches]
     np.testing.assert_allclose(heights, [10, 20, 30, 40])
+
+
+def test_training_curves_have_one_legend_below_the_panels_not_over_the_data():
+    rows = [{"task": t, "init": i, "seed": 42, "step": k, "loss": 1.0 / k, "eval_f1": np.nan}
+            for t in ("MRPC", "RTE") for i in ("pretrained", "random") for k in (10, 20)]
+    rows += [{"task": "MRPC", "init": "pretrained", "seed": 42, "step": 20, "loss": np.nan,
+              "eval_f1": 0.8}]
+    fig = ftp.training_curves(pd.DataFrame(rows), metric={"MRPC": "eval_f1"}, title="t")
+    assert all(ax.get_legend() is None for ax in fig.axes)  # no legend inside a panel
+    (legend,) = fig.legends
+    assert [t.get_text() for t in legend.get_texts()] == [
+        "pretrained, 42", "random, 42", "dev metric after each epoch (markers, right axis)"]

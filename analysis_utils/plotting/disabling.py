@@ -2,8 +2,8 @@
 pruning curves of notebook 07.
 
 - :func:`head_change_grids`: Figure 8, the change of the dev metric when each head is
-  disabled, a layer x head heatmap per panel (:mod:`.grid`), each on its own symmetric scale
-  (blue: the model gets better, red: worse); a dot marks a change that survives the multiple-
+  disabled, a layer x head heatmap per panel (:mod:`.grid`), all panels on one symmetric
+  scale with one colour bar (blue: the model gets better, red: worse); a dot marks a change that survives the multiple-
   comparison correction, a box a head to look at (e.g. the FrameNet heads).
 - :func:`layer_change_bars`: Figure 9, the change when a whole layer is disabled, one panel
   per task, one bar per fine-tuning seed with its confidence interval.

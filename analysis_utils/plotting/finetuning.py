@@ -11,6 +11,8 @@ from collections.abc import Mapping
 import numpy as np
 import pandas as pd
 
+from .grid import legend_below
+
 __all__ = ["training_curves", "layer_profiles", "grouped_bars"]
 
 _COLOURS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
@@ -30,8 +32,6 @@ def _panels(n: int, ncols: int, size=(3.3, 2.6)):
 
 def _shared_legend(fig, ax, title: str):
     """One legend for the figure, below the panels, from ``ax``'s entries; then the title."""
-    from .grid import legend_below
-
     handles, labels = ax.get_legend_handles_labels()
     return legend_below(fig, handles, labels, title, fontsize=7)
 
@@ -47,7 +47,7 @@ def training_curves(curves: pd.DataFrame, *, by: str = "task", colour: str = "in
     colour per ``colour`` value (the same colour in every panel: pre-trained vs random init)
     and one line style per ``style`` value (seeds); with ``metric`` (``{task: "eval_f1"}``),
     that dev metric after each epoch as markers on a right-hand axis, so a falling loss can be
-    read against what it bought on dev.
+    read against what it bought on dev. One legend below the panels, off the data.
 
     curves: long table with ``by``, ``colour``, ``style``, ``step`` and ``value`` (rows where
     ``value`` is missing, e.g. the evaluation rows of a Trainer log, are not drawn as loss).
@@ -77,10 +77,18 @@ def training_curves(curves: pd.DataFrame, *, by: str = "task", colour: str = "in
         ax.set_ylabel(value, fontsize=8)
         ax.tick_params(labelsize=7)
         ax.grid(lw=0.3, color="0.85")
-        ax.legend(fontsize=6, frameon=False)
-    if title:
-        fig.suptitle(title, fontsize=10)
-    return fig
+    # one legend below the panels, never over the data: every (colour, style) pair drawn in
+    # any panel, and the marker that stands for the dev metric
+    entries: dict[str, object] = {}
+    for ax in axes:
+        for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
+            entries.setdefault(label, handle)
+    if metric:
+        from matplotlib.lines import Line2D
+
+        entries["dev metric after each epoch (markers, right axis)"] = Line2D(
+            [], [], marker="o", ms=3, lw=0.6, color="0.4")
+    return legend_below(fig, list(entries.values()), list(entries), title, fontsize=7)
 
 
 def layer_profiles(df: pd.DataFrame, *, value: str = "score", panel: str = "task",
