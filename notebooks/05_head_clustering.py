@@ -70,7 +70,6 @@ if "google.colab" in sys.modules:
 
 # %%
 import time
-import warnings
 
 import numpy as np
 import pandas as pd
@@ -86,7 +85,6 @@ from analysis_utils.engine.models import load_model
 from analysis_utils.heads import head_label, head_labels, parse_head_label
 from analysis_utils.plotting import maptypes as maptype_plots
 
-warnings.filterwarnings("ignore", message="The least populated class")
 lm, control, run = notebook.setup("05", globals(), precision=3)
 tok = lm.tokenizer
 seed_list = [int(s) for s in seeds.split(",")]

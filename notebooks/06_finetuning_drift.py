@@ -82,7 +82,6 @@ if "google.colab" in sys.modules:
 
 # %%
 import time
-import warnings
 
 import numpy as np
 import pandas as pd
@@ -104,7 +103,6 @@ from analysis_utils.plotting.grid import head_grids
 from analysis_utils.runplan import finetunes as plan
 from analysis_utils.training import finetune as ftune
 
-warnings.filterwarnings("ignore", message="The least populated class")
 lm, control, run = notebook.setup("06", globals(), precision=3)
 tok = lm.tokenizer
 settings = plan.settings(epochs, batch_size, lr, max_tokens, warmup_ratio, num_threads)
