@@ -43,12 +43,16 @@ def _notebook_name(prefix: str) -> str:
 def runtime_table(results: str | Path | None = None) -> str:
     """Markdown table of the runs behind ``results/NN_provenance.json`` (default: the committed
     ``results/``): per notebook the profile, wall time, peak RSS, device (with the CPU count)
-    and commit. A record that predates a field shows ``n/a``."""
+    and commit, then a total row (the wall times summed, the largest peak RSS). A record that
+    predates a field shows ``n/a`` (and the total, ``n/a`` for that column)."""
     folder = Path(results) if results is not None else paths.RESULTS_DIR
     lines = ["| notebook | profile | wall time | peak RSS | device | commit |",
              "|---|---|---|---|---|---|"]
+    walls, peaks = [], []
     for prov_path in sorted(folder.glob("[0-9][0-9]_provenance.json")):
         prov = json.loads(prov_path.read_text())
+        walls.append(prov.get("wall_time_s"))
+        peaks.append(prov.get("peak_rss_mb"))
         prefix = str(prov.get("notebook") or prov_path.name[:2])
         rss = prov.get("peak_rss_mb")
         commit = prov.get("git_commit") or "n/a"
@@ -63,6 +67,13 @@ def runtime_table(results: str | Path | None = None) -> str:
             _notebook_name(prefix), str(prov.get("profile", "n/a")),
             _duration(prov.get("wall_time_s")),
             f"{rss:,.0f} MB" if isinstance(rss, (int, float)) else "n/a", device, commit]) + " |")
+    if walls:
+        def known(xs):
+            return all(isinstance(x, (int, float)) for x in xs)
+
+        total = _duration(sum(walls)) if known(walls) else "n/a"
+        peak = f"max {max(peaks):,.0f} MB" if known(peaks) else "n/a"
+        lines.append(f"| all {len(walls)}, one after the other | | {total} | {peak} | | |")
     return "\n".join(lines) + "\n"
 
 

@@ -142,6 +142,16 @@ def test_runtime_table_shows_na_where_an_older_record_lacks_peak_rss(tmp_path):
                       "`fedcba9` (uncommitted changes) |"
 
 
+def test_runtime_table_ends_with_the_summed_wall_time_and_the_largest_peak(tmp_path):
+    _provenance(tmp_path, "01", wall_time_s=75.4, peak_rss_mb=900.0)
+    _provenance(tmp_path, "02", wall_time_s=3600.0, peak_rss_mb=1908.4)
+    assert readme_md.runtime_table(tmp_path).splitlines()[-1] == \
+        "| all 2, one after the other | | 1 h 01 min | max 1,908 MB | | |"
+    _provenance(tmp_path, "03", wall_time_s=10.0)  # an older record without peak RSS
+    assert readme_md.runtime_table(tmp_path).splitlines()[-1] == \
+        "| all 3, one after the other | | 1 h 01 min | n/a | | |"
+
+
 def test_report_readme_rewrites_only_the_block_and_check_fails_when_stale(tmp_path, capsys):
     _provenance(tmp_path / "results", "01", peak_rss_mb=900.0, cpu_count=2)
     readme = tmp_path / "README.md"
