@@ -51,6 +51,7 @@ KINDS = ("finding", "negative", "exception", "hedged", "ordering", "descriptive"
 TESTABLE = ("yes", "untestable")
 NOTEBOOKS = tuple(f"{i:02d}" for i in range(1, 8))
 PIECE_SEPARATOR = " [...] "
+MIN_QUOTE_WORDS = 3
 _ID = re.compile(r"^(clark|kovaleva)-[a-z0-9][a-z0-9.-]*$")
 _LEDGER_REF = re.compile(r"^(0[1-7]): (\S.*)$")
 
@@ -183,6 +184,9 @@ def problems(entries: list[Entry]) -> list[str]:
         for f in ("section", "quote", "claim", "criterion", "unit", "scope"):
             if not getattr(e, f).strip():
                 out.append(f"{who}: {f} is empty")
+        if e.quote.strip() and len(e.quote.split()) < MIN_QUOTE_WORDS:
+            out.append(f"{who}: quote has fewer than {MIN_QUOTE_WORDS} words (quote the "
+                       "sentence, or the table row, that states the claim)")
         if e.testable == "untestable" and not e.untestable_reason.strip():
             out.append(f"{who}: untestable without untestable_reason (say why no test here "
                        "can decide)")
