@@ -50,6 +50,11 @@ def counts_markdown(entries: list[Entry]) -> str:
     lines.append(f"| **both** | all | **{len(entries)}** | **{sum(e.tested for e in entries)}** "
                  f"| **{sum(e.pending for e in entries)}** | "
                  f"**{sum(e.untestable for e in entries)}** |")
+    both = sum(e.tested and e.untestable for e in entries)
+    if both:
+        lines += ["", f"{both} untestable entries are also tested by the ledger (their rows read "
+                      "`untestable`), so they count in both columns; every other entry is "
+                      "tested, pending or untestable."]
     return "\n".join(lines)
 
 
@@ -58,8 +63,9 @@ def _cell(text: str) -> str:
 
 
 def gaps_markdown(entries: list[Entry]) -> str:
-    """The gap list: entries testable here that no ledger row tests yet."""
-    rows = [e for e in entries if e.pending]
+    """The gap list: entries testable here that no ledger row tests yet, by notebook."""
+    rows = sorted((e for e in entries if e.pending),  # by notebook (none last), then registry order
+                  key=lambda e: e.notebooks[0] if e.notebooks else "99")
     lines = ["| id | section | notebooks | claim | criterion (the paper's terms) | unit | note |",
              "|:--|:--|:--|:--|:--|:--|:--|"]
     for e in rows:
