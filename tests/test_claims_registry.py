@@ -198,3 +198,11 @@ def test_counts_add_up(entries):
                    "Strict: once every entry has a row this passes, and the marker must go")
 def test_every_testable_entry_has_a_ledger_row(entries):
     assert [e.id for e in entries if e.pending] == []
+
+
+def test_frame_has_one_row_per_entry(entries):
+    f = claims.frame(entries)
+    assert list(f.columns) == list(claims.FIELDS) and len(f) == len(entries)
+    row = f.set_index("id").loc["clark-5-attn-glove-beats-baselines"]
+    assert row["ledger_claims"].split("; ") == list(
+        next(e for e in entries if e.id == "clark-5-attn-glove-beats-baselines").ledger_claims)
