@@ -50,7 +50,7 @@ TOP_LEVEL: dict[str, str] = {
     "stale": "driver", "links": "driver", "imports": "driver", "atlas": "driver",
     "__main__": "driver", "runplan": "driver", "verdicts": "driver",
     # subpackages outside the layer folders: the claims ledger judges analyses' results
-    "ledger": "analyses",
+    "ledger": "analyses", "claims": "analyses",
 }
 #: Old module -> the module it moved to, for thin re-exports kept at an old import path while
 #: notebooks still import it: the only upward imports :func:`upward_imports` allows.
