@@ -13,8 +13,18 @@ Data flow::
     results/NN_*.csv (per-head tables, model + random-weights control)
       -> FAMILIES readers: one (layers, heads) array per measured property, 0-based
       -> collect(): JSON-able dict; a family whose table is absent is "not measured"
+         (seed means with their sd and each seed; disabling with each seed's interval and
+         Holm flag; syntax with its relation's best fixed-offset baseline and n)
+      -> claims(): ledger rows naming a head, as this run's (``heads``) or the paper's
+         BERT-base head (``paper_value``), with test, corrected p and note
       -> example_maps(): 2-3 fixed sentences through engine.attention (cached), uint8
+      -> head_sentences(): a seeded sample of UD EWT dev through engine.attention (cached);
+         per head the sentences where it attends most on its best-ranked syntax relation
+      -> other_pages(): the other profile's page (links matched by relative depth) and its
+         value ranges (a colour scale shared across models)
       -> render(): atlas_page/template.html with the data, CSS and JS inlined
+
+The page opens at ``#L-H&p=<property id>`` and keeps the address in step with the selection.
 
 Tables index heads 1-based (01, 04, 05, 06 drift/features) or 0-based (02, 03, 06 FrameNet,
 07); every reader states its base and :func:`_grid` checks the range, so a table that changes

@@ -575,6 +575,16 @@ def test_disabling_3_8_shows_the_seed_mean_intervals_and_holm_flags(reader):
     means = pd.read_csv(paths.RESULTS_DIR / "07_disabling.csv").query(
         "kind == 'head' and task == 'MRPC' and mode == 'uniform'").groupby("label").delta.mean()
     assert reader.text_content("#top-rows tr[data-head] button") == means.idxmin()
+    reader.click('#top-rows button.sort[data-sort="holm"]')  # most Holm-significant seeds first
+    holm = pd.read_csv(paths.RESULTS_DIR / "07_disabling.csv").query(
+        "kind == 'head' and task == 'MRPC' and mode == 'uniform' and holm and delta < 0")
+    assert reader.text_content("#top-rows tr[data-head] td.holm") == \
+        f"{holm.label.value_counts().max()} of {len(d)}"
+    assert reader.get_attribute('#top-rows th:has(button[data-sort="holm"])', "aria-sort") == \
+        "descending"
+    reader.click("#top-rows tr[data-head] button")
+    assert reader.get_attribute("#detail", "data-selected") == \
+        reader.get_attribute("#top-rows tr[data-head]", "data-head")
 
 
 def test_4_10_shows_its_ledger_rows_baselines_and_sentences(reader):

@@ -430,6 +430,12 @@
         "attention falls on a gold " + hd.relation + " edge."));
       return;
     }
+    const strongest = Math.max.apply(null, hd.examples.map(e => e.w));
+    if (strongest < 0.2) {
+      box.appendChild(el("p", { class: "warn", id: "weak-role" }, "A weak role: even in these " +
+        "sentences at most " + strongest.toFixed(2) + " of its attention falls on the " +
+        hd.relation + " word; its strongest patterns are in 'At a glance' above."));
+    }
     const ol = el("ol", { class: "sentences" });
     hd.examples.forEach(e => {
       const words = S.sentences[e.s];
@@ -592,7 +598,9 @@
       if (p.values[l][h] === null) continue;
       rows.push({ head: label(l, h), l: l, h: h, value: p.values[l][h], rank: p.rank[l][h],
                   control: p.control ? p.control[l][h] : null,
-                  spread: p.spread ? p.spread[l][h] : null });
+                  spread: p.spread ? p.spread[l][h] : null,
+                  holm: p.seeds && p.seeds.holm ? p.seeds.holm.filter((g, i) =>
+                    g[l][h] === 1 && p.seeds.values[i][l][h] < 0).length : null });
     }
     const key = sortKey;
     const cmp = (a, b) => {
@@ -611,11 +619,12 @@
     const hr = el("tr");
     const cols = [["head", "head"], ["value", "value"], ["control", "control"], ["rank", "rank"]];
     if (p.spread) cols.push(["spread", "seed sd"]);
+    if (p.seeds && p.seeds.holm) cols.push(["holm", "Holm drops"]);
     cols.forEach(([k, text]) => {
       const th = el("th", { scope: "col", "aria-sort": k === sortKey ? (sortDir > 0 ? "ascending" : "descending") : "none" });
       const b = el("button", { type: "button", class: "sort", "data-sort": k }, text + (k === sortKey ? (sortDir > 0 ? " ▲" : " ▼") : ""));
       b.addEventListener("click", () => {
-        if (sortKey === k) sortDir = -sortDir; else { sortKey = k; sortDir = 1; }
+        if (sortKey === k) sortDir = -sortDir; else { sortKey = k; sortDir = k === "holm" ? -1 : 1; }
         renderTop();
         const again = document.querySelector('#top-rows button.sort[data-sort="' + k + '"]');
         if (again) again.focus();
@@ -635,6 +644,7 @@
       tr.appendChild(el("td", {}, r.control === null ? "–" : fmt(r.control)));
       tr.appendChild(el("td", {}, String(r.rank)));
       if (p.spread) tr.appendChild(el("td", {}, r.spread === null ? "–" : fmt(r.spread)));
+      if (p.seeds && p.seeds.holm) tr.appendChild(el("td", { class: "holm" }, r.holm + " of " + p.seeds.labels.length));
       t.appendChild(tr);
     });
     box.appendChild(t);
