@@ -488,6 +488,11 @@ def test_a_deep_link_opens_the_head_and_property(reader):
     assert reader.get_attribute('#grid [data-head="4-10"]', "aria-label") == \
         f"head 4-10, {acc:.3f}, rank {rank}"
     assert "is not BERT-base's head 4-10" in reader.text_content("#not-bert")
+    # property names are buttons: one colours the grid by it, and the address follows
+    reader.click('#detail details[data-family="surface"] summary')
+    reader.click('#detail tr[data-prop="01.previous"] button.prop')
+    assert reader.input_value("#property") == "01.previous"
+    assert reader.url.endswith("#4-10&p=01.previous")
     assert reader.errors == []
 
 
@@ -571,6 +576,15 @@ def test_disabling_3_8_shows_the_seed_mean_intervals_and_holm_flags(reader):
         item = reader.text_content(f'{row} li[data-seed="s{r.seed}"]')
         assert f"{r.delta:.2f} [{r.ci_lo:.2f}, {r.ci_hi:.2f}]" in item
         assert ("(significant)" if r.holm else "(not significant)") in item
+    # drift: the mean over the fine-tuned seeds, the control beside it
+    drift = pd.read_csv(paths.RESULTS_DIR / "06_drift_cosine.csv").query(
+        "task == 'MRPC' and layer == 3 and head == 8")  # 1-based table
+    tuned = drift[drift.compared != "control"].cosine
+    cell = '#detail td.value[data-kind="{}"][data-prop="06.drift.MRPC"]'
+    assert float(reader.get_attribute(cell.format("model"), "data-value")) == \
+        pytest.approx(tuned.mean(), abs=1e-12)
+    assert float(reader.get_attribute(cell.format("control"), "data-value")) == \
+        drift[drift.compared == "control"].cosine.iloc[0]
     # the ranked list: rank 1 is the largest mean drop
     means = pd.read_csv(paths.RESULTS_DIR / "07_disabling.csv").query(
         "kind == 'head' and task == 'MRPC' and mode == 'uniform'").groupby("label").delta.mean()
