@@ -13,8 +13,18 @@ Data flow::
     results/NN_*.csv (per-head tables, model + random-weights control)
       -> FAMILIES readers: one (layers, heads) array per measured property, 0-based
       -> collect(): JSON-able dict; a family whose table is absent is "not measured"
+         (seed means with their sd and each seed; disabling with each seed's interval and
+         Holm flag; syntax with its relation's best fixed-offset baseline and n)
+      -> claims(): ledger rows naming a head, as this run's (``heads``) or the paper's
+         BERT-base head (``paper_value``), with test, corrected p and note
       -> example_maps(): 2-3 fixed sentences through engine.attention (cached), uint8
+      -> head_sentences(): a seeded sample of UD EWT dev through engine.attention (cached);
+         per head the sentences where it attends most on its best-ranked syntax relation
+      -> other_pages(): the other profile's page (links matched by relative depth) and its
+         value ranges (a colour scale shared across models)
       -> render(): atlas_page/template.html with the data, CSS and JS inlined
+
+The page opens at ``#L-H&p=<property id>`` and keeps the address in step with the selection.
 
 Tables index heads 1-based (01, 04, 05, 06 drift/features) or 0-based (02, 03, 06 FrameNet,
 07); every reader states its base and :func:`_grid` checks the range, so a table that changes
@@ -74,6 +84,11 @@ class Property:
     roles: tuple[str, ...] = ()
     note: str = ""
     kind: str = "number"
+    # per-seed grids for a seed mean: {"labels": ["s42", ...], "values": [grid, ...], and
+    # where the table has them "lo"/"hi" (interval), "p" (corrected p), "holm" (bool grids)}
+    seeds: dict | None = None
+    spread: np.ndarray | None = None  # sd over the seeds, per head
+    baseline: dict | None = None  # syntax: the relation's best fixed offset and its n
 
 
 @dataclass
@@ -180,8 +195,22 @@ def _norms(folder: Path, L: int, H: int) -> list[Property]:
 _DIRECTIONS = {"dep2head": "dependent -> head", "head2dep": "head -> dependent"}
 
 
+def best_offsets(folder: Path) -> dict:
+    """Each relation's best fixed-offset baseline from ``02_offset_baselines.csv``:
+    ``{relation: {"offset", "accuracy", "n"}}`` (ties: the offset listed first, as
+    ``analyses.syntax.best_baseline``); ``{}`` when the table is absent."""
+    path = folder / "02_offset_baselines.csv"
+    if not path.exists():
+        return {}
+    df = pd.read_csv(path)
+    best = df.loc[df.groupby("relation", sort=False)["accuracy"].idxmax().to_numpy()]
+    return {str(r.relation): {"offset": int(r.offset), "accuracy": float(r.accuracy),
+                              "n": int(r.total)} for r in best.itertuples()}
+
+
 def _syntax(folder: Path, L: int, H: int) -> list[Property]:
     model, ctrl = _pair(folder, "02_head_scores")
+    offsets = best_offsets(folder)
     out = []
     for (rel, dirn), m in model.groupby(["relation", "direction"], sort=False):
         c = (ctrl[(ctrl.relation == rel) & (ctrl.direction == dirn)]
@@ -192,7 +221,7 @@ def _syntax(folder: Path, L: int, H: int) -> list[Property]:
             _grid(m, "accuracy", L, H, 0, "02_head_scores_model.csv"),
             _grid(c, "accuracy", L, H, 0, "02_head_scores_control.csv") if c is not None else None,
             roles=("syntax", rel.lower(), dirn),
-            note=f"{n:,} EWT dependencies" if n else ""))
+            note=f"{n:,} EWT dependencies" if n else "", baseline=offsets.get(str(rel))))
     return out
 
 
@@ -258,20 +287,41 @@ def _framenet(folder: Path, L: int, H: int) -> list[Property]:
                      roles=("framenet",))]
 
 
+def seed_stats(df: pd.DataFrame, column: str, L: int, H: int, base: int, source: str,
+               extra: dict[str, str] | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
+    """The seed mean of ``df[column]`` per head, its sd over the seeds (ddof 1; NaN with one
+    seed) and each seed's grid: ``df`` has a ``seed`` column and one row per seed and head.
+    ``extra``: more per-seed grids to keep, ``{key: column}`` (an interval's ends, a Holm
+    flag). Returns ``(mean, sd, {"labels", "values", key: [grid per seed]})``."""
+    seeds = sorted(df["seed"].unique(), key=str)
+    grids = [_grid(df[df["seed"] == sd], column, L, H, base, source) for sd in seeds]
+    stack = np.stack(grids)
+    with np.errstate(all="ignore"):
+        mean = np.nanmean(stack, axis=0) if len(seeds) else stack[0]
+        sd = np.nanstd(stack, axis=0, ddof=1) if len(seeds) > 1 else np.full((L, H), np.nan)
+    info = {"labels": [f"s{sd}" for sd in seeds], "values": grids}
+    for key, col in (extra or {}).items():
+        if col in df.columns:
+            info[key] = [_grid(df[df["seed"] == sd].assign(**{col: df[col].astype(float)}),
+                               col, L, H, base, source) for sd in seeds]
+    return mean, sd, info
+
+
 def _drift(folder: Path, L: int, H: int) -> list[Property]:
     df = _read(folder, "06_drift_cosine.csv")
     out = []
     for task, t in df.groupby("task", sort=False):
         ctrl = t[t.compared == "control"]
-        for compared, m in t[t.compared != "control"].groupby("compared", sort=False):
-            out.append(Property(
-                f"06.drift.{task}.{compared}",
-                f"{task}: cosine, pre-trained vs. {compared} (1 = unchanged)",
-                _grid(m, "cosine", L, H, 1, "06_drift_cosine.csv"),
-                _grid(ctrl, "cosine", L, H, 1, "06_drift_cosine.csv") if len(ctrl) else None,
-                order="asc", roles=("drift", "fine-tuning", task.lower()),
-                note="rank 1 = changed most by fine-tuning; control: pre-trained vs. "
-                     "random weights"))
+        tuned = t[t.compared != "control"]
+        tuned = tuned.assign(seed=tuned["compared"].str.extract(r"s(\d+)$", expand=False)
+                             .fillna(tuned["compared"]))
+        mean, sd, seeds = seed_stats(tuned, "cosine", L, H, 1, "06_drift_cosine.csv")
+        out.append(Property(
+            f"06.drift.{task}", f"{task}: cosine, pre-trained vs. fine-tuned (1 = unchanged)",
+            mean, _grid(ctrl, "cosine", L, H, 1, "06_drift_cosine.csv") if len(ctrl) else None,
+            order="asc", roles=("drift", "fine-tuning", task.lower()), seeds=seeds, spread=sd,
+            note=f"mean over {len(seeds['labels'])} fine-tuning seeds; rank 1 = changed most "
+                 "by fine-tuning; control: pre-trained vs. random weights"))
     return out
 
 
@@ -299,26 +349,30 @@ def _disabling(folder: Path, L: int, H: int) -> list[Property]:
     df = _read(folder, "07_disabling.csv")
     df = df[df["kind"] == "head"]
     out = []
-    for (task, seed, mode), m in df.groupby(["task", "seed", "mode"], sort=False):
+    for (task, mode), m in df.groupby(["task", "mode"], sort=False):
         metric = m["metric"].iloc[0]
+        mean, sd, seeds = seed_stats(m, "delta", L, H, 0, "07_disabling.csv",
+                                     {"lo": "ci_lo", "hi": "ci_hi", "p": "p_holm",
+                                      "holm": "holm"})
         out.append(Property(
-            f"07.disable.{task}.{seed}.{mode}",
-            f"{task} s{seed}: {metric} change when disabled ({mode})",
-            _grid(m, "delta", L, H, 0, "07_disabling.csv"), None, order="asc",
-            roles=("disabling", "ablation", task.lower(), mode),
-            note="rank 1 = largest drop (most harmful to disable)"))
+            f"07.disable.{task}.{mode}", f"{task}: {metric} change when disabled ({mode})",
+            mean, None, order="asc", roles=("disabling", "ablation", task.lower(), mode),
+            seeds=seeds, spread=sd,
+            note=f"mean over {len(seeds['labels'])} seed(s); each seed's 95% interval and "
+                 "Holm flag (over the heads) on demand; rank 1 = largest drop"))
     return out
 
 
 def _importance(folder: Path, L: int, H: int) -> list[Property]:
     df = _read(folder, "07_importance.csv")
     out = []
-    for (task, seed), m in df.groupby(["task", "seed"], sort=False):
+    for task, m in df.groupby("task", sort=False):
+        mean, sd, seeds = seed_stats(m, "normalized", L, H, 0, "07_importance.csv")
         out.append(Property(
-            f"07.importance.{task}.{seed}", f"{task} s{seed}: importance (Michel et al.)",
-            _grid(m, "normalized", L, H, 0, "07_importance.csv"), None,
-            roles=("importance", "pruning", task.lower()),
-            note="normalised per layer as in Michel et al."))
+            f"07.importance.{task}", f"{task}: importance (Michel et al.)", mean, None,
+            roles=("importance", "pruning", task.lower()), seeds=seeds, spread=sd,
+            note=f"normalised per layer as in Michel et al.; mean over "
+                 f"{len(seeds['labels'])} seeds"))
     return out
 
 
@@ -433,6 +487,12 @@ def _prop_json(p: Property) -> dict:
     if p.kind == "number":
         d["rank"] = _json_grid(ranks(p.values, p.order))
         d["n_measured"] = int(np.isfinite(np.asarray(p.values, dtype=float)).sum())
+    if p.seeds is not None:
+        d["seeds"] = {k: (v if k == "labels" else [_json_grid(g) for g in v])
+                      for k, v in p.seeds.items()}
+        d["spread"] = _json_grid(p.spread)
+    if p.baseline is not None:
+        d["baseline"] = p.baseline
     else:
         d["categories"] = sorted({str(v) for v in p.values.ravel() if v is not None})
     return d
@@ -482,11 +542,14 @@ def heads_named(text, num_layers: int, num_heads: int) -> list[str]:
 
 
 def claims(ledger_dir: Path, model_name: str, num_layers: int, num_heads: int) -> dict:
-    """Verdicts that name a head, from the claims ledger notebook 08 saves
+    """Ledger rows that name a head, from the claims ledger notebook 08 saves
     (``results/08_claims.csv``, :mod:`analysis_utils.ledger`). Rows of other models are dropped
-    (``model`` is ``model_name`` or ``"model_name (L x H)"``); heads come from its ``heads``
-    column ("3-9, 2-5"). Returns ``{"source", "note", "rows": [{"heads", "claim", "verdict",
-    "control_verdict", "this_run", "notebook", "paper", "criterion"}]}``."""
+    (``model`` is ``model_name`` or ``"model_name (L x H)"``). A row names a head of this run
+    in its ``heads`` column ("3-9, 2-5": ``heads``) and a head of the paper's model (BERT-base)
+    in its ``paper_value`` ("4-10: 70.4 vs. 70.2": ``paper_heads``, numbers that mean another
+    model's head, never this one's). Returns ``{"source", "note", "rows": [{"heads",
+    "paper_heads", "claim", "paper_value", "this_run", "verdict", "control_verdict", "test",
+    "p_value", "p_adjusted", "family", "note", "notebook", "paper", "criterion"}]}``."""
     path = ledger_dir / LEDGER
     if not path.exists():
         return {"source": None, "rows": [],
@@ -498,12 +561,16 @@ def claims(ledger_dir: Path, model_name: str, num_layers: int, num_heads: int) -
         raise AtlasError(f"results/{LEDGER} lacks column(s) {missing}; re-run notebook 08 to "
                          "rewrite the ledger")
     df = df[(df["model"] == model_name) | df["model"].str.startswith(f"{model_name} (")]
-    keep = ("claim", "verdict", "control_verdict", "this_run", "notebook", "paper", "criterion")
+    keep = ("claim", "paper_value", "this_run", "verdict", "control_verdict", "test",
+            "p_value", "p_adjusted", "family", "note", "notebook", "paper", "criterion")
     rows = []
     for _, r in df.iterrows():
         named = heads_named(r["heads"], num_layers, num_heads)
-        if named:
-            rows.append({"heads": named, **{k: r.get(k, "") for k in keep}})
+        # the paper's heads are BERT-base's (12 x 12), whatever this model's size
+        paper = heads_named(r.get("paper_value", ""), 12, 12)
+        if named or paper:
+            rows.append({"heads": named, "paper_heads": paper,
+                         **{k: r.get(k, "") for k in keep}})
     return {"source": f"results/{LEDGER}", "note": "", "rows": rows}
 
 
@@ -542,6 +609,182 @@ def example_maps(model: str, sentences=EXAMPLE_SENTENCES, expected: dict | None 
         res["warning"] = ("the example maps come from weights that differ from the ones the "
                           "tables were computed with")
     return res
+
+
+# --- the sentences a head attends in ----------------------------------------------------
+
+SENTENCE_SPLIT = "ud-english-ewt/en_ewt-ud-dev.conllu"  # notebook 02 reads EWT dev (and test)
+SENTENCE_SAMPLE = 400  # sentences drawn (seeded) from EWT dev for the examples
+SENTENCE_WORDS = (6, 28)  # only sentences of this many words: short enough to read at a glance
+SENTENCE_SEED = 0
+SENTENCES_PER_HEAD = 3
+
+
+def best_roles(scores: pd.DataFrame) -> dict[str, dict]:
+    """Each head's best-ranked syntax relation in notebook 02's head scores
+    (``02_head_scores_model.csv``, 0-based): the (relation, direction) where the head's rank
+    among all heads is best (rank 1 = most accurate; ties: the higher accuracy, then the table
+    order). "All" is not a relation and is left out. Returns ``{"L-H": {"relation",
+    "direction", "rank", "accuracy"}}`` with 1-based labels.
+
+    >>> df = pd.DataFrame({"relation": ["a"] * 2 + ["b"] * 2, "direction": ["dep2head"] * 4,
+    ...                    "layer": [0, 0] * 2, "head": [0, 1] * 2,
+    ...                    "accuracy": [0.9, 0.8, 0.1, 0.2]})
+    >>> {k: (v["relation"], v["rank"]) for k, v in best_roles(df).items()}
+    {'1-1': ('a', 1), '1-2': ('b', 1)}
+    """
+    df = scores[scores["relation"] != "All"].copy()
+    df["rank"] = (df.groupby(["relation", "direction"], sort=False)["accuracy"]
+                  .rank(method="min", ascending=False).astype(int))
+    df = df.reset_index(drop=True).reset_index(names="order")
+    df = df.sort_values(["rank", "accuracy", "order"], ascending=[True, False, True])
+    out = {}
+    for r in df.drop_duplicates(["layer", "head"]).itertuples():
+        out[f"{int(r.layer) + 1}-{int(r.head) + 1}"] = {
+            "relation": str(r.relation), "direction": str(r.direction), "rank": int(r.rank),
+            "accuracy": float(r.accuracy)}
+    return out
+
+
+def top_examples(roles: dict[str, dict], items, num_heads: int, k: int = SENTENCES_PER_HEAD
+                 ) -> dict[str, dict]:
+    """For each head of ``roles`` (:func:`best_roles`), the ``k`` sentences of ``items`` where
+    it puts the most attention on a gold edge of its relation and gets it right (its argmax
+    is the gold word, as notebook 02 scores it), one example per sentence, strongest first.
+
+    items: ``(sentence, WordMaps)`` pairs (:func:`engine.wordmaps.with_items`). The attending
+    word is the dependent for ``dep2head`` (it attends to its head) and the head word for
+    ``head2dep``. Returns ``{"L-H": {"examples": [{"s", "from", "to", "w"}], "hits", "total"}}``
+    with ``s`` the item's index, word indices 0-based and ``w`` the attention weight (word
+    level: summed over the attended word's pieces, averaged over the attending word's)."""
+    from .analyses import syntax
+
+    want = {}
+    for lab, role in roles.items():
+        la, he = (int(x) - 1 for x in lab.split("-"))
+        want.setdefault((role["relation"], role["direction"]), []).append((lab, la, he))
+    best: dict[str, list] = {lab: [] for lab in roles}
+    hits = dict.fromkeys(roles, 0)
+    total = dict.fromkeys(roles, 0)
+    for i, (sent, maps) in enumerate(items):
+        entries = [(d, g, r) for d, g, r in syntax.scoring_entries(sent, poss_mode="clark")
+                   if g >= 0 and r != "All"]
+        if not entries:
+            continue
+        wp = np.asarray(maps.word_pos)
+        preds = {dirn: syntax.word_predictions(maps.attn, wp, dirn)
+                 for dirn in {d for _, d in want}}
+        for d, g, rel in entries:
+            for dirn in ("dep2head", "head2dep"):
+                for lab, la, he in want.get((rel, dirn), ()):
+                    total[lab] += 1
+                    src, dst = (d, g) if dirn == "dep2head" else (g, d)
+                    if preds[dirn][la, he, src] != dst:
+                        continue
+                    hits[lab] += 1
+                    w = float(maps.attn[la, he, wp[src], wp[dst]])
+                    best[lab].append((w, i, src, dst))
+    out = {}
+    for lab in roles:
+        chosen, seen = [], set()
+        for w, i, src, dst in sorted(best[lab], key=lambda x: (-x[0], x[1], x[2])):
+            if i in seen:
+                continue
+            seen.add(i)
+            chosen.append({"s": i, "from": src, "to": dst, "w": round(w, 3)})
+            if len(chosen) == k:
+                break
+        out[lab] = {"examples": chosen, "hits": hits[lab], "total": total[lab]}
+    return out
+
+
+def head_sentences(model: str, results: Path, num_layers: int, num_heads: int,
+                   n: int = SENTENCE_SAMPLE, seed: int = SENTENCE_SEED) -> dict:
+    """The sentences each head attends in: a seeded sample of ``n`` UD EWT dev sentences
+    (the data notebook 02 reads; :data:`SENTENCE_WORDS` words long) through ``model`` with the
+    package's cached extraction (:func:`engine.attention.extract_attention`: extracted once,
+    then read from the cache dir), scored by :func:`top_examples` on each head's best-ranked
+    relation in ``02_head_scores_model.csv``. Returns ``{"source", "sentences": [[word, ...]],
+    "heads": {"L-H": {"relation", "direction", "rank", "accuracy", "examples", "hits",
+    "total"}}}``, only the sentences some head shows kept (indices renumbered), or
+    ``{"unavailable": reason}``."""
+    from .data import manifest, treebank
+    from .engine import attention, models, wordmaps
+
+    table = results / "02_head_scores_model.csv"
+    if not table.exists():
+        return {"unavailable": "no syntax head scores (02_head_scores_model.csv) in this run"}
+    try:
+        lm = models.load_model(model)
+        path = manifest.require(SENTENCE_SPLIT)
+    except (models.ModelError, OSError, ImportError, ValueError) as err:
+        print(f"atlas: no example sentences: {err}", file=sys.stderr)
+        return {"unavailable": "example sentences not available: the model or UD EWT dev is "
+                               "not installed where this page was built"}
+    lo, hi = SENTENCE_WORDS
+    pool = [s for s in treebank.read_conllu(path) if lo <= len(s.words) <= hi]
+    sample = treebank.subsample(pool, n, seed)
+    enc = wordmaps.encode_corpus(lm.tokenizer, [s.words for s in sample],
+                                 max_length=wordmaps.max_input_length(lm.tokenizer, lm.model))
+    kept = [sample[i] for i in enc.kept]
+    store = attention.extract_attention(lm, enc.inputs(), progress=False,
+                                        desc="atlas sentences")
+    roles = best_roles(pd.read_csv(table))
+    found = top_examples(roles, wordmaps.with_items(kept, store, enc.encoded), num_heads)
+    used = sorted({e["s"] for v in found.values() for e in v["examples"]})
+    renum = {old: new for new, old in enumerate(used)}
+    heads = {}
+    for lab, v in found.items():
+        heads[lab] = {**roles[lab], "hits": v["hits"], "total": v["total"],
+                      "examples": [{**e, "s": renum[e["s"]]} for e in v["examples"]]}
+    return {"source": (f"UD English EWT dev, {len(kept)} sentences of {lo}-{hi} words drawn "
+                       f"with seed {seed}"),
+            "sentences": [list(kept[i].words) for i in used],
+            "sent_ids": [kept[i].sent_id for i in used], "heads": heads,
+            "identity": {k: lm.identity.get(k) for k in ("name", "weights_sha256")}}
+
+
+# --- the other model's page -------------------------------------------------------------
+
+def depth_layer(layer: int, num_layers: int, other_layers: int) -> int:
+    """The layer (1-based) of an ``other_layers``-layer model at the relative depth of
+    ``layer`` of ``num_layers`` (notebook 08's ``layer / num_layers``), rounded half up.
+
+    >>> depth_layer(3, 6, 12), depth_layer(7, 12, 6), depth_layer(1, 12, 6)
+    (6, 4, 1)
+    """
+    return min(other_layers, max(1, int(np.floor(layer / num_layers * other_layers + 0.5))))
+
+
+def other_pages(profile: str, page_dir: Path) -> list[dict]:
+    """The atlas pages of the other profiles whose runs are in the repository (default and
+    base): ``[{"profile", "name", "num_layers", "num_heads", "href" (relative to
+    ``page_dir``), "ranges": {property id: [lo, hi]}}]``, read from their results so that a
+    page can link the same head and property there and share a colour scale."""
+    import os
+
+    from .pipeline import destination
+
+    out = []
+    for other in ("default", "base"):
+        if other == profile:
+            continue
+        dest = destination(other)
+        try:
+            info = model_info(dest.results)["identity"]
+        except AtlasError:
+            continue
+        L, H = int(info["num_layers"]), int(info["num_heads"])
+        ranges = {}
+        for fam in collect(dest.results, L, H):
+            for p in fam["properties"]:
+                vals = [v for row in p["values"] for v in row if isinstance(v, float)]
+                if vals and p["kind"] == "number":
+                    ranges[p["id"]] = [min(vals), max(vals)]
+        href = os.path.relpath(dest.figures / "atlas" / f"{slug(info['name'])}.html", page_dir)
+        out.append({"profile": other, "name": info["name"], "num_layers": L, "num_heads": H,
+                    "href": Path(href).as_posix(), "ranges": ranges})
+    return out
 
 
 # --- page -------------------------------------------------------------------------------
@@ -605,6 +848,8 @@ def build(profile: str = "default", results: Path | None = None, out_dir: Path |
     model = model or profiles.overrides(profile, "01").get("model", "minilm")
     maps = (example_maps(model, expected=ident) if examples
             else {"unavailable": "example maps not computed (atlas --no-examples)"})
+    sentences = (head_sentences(model, results, L, H) if examples
+                 else {"unavailable": "example sentences not computed (atlas --no-examples)"})
     read = [f for fam in families if fam["measured"] for f in fam["sources"]
             if (results / f).exists()]
     data = {
@@ -613,7 +858,8 @@ def build(profile: str = "default", results: Path | None = None, out_dir: Path |
         "profile": profile, "results": _shown(results),
         "families": families, "neighbours": neighbours(results, L, H),
         "claims": claims(ledger_dir, ident["name"], L, H),
-        "examples": maps,
+        "examples": maps, "sentences": sentences,
+        "others": other_pages(profile, out_dir) if profile in ("default", "base") else [],
     }
     out_dir.mkdir(parents=True, exist_ok=True)
     page = out_dir / f"{slug(ident['name'])}.html"
@@ -631,6 +877,9 @@ def build(profile: str = "default", results: Path | None = None, out_dir: Path |
         "claims_source": data["claims"]["source"],
         "examples": {"sentences": list(EXAMPLE_SENTENCES) if "sentences" in maps else [],
                      "model": maps.get("identity"), "unavailable": maps.get("unavailable")},
+        "head_sentences": {"source": sentences.get("source"),
+                           "sent_ids": sentences.get("sent_ids", []),
+                           "unavailable": sentences.get("unavailable")},
         "git_commit": report.git_commit(), "versions": report.versions(),
         "wall_time_s": round(time.time() - started, 1),
     }

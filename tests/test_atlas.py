@@ -171,10 +171,15 @@ def test_committed_pages_match_the_committed_tables(profile, tmp_path):
     page_path, results = PAGES[profile]
     fresh = _page_data(atlas.build(profile, out_dir=tmp_path, examples=False))
     committed = _page_data(page_path)
-    stale = [k for k in fresh if k != "examples" and fresh[k] != committed.get(k)]
+    for d in (fresh, committed):  # links are relative to where each page was written
+        for o in d.get("others", []):
+            o.pop("href", None)
+    stale = [k for k in fresh if k not in ("examples", "sentences")
+             and fresh[k] != committed.get(k)]
     assert not stale, (f"{page_path.name} is stale ({', '.join(stale)} changed): run "
                        f"`python -m analysis_utils atlas --profile {profile}` and commit it")
     assert "sentences" in committed["examples"], committed["examples"]
+    assert "heads" in committed["sentences"], committed["sentences"]
 
 
 def test_missing_results_name_the_command(tmp_path, capsys):
@@ -261,7 +266,7 @@ def test_page_loads_offline_with_every_head(browser, fresh_page, which):
     page, errors, requests = _open(browser, page_path)
     assert errors == []
     assert requests == [page_path.as_uri()]
-    cells = page.eval_on_selector_all("[data-head]", "cs => cs.map(c => c.dataset.head)")
+    cells = page.eval_on_selector_all("#grid [data-head]", "cs => cs.map(c => c.dataset.head)")
     assert sorted(cells) == sorted(f"{la}-{he}" for la in range(1, info["num_layers"] + 1)
                                    for he in range(1, info["num_heads"] + 1))
     if which != "fresh":  # committed pages carry the example maps
@@ -370,3 +375,271 @@ def test_closest_heads_are_read_from_the_js_distance_table(browser, fresh_page):
     assert page.get_attribute("#detail", "data-selected") == expected[0]
     assert errors == []
     page.close()
+
+
+# --- the statistics behind a value (hand-computed cases) ----------------------------------
+
+def test_best_offsets_take_each_relations_best_and_its_n(tmp_path):
+    assert atlas.best_offsets(tmp_path) == {}
+    pd.DataFrame({"relation": ["nsubj"] * 3 + ["obj"] * 2, "offset": [-1, 1, 2, -1, 1],
+                  "correct": [5, 8, 8, 1, 2], "total": [10] * 3 + [4] * 2,
+                  "accuracy": [0.5, 0.8, 0.8, 0.25, 0.5]}).to_csv(
+        tmp_path / "02_offset_baselines.csv", index=False)
+    assert atlas.best_offsets(tmp_path) == {  # a tie goes to the offset listed first
+        "nsubj": {"offset": 1, "accuracy": 0.8, "n": 10},
+        "obj": {"offset": 1, "accuracy": 0.5, "n": 4}}
+
+
+def test_disabling_is_a_seed_mean_with_each_seeds_interval_and_holm_flag(tmp_path):
+    rows = []
+    for seed, deltas in ((42, [-10.0, 1.0, 0, 0, 0, 0]), (43, [-6.0, 3.0, 0, 0, 0, 0])):
+        for k, (la, he) in enumerate(_heads(0)):
+            rows.append({"task": "MRPC", "seed": seed, "mode": "uniform", "kind": "head",
+                         "layer": la, "head": he, "metric": "f1", "delta": deltas[k],
+                         "ci_lo": deltas[k] - 2, "ci_hi": deltas[k] + 2,
+                         "p_holm": 0.01 if k == 0 else 1.0, "holm": k == 0})
+    rows.append({**rows[0], "kind": "baseline", "layer": None, "head": None})
+    pd.DataFrame(rows).to_csv(tmp_path / "07_disabling.csv", index=False)
+    (prop,) = atlas._disabling(tmp_path, L, H)
+    assert prop.id == "07.disable.MRPC.uniform" and prop.seeds["labels"] == ["s42", "s43"]
+    assert prop.values[0, 0] == -8.0 and prop.values[0, 1] == 2.0
+    assert prop.spread[0, 0] == pytest.approx(np.std([-10, -6], ddof=1))
+    assert prop.seeds["lo"][0][0, 0] == -12.0 and prop.seeds["hi"][1][0, 0] == -4.0
+    assert prop.seeds["holm"][0][0, 0] == 1.0 and prop.seeds["holm"][1][0, 1] == 0.0
+    assert prop.seeds["p"][1][0, 0] == 0.01
+    js = atlas._prop_json(prop)
+    assert js["rank"][0][0] == 1 and js["seeds"]["values"][1][0][1] == 3.0
+
+
+def test_claims_name_the_papers_head_apart_from_this_runs(tmp_path):
+    from analysis_utils import ledger
+
+    row = dict.fromkeys(ledger.COLUMNS, "")
+    rows = [{**row, "model": "tiny-bert (2 x 3)", "claim": "nn head", "heads": "1-2",
+             "paper_value": "4-10: 70.4 vs. 70.2 (+0.2)", "p_adjusted": "0.576",
+             "test": "binomial", "note": "n = 285 words"}]
+    pd.DataFrame(rows, columns=ledger.COLUMNS).to_csv(tmp_path / atlas.LEDGER, index=False)
+    (r,) = atlas.claims(tmp_path, "tiny-bert", L, H)["rows"]
+    # 4-10 is outside a 2 x 3 model but is BERT-base's head: kept as the paper's
+    assert r["heads"] == ["1-2"] and r["paper_heads"] == ["4-10"]
+    assert (r["p_adjusted"], r["test"], r["note"]) == ("0.576", "binomial", "n = 285 words")
+
+
+def test_depth_layer_matches_relative_depth():
+    assert [atlas.depth_layer(la, 6, 12) for la in range(1, 7)] == [2, 4, 6, 8, 10, 12]
+    assert [atlas.depth_layer(la, 12, 6) for la in range(1, 13)] == \
+        [1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6]  # 0.5 rounds up, never to layer 0
+
+
+def test_top_examples_pick_the_strongest_correct_edge_per_sentence():
+    from types import SimpleNamespace as NS
+
+    from analysis_utils.engine.wordmaps import WordMaps
+
+    # one layer, one head; sentence of 3 words, word 0 --nsubj--> word 1 (the root)
+    sent = NS(words=("she", "runs", "fast"), heads=(2, 0, 2), deprels=("nsubj", "root", "advmod"))
+
+    def maps(w01, w02):
+        a = np.full((1, 1, 5, 5), 0.1, dtype=np.float32)
+        a[0, 0, 1, 2], a[0, 0, 1, 3] = w01, w02  # positions: [CLS] she runs fast [SEP]
+        return WordMaps(attn=a, is_special=np.array([1, 0, 0, 0, 1], bool),
+                        word_pos=np.array([1, 2, 3]))
+
+    roles = {"1-1": {"relation": "nsubj", "direction": "dep2head"}}
+    items = [(sent, maps(0.5, 0.2)), (sent, maps(0.2, 0.6)), (sent, maps(0.7, 0.1))]
+    out = atlas.top_examples(roles, items, 1)["1-1"]
+    # sentence 1 attends to the wrong word (fast): left out, but counted
+    assert out["hits"] == 2 and out["total"] == 3
+    assert out["examples"] == [{"s": 2, "from": 0, "to": 1, "w": 0.7},
+                               {"s": 0, "from": 0, "to": 1, "w": 0.5}]
+
+
+# --- the committed pages as a reader uses them ----------------------------------------------
+
+@pytest.fixture(scope="module")
+def reader(browser):
+    """One page (tab) shared by the reader tests: each test opens its address in it."""
+    page = browser.new_page(viewport={"width": 1280, "height": 900})
+    errors = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.errors = errors
+    yield page
+    page.close()
+
+
+def _goto(page, which, fragment="", width=1280):
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto("about:blank")
+    page.goto(PAGES[which][0].as_uri() + fragment)
+    page.wait_for_selector("#detail h2")
+
+
+def test_a_deep_link_opens_the_head_and_property(reader):
+    _goto(reader, "default", "#4-10&p=02.nsubj.dep2head")
+    assert reader.get_attribute("#detail", "data-selected") == "4-10"
+    assert reader.input_value("#property") == "02.nsubj.dep2head"
+    assert reader.eval_on_selector_all('#grid [aria-selected="true"]',
+                                       "cs => cs.map(c => c.dataset.head)") == ["4-10"]
+    syn = pd.read_csv(paths.RESULTS_DIR / "02_head_scores_model.csv").query(
+        "relation == 'nsubj' and direction == 'dep2head'")
+    acc = syn.query("layer == 3 and head == 9").accuracy.iloc[0]
+    rank = int((syn.accuracy > acc).sum()) + 1
+    assert reader.get_attribute('#grid [data-head="4-10"]', "aria-label") == \
+        f"head 4-10, {acc:.3f}, rank {rank}"
+    assert "is not BERT-base's head 4-10" in reader.text_content("#not-bert")
+    # property names are buttons: one colours the grid by it, and the address follows
+    reader.click('#detail details[data-family="surface"] summary')
+    reader.click('#detail tr[data-prop="01.previous"] button.prop')
+    assert reader.input_value("#property") == "01.previous"
+    assert reader.url.endswith("#4-10&p=01.previous")
+    assert reader.errors == []
+
+
+def test_the_address_follows_a_click_and_the_other_model_is_linked_by_depth(reader):
+    _goto(reader, "default")
+    reader.select_option("#property", "01.previous")
+    reader.click('#grid [data-head="2-5"]')
+    assert reader.url.endswith("#2-5&p=01.previous")
+    href = reader.get_attribute('#detail .cross a[data-other="base"]', "href")
+    assert href == "../base/atlas/all-mpnet-base-v2.html#4-5&p=01.previous"
+    assert (PAGES["default"][0].parent / href.split("#")[0]).resolve() == \
+        PAGES["base"][0].resolve()
+    _goto(reader, "base", "#8-3")
+    back = reader.get_attribute('#detail .cross a[data-other="default"]', "href")
+    assert back.startswith("../../atlas/all-MiniLM-L6-v2.html#4-3&p=")
+
+
+def test_the_grid_is_one_tab_stop_and_arrow_keys_move_focus(reader):
+    _goto(reader, "default", "#3-9")
+    assert reader.eval_on_selector_all('#grid [tabindex="0"]',
+                                       "cs => cs.map(c => c.dataset.head)") == ["3-9"]
+    reader.focus("#search")
+    reader.keyboard.press("Tab")  # the Find button
+    reader.keyboard.press("Tab")  # the shared-scale box
+    reader.keyboard.press("Tab")  # the grid: its one stop, the selected head
+    active = "() => document.activeElement.dataset.head"
+    assert reader.evaluate(active) == "3-9"
+    for key, head in (("ArrowRight", "3-10"), ("ArrowDown", "4-10"), ("ArrowLeft", "4-9"),
+                      ("ArrowUp", "3-9"), ("End", "3-12"), ("Home", "3-1")):
+        reader.keyboard.press(key)
+        assert reader.evaluate(active) == head, key
+    assert reader.get_attribute("#detail", "data-selected") == "3-9"  # focus is not selection
+    reader.keyboard.press("ArrowDown")
+    reader.keyboard.press("Enter")
+    assert reader.get_attribute("#detail", "data-selected") == "4-1"
+    reader.keyboard.press("ArrowRight")
+    reader.keyboard.press(" ")
+    assert reader.get_attribute("#detail", "data-selected") == "4-2"
+    assert reader.url.split("#")[1].startswith("4-2&p=")
+    # the live region says which head, not the whole panel
+    said = reader.text_content("#announce")
+    assert said.startswith("Head 4-2 selected") and len(said) < 200
+    assert reader.get_attribute("#detail", "aria-live") is None
+
+
+@pytest.mark.parametrize("which", ["default", "base"])
+def test_a_phone_has_no_horizontal_scroll(reader, which):
+    _goto(reader, which, "#3-9&p=02.All.dep2head", width=390)
+    assert reader.evaluate("document.documentElement.scrollWidth") <= 390
+    box = reader.eval_on_selector(f'#grid [data-head="3-{atlas.model_info(PAGES[which][1])["identity"]["num_heads"]}"]',
+                                  "c => c.getBoundingClientRect().right")
+    assert box <= 390
+    assert reader.errors == []
+
+
+@pytest.mark.parametrize("which", ["default", "base"])
+def test_axe_finds_no_serious_or_critical_violation(reader, which):
+    from axe_playwright_python.sync_playwright import Axe
+
+    for width in (1280, 390):
+        _goto(reader, which, "#3-9", width=width)
+        reader.click("#detail details[data-family=syntax] summary")
+        found = Axe().run(reader).response["violations"]
+        bad = [(v["id"], v["impact"], len(v["nodes"])) for v in found
+               if v["impact"] in ("serious", "critical")]
+        assert bad == [], bad
+
+
+def test_disabling_3_8_shows_the_seed_mean_intervals_and_holm_flags(reader):
+    _goto(reader, "default", "#3-8&p=07.disable.MRPC.uniform")
+    d = pd.read_csv(paths.RESULTS_DIR / "07_disabling.csv").query(
+        "kind == 'head' and task == 'MRPC' and mode == 'uniform' and label == '3-8'")
+    shown = float(reader.get_attribute(
+        '#detail td.value[data-kind="model"][data-prop="07.disable.MRPC.uniform"]', "data-value"))
+    assert shown == pytest.approx(d["delta"].mean(), abs=1e-9)
+    row = '#detail tr[data-prop="07.disable.MRPC.uniform"]'
+    text = reader.text_content(f"{row} td.extra")
+    assert f"Holm-significant drop in {int((d.holm & (d.delta < 0)).sum())} of {len(d)}" in text
+    assert f"sd {d.delta.std(ddof=1):.2f}" in text
+    for r in d.itertuples():
+        item = reader.text_content(f'{row} li[data-seed="s{r.seed}"]')
+        assert f"{r.delta:.2f} [{r.ci_lo:.2f}, {r.ci_hi:.2f}]" in item
+        assert ("(significant)" if r.holm else "(not significant)") in item
+    # drift: the mean over the fine-tuned seeds, the control beside it
+    drift = pd.read_csv(paths.RESULTS_DIR / "06_drift_cosine.csv").query(
+        "task == 'MRPC' and layer == 3 and head == 8")  # 1-based table
+    tuned = drift[drift.compared != "control"].cosine
+    cell = '#detail td.value[data-kind="{}"][data-prop="06.drift.MRPC"]'
+    assert float(reader.get_attribute(cell.format("model"), "data-value")) == \
+        pytest.approx(tuned.mean(), abs=1e-12)
+    assert float(reader.get_attribute(cell.format("control"), "data-value")) == \
+        drift[drift.compared == "control"].cosine.iloc[0]
+    # the ranked list: rank 1 is the largest mean drop
+    means = pd.read_csv(paths.RESULTS_DIR / "07_disabling.csv").query(
+        "kind == 'head' and task == 'MRPC' and mode == 'uniform'").groupby("label").delta.mean()
+    assert reader.text_content("#top-rows tr[data-head] button") == means.idxmin()
+    reader.click('#top-rows button.sort[data-sort="holm"]')  # most Holm-significant seeds first
+    holm = pd.read_csv(paths.RESULTS_DIR / "07_disabling.csv").query(
+        "kind == 'head' and task == 'MRPC' and mode == 'uniform' and holm and delta < 0")
+    assert reader.text_content("#top-rows tr[data-head] td.holm") == \
+        f"{holm.label.value_counts().max()} of {len(d)}"
+    assert reader.get_attribute('#top-rows th:has(button[data-sort="holm"])', "aria-sort") == \
+        "descending"
+    reader.click("#top-rows tr[data-head] button")
+    assert reader.get_attribute("#detail", "data-selected") == \
+        reader.get_attribute("#top-rows tr[data-head]", "data-head")
+
+
+def test_4_10_shows_its_ledger_rows_baselines_and_sentences(reader):
+    _goto(reader, "default", "#4-10&p=02.compound.dep2head")
+    led = pd.read_csv(paths.RESULTS_DIR / atlas.LEDGER, dtype=str, keep_default_na=False)
+    led = led[led.model.str.startswith("all-MiniLM-L6-v2") & led.paper_value.str.contains("4-10")]
+    cards = reader.locator('#detail .claim[data-kind="paper"]')
+    assert cards.count() == len(led) > 0
+    text = reader.text_content("#detail")
+    for r in led.itertuples():
+        assert r.this_run in text and r.note in text and r.p_adjusted in text
+    base = pd.read_csv(paths.RESULTS_DIR / "02_offset_baselines.csv").query("relation == 'compound'")
+    best = base.loc[base.accuracy.idxmax()]
+    cell = '#detail tr[data-prop="02.compound.dep2head"] td.extra'
+    assert float(reader.get_attribute(cell, "data-baseline")) == best.accuracy
+    assert int(reader.get_attribute(cell, "data-n")) == best.total
+    # the sentences: each marks one attended word, with its weight
+    items = reader.locator("#detail ol.sentences li")
+    assert 1 <= items.count() <= atlas.SENTENCES_PER_HEAD
+    assert reader.locator("#detail ol.sentences li mark.to").count() == items.count()
+    assert reader.errors == []
+
+
+def test_category_colours_are_fixed_by_label_across_pages(reader):
+    colours = {}
+    for which in ("default", "base"):
+        _goto(reader, which, "#1-1&p=05.behaviour")
+        colours[which] = dict(reader.eval_on_selector_all(
+            "#grid .cell", "cs => cs.map(c => [c.getAttribute('aria-label').split(', ')[1], "
+            "c.style.background])"))
+    both = set(colours["default"]) & set(colours["base"])
+    assert {"syntax", "other"} <= both
+    assert all(colours["default"][k] == colours["base"][k] for k in both)
+
+
+def test_the_shared_scale_spans_both_models(reader):
+    _goto(reader, "default", "#1-1&p=01.previous")
+    lo_hi = reader.eval_on_selector_all("#legend > span", "ss => ss.map(s => s.textContent)")
+    reader.check("#shared")
+    shared = reader.eval_on_selector_all("#legend > span", "ss => ss.map(s => s.textContent)")
+    own = pd.read_csv(paths.RESULTS_DIR / "01_per_head_model.csv")["previous"]
+    other = pd.read_csv(paths.RESULTS_DIR / "base" / "01_per_head_model.csv")["previous"]
+    assert lo_hi[0] != shared[0] or lo_hi[2] != shared[2]
+    assert float(shared[2]) == pytest.approx(max(own.max(), other.max()), rel=5e-3)
