@@ -416,6 +416,18 @@ class MaxOverHeads:
     ses: np.ndarray = field(repr=False)
     p_single: np.ndarray = field(repr=False)
     chosen_draws: np.ndarray = field(repr=False)
+    max_draws: np.ndarray = field(repr=False, default_factory=lambda: np.empty(0))
+
+    def interval_at(self, alpha: float) -> tuple[float, float]:
+        """The best head's simultaneous ``1 - alpha`` interval (``alpha`` already corrected
+        for the claims of the row's family, e.g. ``0.05 / m``): ``m -+ c se`` with ``c`` the
+        ``1 - alpha`` quantile of the resampled max |t| (max t one-sided)."""
+        if not 0 < alpha < 1:
+            raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
+        c = float(np.quantile(self.max_draws, 1 - alpha))
+        lo = self.estimate - c * self.se if self.alternative != "less" else -np.inf
+        hi = self.estimate + c * self.se if self.alternative != "greater" else np.inf
+        return float(lo), float(hi)
 
     def mde(self, power: float = 0.8) -> float:
         """Smallest margin of the best head found with ``power`` after the selection: the
@@ -493,7 +505,7 @@ def max_over_heads(values, baseline=None, clusters=None, *, null: float = 0.0,
     return MaxOverHeads(best, m, p, float(lo), float(hi), crit, s, se_iid,
                         (s / se_iid) ** 2 if se_iid > 0 else float("nan"),
                         float(np.mean(pick == best)), b, cs.n_clusters, alternative,
-                        margins, np.where(ok, ses, 0.0), p_single, chosen)
+                        margins, np.where(ok, ses, 0.0), p_single, chosen, max_star)
 
 
 def select_then_test(values, baseline=None, clusters=None, *, null: float = 0.0,
