@@ -472,3 +472,36 @@ def test_clustered_items_cover_where_the_binomial_interval_does_not():
     assert cover_boot / 300 > 0.90
     assert cover_binom / 300 < 0.85
     assert np.mean(deffs) == pytest.approx(2.8, rel=0.2)
+
+
+def test_custom_statistic_of_the_means_exact():
+    """The gap between the last layer's share and the largest other layer's, per unit of
+    two segments: the statistic is recomputed on every enumerated resample."""
+    v = np.array([[0.1, 0.5, 0.4], [0.2, 0.3, 0.6], [0.3, 0.3, 0.2], [0.0, 0.1, 0.3],
+                  [0.5, 0.2, 0.1], [0.1, 0.1, 0.9]])
+
+    def gap(m):
+        return m[..., -1] - m[..., :-1].max(axis=-1)
+
+    r = rs.cluster_bootstrap(v, UNITS, statistic=gap, weights=rs.all_resamples(3))
+    ref = _enumerated(v, UNITS, lambda x: gap(x.mean(axis=0)))
+    assert r.estimate == pytest.approx(gap(v.mean(axis=0)))
+    assert np.allclose(np.sort(r.draws), np.sort(ref))
+    assert np.isnan(r.design_effect)
+    with pytest.raises(ValueError, match=r"\(B,\)"):
+        rs.cluster_bootstrap(v, UNITS, statistic=lambda m: m, n_resamples=5)
+
+
+def test_hierarchical_sum_metric_of_per_example_vectors():
+    """A SumMetric over per-example vectors (drift per layer): 'the last layer drifts most'
+    as the gap between its mean and the largest other layer's, seeds and examples drawn."""
+    gap = rs.SumMetric("gap", lambda y, p: np.concatenate([p, np.ones((len(p), 1))], axis=1),
+                       lambda s: (s[..., -2] - s[..., :-2].max(axis=-1)) / s[..., -1])
+    rng = np.random.default_rng(0)
+    drift = rng.random((2, 5, 3)) + np.array([0, 0, 0.5])  # (seeds, examples, layers)
+    w, v = rs.all_resamples(5)[::97], np.array([[1.0, 1.0]] * len(rs.all_resamples(5)[::97]))
+    r = rs.hierarchical_bootstrap(np.zeros(5), drift, gap, weights=w, seed_weights=v)
+    for i in range(0, len(w), 7):
+        idx = np.repeat(np.arange(5), w[i].astype(int))
+        ref = np.mean([(d[idx].mean(0)[-1] - d[idx].mean(0)[:-1].max()) for d in drift])
+        assert r.draws[i] == pytest.approx(ref)

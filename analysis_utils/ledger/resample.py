@@ -335,7 +335,8 @@ def _resampled_means(cs: ClusterSums, n_resamples, seed, weights) -> np.ndarray:
 def cluster_bootstrap(values, clusters=None, *, null: float = 0.0,
                       alternative: str = "two-sided", n_resamples: int = 10_000,
                       seed: int = 0, ci: float = 0.95, interval: str = "percentile",
-                      column: int = 0, weights=None) -> Resampled:
+                      column: int = 0, statistic: Callable[[np.ndarray], np.ndarray] | None
+                      = None, weights=None) -> Resampled:
     """Cluster bootstrap of a pooled mean (a share of 0/1 items, a mean of per-segment
     values): units drawn with replacement ``n_resamples`` times (``seed``), the statistic
     ``sum of the drawn units' sums / their items``.
@@ -345,14 +346,26 @@ def cluster_bootstrap(values, clusters=None, *, null: float = 0.0,
     ("greater": the claim is mean > null): the p-value inverts the interval (``interval``
     "percentile" or "basic"); ``weights``: explicit (B, C) resample counts instead of random
     ones (:func:`all_resamples` for the exact distribution). The design effect compares with
-    the items-independent variance (binomial for 0/1 items)."""
+    the items-independent variance (binomial for 0/1 items).
+
+    ``statistic``: instead of one column, any function of the K pooled means, ``(B, K) ->
+    (B,)`` and ``(K,) -> ()`` (e.g. the mean share over a band of layers, or the gap between
+    the last two layers' smallest and the other layers' largest); its design effect is not
+    computed (NaN)."""
     cs = _as_cluster_sums(values, clusters)
+    means = _resampled_means(cs, n_resamples, seed, weights)
+    if statistic is not None:
+        draws = np.asarray(statistic(means), dtype=float)
+        if draws.shape != (len(means),):
+            raise ValueError(f"statistic must map (B, K) means to (B,), got {draws.shape}")
+        return _summarise(draws, float(statistic(cs.means())), null=null,
+                          alternative=alternative, ci=ci, interval=interval,
+                          n_clusters=cs.n_clusters)
     if not 0 <= column < cs.sums.shape[1]:
         raise ValueError(f"column {column} out of range: values have {cs.sums.shape[1]} "
                          "columns")
-    draws = _resampled_means(cs, n_resamples, seed, weights)[:, column]
-    est = float(cs.means()[column])
-    return _summarise(draws, est, null=null, alternative=alternative, ci=ci, interval=interval,
+    return _summarise(means[:, column], float(cs.means()[column]), null=null,
+                      alternative=alternative, ci=ci, interval=interval,
                       n_clusters=cs.n_clusters,
                       se_iid=float(np.sqrt(cs.iid_variance()[column])))
 
@@ -620,9 +633,10 @@ def _seed_features(y_true, preds, metric: SumMetric, codes, n_units) -> np.ndarr
     """(S, C, F): per seed, per unit sums of the metric's per-example features."""
     p = np.asarray(preds)
     p = p[None] if p.ndim == 1 else p
-    if p.ndim != 2 or p.shape[1] != len(y_true):
-        raise ValueError(f"predictions must be (seeds, n) for n = {len(y_true)} dev examples, "
-                         f"got {np.shape(preds)}")
+    if p.ndim < 2 or p.shape[1] != len(y_true):
+        raise ValueError(f"predictions must be (seeds, n) (or (seeds, n, ...) for a SumMetric "
+                         f"of per-example vectors) for n = {len(y_true)} dev examples, got "
+                         f"{np.shape(preds)}")
     if p.dtype.kind == "f":
         _finite("predictions", p)
     feats = np.stack([metric.features(y_true, ps) for ps in p])  # (S, n, F)
@@ -638,7 +652,9 @@ def hierarchical_bootstrap(y_true, preds, metric="accuracy", *, preds_b=None,
     difference between two systems), resampling seeds and dev examples together.
 
     y_true (n,): dev labels (scores for Pearson); preds (S, n): each seed's predictions on the
-    same dev set; ``metric``: a name in :data:`METRICS` or a :class:`SumMetric`. Each resample
+    same dev set; ``metric``: a name in :data:`METRICS` or a :class:`SumMetric` (whose
+    ``features`` may read per-example vectors, preds (S, n, ...): e.g. each example's drift
+    per layer, for "the last two layers change most"). Each resample
     draws S seeds with replacement and the dev examples (or their ``clusters``, (n,)) with
     replacement, *the same draw for every seed*: the dev set is one sample that every seed is
     scored on, so its sampling error does not average out over seeds (drawing it anew per
