@@ -505,3 +505,33 @@ def test_hierarchical_sum_metric_of_per_example_vectors():
         idx = np.repeat(np.arange(5), w[i].astype(int))
         ref = np.mean([(d[idx].mean(0)[-1] - d[idx].mean(0)[:-1].max()) for d in drift])
         assert r.draws[i] == pytest.approx(ref)
+
+
+def test_metric_draws_and_max_t_for_f1():
+    """The best of K disabled heads by F1 against the intact model (row 0): draws on common
+    resamples equal the F1 of each explicitly resampled prediction set."""
+    rng = np.random.default_rng(4)
+    y = rng.integers(0, 2, 40)
+    preds = np.where(rng.random((4, 40)) < 0.8, y, 1 - y)
+    w = np.stack([np.bincount(rng.integers(0, 40, 40), minlength=40) for _ in range(50)])
+    est, draws = rs.metric_draws(y, preds, "f1", weights=w)
+    assert est == pytest.approx([significance.f1(y, p) for p in preds])
+    i = 17
+    idx = np.repeat(np.arange(40), w[i])
+    assert draws[i] == pytest.approx([significance.f1(y[idx], p[idx]) for p in preds])
+    gains = est[1:] - est[0]
+    r = rs.max_t(gains, draws[:, 1:] - draws[:, :1])
+    assert r.n_resamples == 50 and r.best == int(np.argmax(np.abs(gains)))
+    assert r.estimate == pytest.approx(gains[r.best])
+    assert r.se == pytest.approx((draws[:, 1 + r.best] - draws[:, 0]).std())
+    with pytest.raises(ValueError, match=r"\(B, K\)"):
+        rs.max_t([0.1, 0.2], np.zeros((10, 3)))
+
+
+def test_ratio_metric_is_pooled_uas():
+    counts = np.array([[[3, 4], [1, 2], [5, 5]]], dtype=float)  # one seed, 3 sentences
+    r = rs.hierarchical_bootstrap(np.zeros(3), counts, rs.RATIO, weights=rs.all_resamples(3),
+                                  seed_weights=np.ones((27, 1)))
+    assert r.estimate == pytest.approx(9 / 11)
+    ref = _enumerated(counts[0], np.arange(3), lambda x: x[:, 0].sum() / x[:, 1].sum())
+    assert np.allclose(np.sort(r.draws), np.sort(ref))

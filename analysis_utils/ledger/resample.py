@@ -55,7 +55,8 @@ from scipy import stats as _st
 
 __all__ = ["ClusterSums", "cluster_sums", "all_resamples", "resample_counts", "Resampled",
            "cluster_bootstrap", "paired_cluster_bootstrap", "MaxOverHeads", "max_over_heads",
-           "select_then_test", "SumMetric", "METRICS", "hierarchical_bootstrap",
+           "select_then_test", "max_t", "SumMetric", "METRICS", "RATIO",
+           "hierarchical_bootstrap", "metric_draws",
            "minimum_detectable_effect", "EQUIVALENCE_MARGINS", "Equivalence",
            "equivalence_test", "VERDICTS5", "Judgement", "judge_effect", "judge_no_effect",
            "judge_tasks"]
@@ -484,8 +485,31 @@ def max_over_heads(values, baseline=None, clusters=None, *, null: float = 0.0,
                                  f"{base.shape}")
             v = v - _finite("baseline", base)[:, None]
         cs = _as_cluster_sums(v, clusters)
-    draws = _resampled_means(cs, n_resamples, seed, weights) - null  # (B, K)
-    margins = cs.means() - null
+    draws = _resampled_means(cs, n_resamples, seed, weights)  # (B, K)
+    return max_t(cs.means(), draws, null=null, alternative=alternative, ci=ci,
+                 se_iid=np.sqrt(cs.iid_variance()), n_clusters=cs.n_clusters)
+
+
+def max_t(estimates, draws, *, null: float = 0.0, alternative: str = "two-sided",
+          ci: float = 0.95, se_iid=None, n_clusters: int = 0) -> MaxOverHeads:
+    """Studentised max-T over K statistics resampled together: ``estimates`` (K,) on the
+    data, ``draws`` (B, K) on common resamples (each row one resample of the same units for
+    every head), e.g. from :func:`metric_draws` for F1, MCC or Pearson, where
+    :func:`max_over_heads` covers means. ``se_iid`` (K,): the items-independent standard
+    errors, for the design effect (optional). See :func:`max_over_heads`."""
+    _check_choice("alternative", alternative, ALTERNATIVES)
+    if not 0 < ci < 1:
+        raise ValueError(f"ci must lie in (0, 1), got {ci}")
+    est = np.asarray(estimates, dtype=float)
+    draws = np.asarray(draws, dtype=float)
+    if est.ndim != 1 or draws.ndim != 2 or draws.shape[1] != len(est) or len(draws) < 2:
+        raise ValueError(f"estimates must be (K,) and draws (B, K) with B >= 2 resamples, got "
+                         f"{est.shape} and {draws.shape}")
+    _finite("estimates", est)
+    # an undefined draw (a constant resample's Pearson) cannot be studentised: refuse it
+    _finite("draws", draws)
+    draws = draws - null
+    margins = est - null
     ses = draws.std(axis=0)
     ok = ses > 0
     if not ok.any():
@@ -512,12 +536,13 @@ def max_over_heads(values, baseline=None, clusters=None, *, null: float = 0.0,
     # the head chosen inside each resample by the same rule, and its margin there
     pick = np.argmax(np.where(ok, side(draws), -np.inf), axis=1)
     chosen = draws[np.arange(b), pick]
-    se_iid = float(np.sqrt(cs.iid_variance()[best]))
+    se_iid = (float(np.asarray(se_iid, dtype=float)[best]) if se_iid is not None
+              else float("nan"))
     p_single = np.array([_p_value(draws[:, k], margins[k], 0.0, alternative, "percentile")
                          for k in range(draws.shape[1])])
     return MaxOverHeads(best, m, p, float(lo), float(hi), crit, s, se_iid,
                         (s / se_iid) ** 2 if se_iid > 0 else float("nan"),
-                        float(np.mean(pick == best)), b, cs.n_clusters, alternative,
+                        float(np.mean(pick == best)), b, int(n_clusters), alternative,
                         margins, np.where(ok, ses, 0.0), p_single, chosen, max_star)
 
 
@@ -719,6 +744,41 @@ def hierarchical_bootstrap(y_true, preds, metric="accuracy", *, preds_b=None,
                       interval=interval, n_clusters=len(ids),
                       detail={"seeds": len(fa), "seeds_b": 0 if fb is None else len(fb),
                               "metric": m.name})
+
+
+def metric_draws(y_true, preds, metric="accuracy", *, clusters=None, n_resamples: int = 10_000,
+                 seed: int = 0, weights=None) -> tuple[np.ndarray, np.ndarray]:
+    """A dev metric of K systems on the same examples (K heads disabled one at a time in one
+    fine-tuned model, row 0 the intact model, say), on common resamples of the examples (or
+    their ``clusters``): ``(estimates (K,), draws (B, K))``, for :func:`max_t` (the best
+    head's gain over the intact model: ``est[1:] - est[0]``, ``draws[:, 1:] - draws[:, :1]``)
+    or for any statistic over heads (the mean change over heads, per resample)."""
+    m = _metric(metric)
+    y = np.asarray(y_true)
+    if y.ndim != 1 or len(y) == 0:
+        raise ValueError(f"y_true must be (n,) with n >= 1, got {y.shape}")
+    c = np.arange(len(y)) if clusters is None else np.asarray(clusters)
+    if c.shape != y.shape:
+        raise ValueError(f"clusters must be ({len(y)},), one id per dev example, got {c.shape}")
+    ids, codes = np.unique(c, return_inverse=True)
+    if len(ids) < 2:
+        raise ValueError("a bootstrap needs at least 2 dev examples (units)")
+    feats = _seed_features(y, preds, m, codes, len(ids))  # (K, C, F)
+    est = m.finish(feats.sum(axis=1))
+    blocks, b = _weight_blocks(len(ids), n_resamples, seed, weights)
+    out = np.empty((b, len(feats)))
+    start = 0
+    for w in blocks:
+        out[start:start + len(w)] = m.finish(np.einsum("bc,kcf->bkf", w, feats))
+        start += len(w)
+    return np.asarray(est, dtype=float), out
+
+
+#: A ratio of per-unit sums, as a :class:`SumMetric` over per-unit pairs ``(numerator,
+#: denominator)``, preds (S, n, 2): UAS from each dev sentence's (correct, scored) words
+#: (notebook 04's probes), with :func:`hierarchical_bootstrap` over probe seeds and sentences.
+RATIO = SumMetric("ratio", lambda y, p: np.asarray(p, dtype=float),
+                  lambda s: s[..., 0] / s[..., 1])
 
 
 # --- power and equivalence -------------------------------------------------------------------
