@@ -12,7 +12,9 @@ Each case is timed once with ``--resamples`` resamples (default 10,000), wall an
 - 03: one head vs. a baseline on 3,923 mentions in 60 documents (paired), and the best of
   72 heads (max-over-heads);
 - 06/07: three fine-tuning seeds, seeds and dev examples resampled together: accuracy on
-  QNLI's 5,463 examples, F1 on MRPC's 408, a paired Pearson difference on STS-B's 1,500.
+  QNLI's 5,463 examples, F1 on MRPC's 408, a paired Pearson difference on STS-B's 1,500;
+  the best of 72 disabled heads in one fine-tuned model (F1 on MRPC, Pearson on STS-B),
+  common resamples of the dev examples, max-T.
 
 Usage: ``python benchmarks/bench_resample.py [--resamples 10000] [--threads 1]``. Shared
 machines are rarely idle: CPU time is printed beside wall time.
@@ -84,6 +86,22 @@ def main() -> None:
     cases.append(("07 Pearson difference, 3 paired seeds x 1,500 STS-B pairs",
                   lambda: rs.hierarchical_bootstrap(ys, ps_off, "pearson", preds_b=ps,
                                                     n_resamples=B)))
+
+    pm72 = np.where(rng.random((73, 408)) < 0.8, ym, 1 - ym)  # row 0: the intact model
+
+    def best_head_f1():
+        est, draws = rs.metric_draws(ym, pm72, "f1", n_resamples=B)
+        return rs.max_t(est[1:] - est[0], draws[:, 1:] - draws[:, :1])
+
+    cases.append(("07 best of 72 disabled heads by F1, 408 MRPC examples (max-T)", best_head_f1))
+    ps72 = ys + rng.normal(0, 1, (73, 1500))
+
+    def best_head_pearson():
+        est, draws = rs.metric_draws(ys, ps72, "pearson", n_resamples=B)
+        return rs.max_t(est[1:] - est[0], draws[:, 1:] - draws[:, :1])
+
+    cases.append(("07 best of 72 disabled heads by Pearson, 1,500 STS-B pairs (max-T)",
+                  best_head_pearson))
 
     print(f"{B:,} resamples per case")
     print(f"{'case':<72} {'wall s':>7} {'cpu s':>7}")
