@@ -535,3 +535,37 @@ def test_ratio_metric_is_pooled_uas():
     assert r.estimate == pytest.approx(9 / 11)
     ref = _enumerated(counts[0], np.arange(3), lambda x: x[:, 0].sum() / x[:, 1].sum())
     assert np.allclose(np.sort(r.draws), np.sort(ref))
+
+
+def test_stacked_mean_change_over_heads_and_from_draws():
+    """'Disabling a random head helps on average': the mean over heads of the change, per
+    seed and pooled; the stacked metric on one seed equals from_draws of metric_draws."""
+    rng = np.random.default_rng(6)
+    y = rng.integers(0, 2, 60)
+    changes = np.where(rng.random((60, 4)) < 0.75, y[:, None], 1 - y[:, None])  # col 0 intact
+
+    def mean_change(v):
+        return v[..., 1:].mean(-1) - v[..., 0]
+
+    sm = rs.stacked("accuracy", 4, mean_change)
+    pooled = rs.hierarchical_bootstrap(y, changes[None], sm, n_resamples=300, seed=2)
+    est, draws = rs.metric_draws(y, changes.T, "accuracy", n_resamples=300, seed=2)
+    single = rs.from_draws(mean_change(draws), mean_change(est))
+    acc = (changes == y[:, None]).mean(0)
+    assert pooled.estimate == pytest.approx(acc[1:].mean() - acc[0]) == single.estimate
+    assert np.allclose(pooled.draws, single.draws)
+    with pytest.raises(ValueError, match=r"\(n, 4\)"):
+        rs.hierarchical_bootstrap(y, changes[None, :, :3], sm, n_resamples=10)
+
+
+def test_head_interval_uses_the_common_critical_value():
+    rng = np.random.default_rng(8)
+    u = np.repeat(np.arange(20), 10)
+    v = (rng.random((200, 5)) < [0.3, 0.5, 0.5, 0.55, 0.1]).astype(float)
+    r = rs.max_over_heads(v, None, u, null=0.4, n_resamples=1000)
+    assert r.best == 4  # the largest |margin|: about 0.1 - 0.4, a drop, two-sided
+    gain = int(np.argmax(r.margins))
+    lo, hi = r.head_interval(gain)
+    assert (lo, hi) == pytest.approx((r.margins[gain] - r.critical * r.ses[gain],
+                                      r.margins[gain] + r.critical * r.ses[gain]))
+    assert r.head_interval(r.best) == pytest.approx((r.lo, r.hi))

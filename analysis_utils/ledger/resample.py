@@ -55,7 +55,7 @@ from scipy import stats as _st
 
 __all__ = ["ClusterSums", "cluster_sums", "all_resamples", "resample_counts", "Resampled",
            "cluster_bootstrap", "paired_cluster_bootstrap", "MaxOverHeads", "max_over_heads",
-           "select_then_test", "max_t", "SumMetric", "METRICS", "RATIO",
+           "select_then_test", "max_t", "from_draws", "SumMetric", "METRICS", "RATIO", "stacked",
            "hierarchical_bootstrap", "metric_draws",
            "minimum_detectable_effect", "EQUIVALENCE_MARGINS", "Equivalence",
            "equivalence_test", "VERDICTS5", "Judgement", "judge_effect", "judge_no_effect",
@@ -311,6 +311,16 @@ def _summarise(draws, estimate, *, null, alternative, ci, interval, n_clusters,
                      draws)
 
 
+def from_draws(draws, estimate: float, *, null: float = 0.0, alternative: str = "two-sided",
+               ci: float = 0.95, interval: str = "percentile",
+               n_clusters: int = 0) -> Resampled:
+    """A :class:`Resampled` from resampled statistics computed elsewhere (e.g. the mean
+    change over the 72 heads of one fine-tuned model, ``(draws[:, 1:] - draws[:, :1]).mean(1)``
+    from :func:`metric_draws`): interval, p-value and standard error as for every test here."""
+    return _summarise(draws, float(estimate), null=null, alternative=alternative, ci=ci,
+                      interval=interval, n_clusters=n_clusters)
+
+
 def _as_cluster_sums(values, clusters) -> ClusterSums:
     if isinstance(values, ClusterSums):
         if clusters is not None:
@@ -441,6 +451,16 @@ class MaxOverHeads:
         c = float(np.quantile(self.max_draws, 1 - alpha))
         lo = self.estimate - c * self.se if self.alternative != "less" else -np.inf
         hi = self.estimate + c * self.se if self.alternative != "greater" else np.inf
+        return float(lo), float(hi)
+
+    def head_interval(self, k: int, alpha: float | None = None) -> tuple[float, float]:
+        """Head ``k``'s simultaneous interval (at ``ci``, or at ``1 - alpha``): the same
+        critical value as the best head's, so any head may be reported, e.g. the largest
+        *gain* when the test is two-sided (gains and drops corrected alike)."""
+        c = self.critical if alpha is None else float(np.quantile(self.max_draws, 1 - alpha))
+        m, s = float(self.margins[k]), float(self.ses[k])
+        lo = m - c * s if self.alternative != "less" else -np.inf
+        hi = m + c * s if self.alternative != "greater" else np.inf
         return float(lo), float(hi)
 
     def mde(self, power: float = 0.8) -> float:
@@ -772,6 +792,29 @@ def metric_draws(y_true, preds, metric="accuracy", *, clusters=None, n_resamples
         out[start:start + len(w)] = m.finish(np.einsum("bc,kcf->bkf", w, feats))
         start += len(w)
     return np.asarray(est, dtype=float), out
+
+
+def stacked(metric, k: int, combine: Callable[[np.ndarray], np.ndarray]) -> SumMetric:
+    """One :class:`SumMetric` over ``k`` prediction sets of the same examples, preds (S, n, k)
+    (k changes of one fine-tuned model per seed: column 0 intact, 1..72 each head disabled):
+    ``combine`` maps the k metric values ``(..., k)`` to the statistic ``(...)``, e.g. the
+    mean change over heads ``lambda v: v[..., 1:].mean(-1) - v[..., 0]``, so that
+    :func:`hierarchical_bootstrap` pools it over seeds and dev examples."""
+    m = _metric(metric)
+
+    def features(y, p):
+        p = np.asarray(p)
+        if p.ndim != 2 or p.shape[1] != k:
+            raise ValueError(f"stacked {m.name}: predictions must be (n, {k}) per seed, got "
+                             f"{p.shape}")
+        f = np.stack([m.features(y, p[:, j]) for j in range(k)], axis=1)  # (n, k, F)
+        return f.reshape(len(p), -1)
+
+    def finish(s):
+        s = np.asarray(s)
+        return combine(m.finish(s.reshape(*s.shape[:-1], k, -1)))
+
+    return SumMetric(f"{m.name} x {k}", features, finish)
 
 
 #: A ratio of per-unit sums, as a :class:`SumMetric` over per-unit pairs ``(numerator,
