@@ -179,7 +179,7 @@ def _max_t_reference(v, base, units, alternative="two-sided"):
     f = np.abs if alternative == "two-sided" else (lambda x: x)
     max_star = np.array([max(f((draws[i, k] - m[k]) / se[k]) for k in range(K))
                          for i in range(len(draws))])
-    best = int(np.argmax(f(m)))
+    best = int(np.argmax(m))  # the largest margin, whatever the sidedness
     p = (1 + np.sum(max_star >= f(m[best] / se[best]))) / (len(draws) + 1)
     return best, m[best], p, np.quantile(max_star, 0.95), se[best], draws
 
@@ -197,7 +197,7 @@ def test_max_over_heads_exact_by_loops():
         assert r.interval_at(0.05)[0] == pytest.approx(r.lo)
         c50 = np.quantile(r.max_draws, 0.5)
         assert r.interval_at(0.5)[0] == pytest.approx(m - c50 * se)
-        pick = np.argmax(np.abs(draws) if alt == "two-sided" else draws, axis=1)
+        pick = np.argmax(draws, axis=1)
         assert np.allclose(r.chosen_draws, draws[np.arange(27), pick])
         assert r.chosen_share == pytest.approx(np.mean(pick == best))
     # head 0: margins per unit (1, 0), (0, 1), (1, -1)... its estimate by hand
@@ -562,8 +562,9 @@ def test_head_interval_uses_the_common_critical_value():
     rng = np.random.default_rng(8)
     u = np.repeat(np.arange(20), 10)
     v = (rng.random((200, 5)) < [0.3, 0.5, 0.5, 0.55, 0.1]).astype(float)
-    r = rs.max_over_heads(v, None, u, null=0.4, n_resamples=1000)
-    assert r.best == 4  # the largest |margin|: about 0.1 - 0.4, a drop, two-sided
+    r = rs.max_over_heads(v, None, u, null=0.4, n_resamples=1000, choose="abs")
+    assert r.best == 4  # the largest |margin|: about 0.1 - 0.4, a drop
+    assert rs.max_over_heads(v, None, u, null=0.4, n_resamples=1000).best == np.argmax(r.margins)
     gain = int(np.argmax(r.margins))
     lo, hi = r.head_interval(gain)
     assert (lo, hi) == pytest.approx((r.margins[gain] - r.critical * r.ses[gain],

@@ -471,7 +471,8 @@ class MaxOverHeads:
 
 def max_over_heads(values, baseline=None, clusters=None, *, null: float = 0.0,
                    alternative: str = "two-sided", n_resamples: int = 10_000, seed: int = 0,
-                   ci: float = 0.95, weights=None) -> MaxOverHeads:
+                   ci: float = 0.95, choose: str | None = None,
+                   weights=None) -> MaxOverHeads:
     """The best of K heads against a baseline on the same items, with the choice of head made
     inside every resample: studentised max-T (Romano & Wolf 2005, single step). Each head's
     margin ``m_k = mean(values[:, k]) - mean(baseline)`` (or ``- null`` without a baseline)
@@ -485,7 +486,12 @@ def max_over_heads(values, baseline=None, clusters=None, *, null: float = 0.0,
     other system's scores on the same items (or None) and ``clusters`` (n,) unit ids; or a
     :class:`ClusterSums` whose K columns are already the margins' items (``h_k - b``). Heads
     whose margin never varies across resamples (se 0) cannot be studentised and are left out
-    of the maximum (``ses`` shows them as 0)."""
+    of the maximum (``ses`` shows them as 0).
+
+    ``choose``: which head is reported (and chosen inside each resample): ``"largest"``
+    margin (default; ``"smallest"`` for "less"), or ``"abs"``. The correction does not depend
+    on it: two-sided (max |t|) corrects gains and drops alike, and its p-value and interval
+    hold for whichever head is reported (:meth:`MaxOverHeads.head_interval`)."""
     _check_choice("alternative", alternative, ALTERNATIVES)
     if not 0 < ci < 1:
         raise ValueError(f"ci must lie in (0, 1), got {ci}")
@@ -506,18 +512,22 @@ def max_over_heads(values, baseline=None, clusters=None, *, null: float = 0.0,
             v = v - _finite("baseline", base)[:, None]
         cs = _as_cluster_sums(v, clusters)
     draws = _resampled_means(cs, n_resamples, seed, weights)  # (B, K)
-    return max_t(cs.means(), draws, null=null, alternative=alternative, ci=ci,
+    return max_t(cs.means(), draws, null=null, alternative=alternative, ci=ci, choose=choose,
                  se_iid=np.sqrt(cs.iid_variance()), n_clusters=cs.n_clusters)
 
 
 def max_t(estimates, draws, *, null: float = 0.0, alternative: str = "two-sided",
-          ci: float = 0.95, se_iid=None, n_clusters: int = 0) -> MaxOverHeads:
+          ci: float = 0.95, choose: str | None = None, se_iid=None,
+          n_clusters: int = 0) -> MaxOverHeads:
     """Studentised max-T over K statistics resampled together: ``estimates`` (K,) on the
     data, ``draws`` (B, K) on common resamples (each row one resample of the same units for
     every head), e.g. from :func:`metric_draws` for F1, MCC or Pearson, where
     :func:`max_over_heads` covers means. ``se_iid`` (K,): the items-independent standard
     errors, for the design effect (optional). See :func:`max_over_heads`."""
     _check_choice("alternative", alternative, ALTERNATIVES)
+    if choose is None:
+        choose = "smallest" if alternative == "less" else "largest"
+    _check_choice("choose", choose, ("largest", "smallest", "abs"))
     if not 0 < ci < 1:
         raise ValueError(f"ci must lie in (0, 1), got {ci}")
     est = np.asarray(estimates, dtype=float)
@@ -545,8 +555,12 @@ def max_t(estimates, draws, *, null: float = 0.0, alternative: str = "two-sided"
     t_star = np.where(ok, side((draws - margins) / safe), -np.inf)  # (B, K)
     t_obs = np.where(ok, side(margins / safe), -np.inf)
     max_star = t_star.max(axis=1)
-    # the best head as the paper picks it: the largest margin (on the tested side)
-    best = int(np.argmax(np.where(ok, side(margins), -np.inf)))
+    # the reported head, as the paper picks it (``choose``): by default the largest margin,
+    # also when the correction is two-sided (a head far below the baseline is not "best")
+    def rank(x):
+        return {"largest": x, "smallest": -x, "abs": np.abs(x)}[choose]
+
+    best = int(np.argmax(np.where(ok, rank(margins), -np.inf)))
     b = len(draws)
     p = float(min(1.0, (1 + np.sum(max_star >= t_obs[best])) / (b + 1)))
     crit = float(np.quantile(max_star, ci))
@@ -554,7 +568,7 @@ def max_t(estimates, draws, *, null: float = 0.0, alternative: str = "two-sided"
     lo = m - crit * s if sign != -1.0 else -np.inf
     hi = m + crit * s if sign != 1.0 else np.inf
     # the head chosen inside each resample by the same rule, and its margin there
-    pick = np.argmax(np.where(ok, side(draws), -np.inf), axis=1)
+    pick = np.argmax(np.where(ok, rank(draws), -np.inf), axis=1)
     chosen = draws[np.arange(b), pick]
     se_iid = (float(np.asarray(se_iid, dtype=float)[best]) if se_iid is not None
               else float("nan"))
