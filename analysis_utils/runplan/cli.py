@@ -20,6 +20,7 @@ import time
 
 from .. import paths, profiles
 from ..params import ParameterError
+from . import precision
 
 USAGE_EPILOG = """examples:
   python -m analysis_utils plan show --profile default
@@ -49,9 +50,27 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--retries", type=int, default=1,
                     help="further attempts of a failed unit (default 1)")
     ap.add_argument("--gpus-per-unit", type=float, default=None,
-                    help="GPUs each unit asks for where the cluster has GPUs (default 0.5: "
-                         "two fine-tunes share a GPU)")
+                    help="GPUs each unit asks for where the cluster has GPUs (default: chosen "
+                         "per unit from what units of its kind and model were measured to use "
+                         "on earlier runs, its peak memory and the GPU's utilisation; without a "
+                         "measurement 0.5 for a fine-tune, 0.25 for a maps or study unit)")
+    ap.add_argument("--precision", default=precision.DEFAULT, type=_precision,
+                    help=f"{' / '.join(precision.PRECISIONS)} (default {precision.DEFAULT}, "
+                         "comparable with the committed run; tf32: CUDA only; bf16: autocast). "
+                         "Another precision than float32 keeps its results in a cache of its "
+                         "own, <cache>/precision/NAME, which notebooks must be pointed at "
+                         "(BERTOLOGY_CACHE_DIR)")
+    ap.add_argument("--workers", default="actors", choices=("actors", "tasks"),
+                    help="on Ray: long-lived workers that import once and run many units "
+                         "(actors, default) or a fresh task per unit (tasks)")
     return ap
+
+
+def _precision(text: str) -> str:
+    try:
+        return precision.validate(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _backend(args) -> str:
@@ -91,7 +110,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[plan] profile {args.profile!r} runs neither of notebooks "
               f"{' and '.join(units.PLAN_NOTEBOOKS)}: nothing to plan", flush=True)
         return 0
-    cache = paths.cache_dir()
+    try:
+        cache = precision.cache_root(paths.cache_dir(), args.precision)
+        if args.action == "run" and args.in_process:
+            kinds = {precision.device_kind(u.device) for u in planned}
+            for kind in sorted(kinds):
+                precision.validate(args.precision, kind)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    if args.precision != precision.DEFAULT:
+        print(f"[plan] precision {args.precision}: results go to {cache}, a cache of their "
+              f"own (the fine-tuning key does not name the precision); render notebooks from "
+              f"them with BERTOLOGY_CACHE_DIR={cache}", flush=True)
     print(f"[plan] profile {args.profile!r}: {len(planned)} fine-tuning units for notebooks "
           f"{', '.join(units.PLAN_NOTEBOOKS)}; cache {cache}", flush=True)
     t0 = time.perf_counter()
@@ -142,7 +173,8 @@ def main(argv: list[str] | None = None) -> int:
                       f"{execute.log_path(cache, '<key>')}", flush=True)
                 outcomes += execute.run_units(jobs, cache, backend=backend,
                                               address=args.address, retries=args.retries,
-                                              gpus_per_unit=args.gpus_per_unit)
+                                              gpus_per_unit=args.gpus_per_unit,
+                                              precision=args.precision, workers=args.workers)
             failed_ft = {o.job.unit for o in outcomes if not o.ok}
             ready = [e for e in second if e.unit.finetune not in failed_ft]
             for e in second:
@@ -156,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"[plan] running {what} {where}", flush=True)
                 outcomes += execute.run_units(jobs, cache, backend=backend,
                                               address=args.address, retries=args.retries,
-                                              gpus_per_unit=args.gpus_per_unit)
+                                              gpus_per_unit=args.gpus_per_unit,
+                                              precision=args.precision, workers=args.workers)
     except (execute.CacheNotShared, RuntimeError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
