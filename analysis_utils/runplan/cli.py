@@ -111,11 +111,10 @@ def main(argv: list[str] | None = None) -> int:
               f"{' and '.join(units.PLAN_NOTEBOOKS)}: nothing to plan", flush=True)
         return 0
     try:
-        cache = precision.cache_root(paths.cache_dir(), args.precision)
-        if args.action == "run" and args.in_process:
-            kinds = {precision.device_kind(u.device) for u in planned}
-            for kind in sorted(kinds):
+        if args.action == "run" and args.in_process:  # on Ray, each worker checks its own
+            for kind in sorted({precision.device_kind(u.device) for u in planned}):
                 precision.validate(args.precision, kind)
+        cache = precision.cache_root(paths.cache_dir(), args.precision)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

@@ -272,15 +272,17 @@ def _ray_task(unit, key: str, cache_dir: str, attempt: int, token: dict,
 
 
 class _Worker:
-    """A long-lived Ray worker (an actor): imports torch and the package's training code once,
-    then runs unit after unit (:func:`_ray_task`), freeing what a unit left on the GPU
+    """A long-lived Ray worker (an actor): imports torch and the modules its units name
+    (``warm_imports``) once, then runs unit after unit (:func:`_ray_task`), freeing what a unit left on the GPU
     between them."""
 
-    def __init__(self):
+    def __init__(self, warm_imports: Sequence[str] = ()):
+        import importlib
+
         import torch  # noqa: F401 - the imports a unit would otherwise pay for
 
-        from ..training import finetune  # noqa: F401
-
+        for name in warm_imports:  # the units' own (``unit.warm_imports``)
+            importlib.import_module(name)
         self.units_run = 0
 
     def run(self, unit, key: str, cache_dir: str, attempt: int, token: dict,
@@ -547,10 +549,14 @@ def _run_actors(ray, jobs, gpus, nodes, cache_dir, token, precision, settle, out
     pending: dict = {}  # ref -> (actor, shape, i, job, attempt)
     actors: list = []
 
+    warm = {shape: sorted({m for _, job, _ in queue for m in getattr(job.unit, "warm_imports", ())})
+            for shape, queue in queues.items()}
+
     def new_actor(shape):
         cpus, share = shape
         actor = worker_cls.options(num_cpus=cpus, num_gpus=share,
-                                   name=f"plan-worker-{uuid.uuid4().hex[:8]}").remote()
+                                   name=f"plan-worker-{uuid.uuid4().hex[:8]}").remote(
+            warm[shape])
         actors.append(actor)
         return actor
 

@@ -77,6 +77,8 @@ class FinetuneUnit:
     gpu_share = 0.5
     #: What the plan's unit records call it.
     kind = "finetune"
+    #: Modules a long-lived worker imports once, before its first unit.
+    warm_imports = ("analysis_utils.training.finetune",)
 
     @property
     def label(self) -> str:
@@ -339,6 +341,8 @@ class _OnFinetuned:
     unless measurements say otherwise."""
 
     gpu_share = 0.25
+    warm_imports = ("analysis_utils.training.finetune", "analysis_utils.analyses.drift",
+                    "analysis_utils.engine.attention", "analysis_utils.analyses.disabling_study")
 
     @property
     def model(self) -> str:
