@@ -1,0 +1,89 @@
+"""``benchmarks/gpu_check.py``: on a machine without CUDA it says so and exits 0 having run
+nothing; its CUDA path, run with the device forced to the CPU on a tiny subset (one MiniLM
+fine-tune on 8 examples, its maps and study units), prints the per-unit table and the
+comparison with the committed run; the notebook runner, on a stand-in command."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from analysis_utils import paths
+
+SCRIPT = paths.REPO_ROOT / "benchmarks" / "gpu_check.py"
+
+
+def _env(**extra):
+    return {**os.environ, "PYTHONPATH": str(paths.REPO_ROOT), **extra}
+
+
+def test_without_cuda_it_says_so_and_runs_nothing(tmp_path):
+    scratch = tmp_path / "scratch"
+    out = subprocess.run([sys.executable, str(SCRIPT), "--scratch", str(scratch)],
+                         capture_output=True, text=True, timeout=300,
+                         env=_env(CUDA_VISIBLE_DEVICES=""))  # hides any GPU there is
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("gpu_check: no CUDA here (") and "nothing run" in out.stdout
+    assert "## plan subset" not in out.stdout
+    assert not scratch.exists()  # no cache, no outputs
+
+
+@pytest.fixture(scope="module")
+def gpu_check():
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import gpu_check as module
+    finally:
+        sys.path.pop(0)
+    return module
+
+
+@pytest.mark.packaged_model
+@pytest.mark.gold_data
+def test_the_cuda_path_on_the_cpu_with_a_tiny_subset(tmp_path, gpu_check, capsys):
+    if not (paths.data_dir() / "glue").is_dir():
+        pytest.skip(f"gold GLUE data not found in {paths.data_dir()}: set {paths.DATA_ENV}")
+    tiny = {"train_subsets": "MRPC:8", "max_dev": "8", "epochs": "1", "n_examples": "8",
+            "importance_examples": "8", "n_random_orders": "1", "modes": "uniform",
+            "tasks": "MRPC", "seeds": "42,43", "multi_seed_tasks": "MRPC", "random_init": "0",
+            "lr_check": ""}
+    label = "MRPC/pretrained/seed43"  # not the first seed: a study without pruning curves
+    args = ["--device", "cpu", "--no-notebooks", "--scratch", str(tmp_path), "--finetunes",
+            label, "--measured", label, *[a for k, v in tiny.items() for a in ("-p", f"{k}={v}")]]
+    assert gpu_check.main(args) == 0
+    out = capsys.readouterr().out
+    assert "device forced to the CPU" in out
+    rows = [line for line in out.splitlines() if line.startswith(f"| {label}")]
+    assert [r.split(" | ")[1] for r in rows] == ["ok", "ok", "ok"]  # fine-tune, maps, study
+    assert all(" | cpu | float32 | n/a / n/a | n/a |" in r for r in rows), rows
+    assert "compare (06's declared tolerance) of 1 fine-tune(s) with HEAD" in out
+    assert "train: committed 3668, new 8" in out and "another train size" in out
+    assert "MRPC/pretrained f1:" in out and "(tolerance 1.31) OUTSIDE" in out
+    assert "gpu_check: 3 units, 0 notebooks in" in out and out.rstrip().endswith("all ran")
+    records = list((tmp_path / "cache" / "runplan" / "units").glob("*.json"))
+    assert sorted(json.loads(r.read_text())["kind"] for r in records) == [
+        "finetune", "maps", "study"]
+
+
+def test_the_notebook_runner_times_each_and_reads_its_provenance(tmp_path, gpu_check):
+    def command(prefix):  # a stand-in for `run --profile smoke --only NN`
+        code = ("import json, pathlib, sys; p = pathlib.Path(sys.argv[1]) / 'results'; "
+                "p.mkdir(parents=True, exist_ok=True); (p / (sys.argv[2] + '_provenance.json'))"
+                ".write_text(json.dumps({'device': 'cuda (fake)'})); "
+                "sys.exit(int(sys.argv[2] == '02'))")
+        return [sys.executable, "-c", code, str(tmp_path), prefix]
+
+    readings = iter([(0.0, 500.0), (50.0, 1700.0)] + [(10.0, 600.0)] * 10_000)
+    rows = gpu_check.run_notebooks(["01", "02"], tmp_path, dict(os.environ),
+                                   reader=lambda: next(readings), command=command)
+    assert [(r["prefix"], r["ok"], r["device"]) for r in rows] == [
+        ("01", True, "cuda (fake)"), ("02", False, "cuda (fake)")]
+    assert rows[0]["gpu_mem_mb"] == 1200.0 and rows[0]["gpu_util_max"] == 50.0
+    table = gpu_check.notebook_table(rows)
+    assert "| 01 | ok |" in table and "| 02 | FAILED |" in table
+    assert gpu_check.run_notebooks(["03"], tmp_path, dict(os.environ), reader=None,
+                                   command=command)[0]["gpu_mem_mb"] is None
