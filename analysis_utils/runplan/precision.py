@@ -24,8 +24,8 @@ entries; to render notebooks from a bf16 plan, point them there explicitly::
 
 A float32 plan run into a root marked for another precision is refused (it would take the
 other precision's entries for float32 ones), as is a run of another precision into it.
-(Once the key names precision and device kind, the separate root is no longer needed;
-/work/notes/gpu_frozen_changes.md has the change.)
+(Once the fine-tuning key names precision and device kind, a change to frozen code that
+lands with the next full re-render, the separate root is no longer needed.)
 """
 
 from __future__ import annotations
