@@ -87,3 +87,28 @@ def test_the_notebook_runner_times_each_and_reads_its_provenance(tmp_path, gpu_c
     assert "| 01 | ok |" in table and "| 02 | FAILED |" in table
     assert gpu_check.run_notebooks(["03"], tmp_path, dict(os.environ), reader=None,
                                    command=command)[0]["gpu_mem_mb"] is None
+
+
+def test_the_h100_estimate_by_hand():
+    sys.path.insert(0, str(SCRIPT.parent))
+    try:
+        import gpu_plan_estimate as e
+    finally:
+        sys.path.pop(0)
+    plan = [{"label": "MRPC/pretrained/seed42", "kind": "finetune", "task": "MRPC", "flops": 10},
+            {"label": "RTE/pretrained/seed42", "kind": "finetune", "task": "RTE", "flops": 5},
+            {"label": "MRPC/pretrained/seed42 study (uniform)", "kind": "study", "task": "MRPC",
+             "flops": 4}]
+    units = e.unit_seconds(plan, "minilm")
+    # MRPC as measured; RTE scaled by FLOPs from it: 5 + (17.3 - 5) x 5 / 10; study as measured
+    assert [round(t, 2) for *_, t in units] == [17.3, 11.15, 8.3, 1.0]
+    # packed four to a GPU (27% busy), gain min(4, 1.8 x 0.79 / 0.27) = 4: times as alone;
+    # each wave 16 s of imports plus its longest unit
+    assert e.makespan(units, 1, "minilm") == pytest.approx(16 + 17.3 + 16 + 8.3)
+    # one at a time: the sums
+    assert e.makespan(units, 1, "minilm", packed=False) == pytest.approx(
+        16 + 17.3 + 11.15 + 16 + 8.3 + 1.0)
+    # BERT-base: two to a GPU (79% busy), each 2 / 1.8 slower
+    bert = e.unit_seconds(plan, "bert-base-uncased")
+    assert e.makespan(bert, 1, "bert") == pytest.approx(
+        16 + 32 * 2 / 1.8 + 16 + 43 * 2 / 1.8)
