@@ -272,3 +272,24 @@ def test_a_dead_worker_is_replaced_and_fresh_tasks_remain_available(ray_gpus, tm
     on_tasks = execute.run_units(_probes(tmp_path / "t", 1), tmp_path,
                                  backend="ray", workers="tasks", out=lambda line: None)
     assert all(o.ok and "worker_units" not in o.summary for o in on_tasks)
+
+
+@pytest.mark.packaged_model
+@pytest.mark.gold_data
+def test_plan_show_at_bf16_reads_and_names_its_own_cache_root(tmp_path, monkeypatch, capsys):
+    from analysis_utils import paths
+
+    if not (paths.data_dir() / "glue").is_dir():
+        pytest.skip(f"gold GLUE data not found in {paths.data_dir()}: set {paths.DATA_ENV}")
+    monkeypatch.setenv(paths.CACHE_ENV, str(tmp_path))
+    tiny = ["-p", "tasks=MRPC", "-p", "multi_seed_tasks=", "-p", "train_subsets=MRPC:16",
+            "-p", "max_dev=16", "-p", "random_init=0", "-p", "lr_check="]
+    assert cli.main(["show", "--profile", "smoke", "--precision", "bf16", *tiny]) == 0
+    out = capsys.readouterr().out
+    root = tmp_path / "precision" / "bf16"
+    assert f"precision bf16: results go to {root}" in out and f"cache {root}" in out
+    assert f"BERTOLOGY_CACHE_DIR={root}" in out
+    # pointed at that root, a float32 plan stops before reading anything
+    monkeypatch.setenv(paths.CACHE_ENV, str(root))
+    assert cli.main(["show", "--profile", "smoke", *tiny]) == 1
+    assert "holds bf16 results" in capsys.readouterr().err
