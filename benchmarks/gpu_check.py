@@ -12,9 +12,10 @@ never touched):
    16.6-18.0 s on an H100), then notebook 06's maps unit (about 1 s) and notebook 07's study
    (8.3 s) of the MRPC model; per unit its wall time, the GPU's utilisation (mean and max,
    NVML) and the peak GPU memory torch allocated;
-2. the smoke notebooks (``python -m analysis_utils run --profile smoke --only NN``), one
-   process each: wall time, the device the notebook's provenance names, the GPU's utilisation
-   and its peak memory in use (NVML, device-wide, less what was in use before);
+2. the smoke notebooks (``python -m analysis_utils run --profile smoke --only 01,...,08``,
+   one driver, a kernel per notebook): per notebook its wall time and device (its
+   provenance), the GPU's utilisation and its peak memory in use over the notebook's time
+   (NVML, device-wide, less what was in use before);
 3. ``compare`` (``analysis_utils.compare.compare_tables``, what ``python -m analysis_utils
    compare`` runs per table) of the subset's fine-tuned metrics with the committed rows of
    ``results/06_finetune_runs.csv``, under 06's declared tolerance and under the proposed
@@ -22,8 +23,9 @@ never touched):
    committed tables (their rendered notebooks in ``tests/golden/`` are checked by nbval in
    ``make test``), so only their run is checked here.
 
-Sized for under 8 minutes on one H100 (about 1 min of units, the 16 s start of each notebook
-process, the smoke notebooks' own seconds). Exit status: 0 when every unit and notebook ran,
+Sized for under 8 minutes on one H100 (an estimate: about 1.5 min of units and imports from
+issue 34's figures; the smoke notebooks, each kernel paying about 16 s of imports, plus their
+own seconds). Exit status: 0 when every unit and notebook ran,
 1 otherwise (differences from the committed run are printed, not failed on).
 
 Usage: ``python benchmarks/gpu_check.py [--scratch DIR] [--keep] [--notebooks 01,...,08 |
@@ -201,7 +203,7 @@ def compare_finetunes(rows: list[dict], rev: str = "HEAD") -> list[str]:
 # ------------------------------------------------------------------------ smoke notebooks
 
 class _Sampler:
-    """NVML samples of one GPU in a thread: max utilisation, mean, max memory in use."""
+    """NVML samples of one GPU in a thread: ``(time, utilisation %, memory MiB)``."""
 
     def __init__(self, reader, interval: float = 0.5):
         self.reader, self.interval, self.samples = reader, interval, []
@@ -211,7 +213,7 @@ class _Sampler:
     def _run(self):
         while not self._stop.is_set():
             try:
-                self.samples.append(self.reader())
+                self.samples.append((time.time(), *self.reader()))
             except Exception:  # noqa: BLE001 - a failed read is a missing sample
                 pass
             self._stop.wait(self.interval)
@@ -227,49 +229,58 @@ class _Sampler:
             self._thread.join(timeout=15)
 
 
-def run_notebooks(prefixes, output: Path, env: dict, reader=None,
-                  command=None, timeout: float = BUDGET_S) -> list[dict]:
-    """Each notebook in its own process (``command(prefix)``, default ``python -m
-    analysis_utils run --profile smoke --only NN --output-dir OUTPUT``); per notebook:
-    ``prefix``, ``ok``, ``seconds``, ``device`` (its provenance), GPU busy mean / max and peak
-    memory in use above the idle baseline (``reader``: NVML; None: n/a)."""
+def run_notebooks(prefixes, output: Path, env: dict, reader=None, command=None,
+                  timeout: float = BUDGET_S, interval: float = 0.5) -> tuple[list[dict], float]:
+    """The notebooks in one driver process (``command(prefixes)``, default ``python -m
+    analysis_utils run --profile smoke --only 01,02,... --output-dir OUTPUT``: the driver's
+    imports are paid once; each notebook's kernel is its own process, as in every run).
+    Returns per notebook ``prefix``, ``ok`` (its provenance was written by this run),
+    ``seconds`` (its own wall time, from the provenance), ``device`` (the provenance's), GPU
+    busy mean / max and peak memory in use above the idle baseline over the notebook's
+    window (it ends when its provenance is written, and lasts its wall time; ``reader``:
+    NVML, None: n/a), ``tail`` (the driver's output where one failed); and the whole run's
+    seconds."""
     from analysis_utils.runplan import gpu
 
     if command is None:
-        def command(prefix):
+        def command(prefixes):
             return [sys.executable, "-m", "analysis_utils", "run", "--profile", "smoke",
-                    "--only", prefix, "--output-dir", str(output)]
+                    "--only", ",".join(prefixes), "--output-dir", str(output)]
+    baseline = None
+    if reader is not None:
+        try:
+            baseline = reader()[1]
+        except Exception:  # noqa: BLE001
+            baseline = None
+    t0, wall0 = time.perf_counter(), time.time()
+    with _Sampler(reader, interval) as sampler:
+        try:
+            proc = subprocess.run(command(list(prefixes)), env=env, capture_output=True,
+                                  text=True, timeout=timeout, cwd=str(REPO))
+            tail = (proc.stdout + proc.stderr)[-3000:]
+        except subprocess.TimeoutExpired:
+            tail = f"timed out after {timeout:.0f} s"
+    total = time.perf_counter() - t0
     rows = []
     for prefix in prefixes:
-        baseline = None
-        if reader is not None:
-            try:
-                baseline = reader()[1]
-            except Exception:  # noqa: BLE001
-                baseline = None
-        t0 = time.perf_counter()
-        with _Sampler(reader) as sampler:
-            try:
-                proc = subprocess.run(command(prefix), env=env, capture_output=True, text=True,
-                                      timeout=timeout, cwd=str(REPO))
-                ok, tail = proc.returncode == 0, (proc.stdout + proc.stderr)[-2000:]
-            except subprocess.TimeoutExpired:
-                ok, tail = False, f"timed out after {timeout:.0f} s"
-        seconds = time.perf_counter() - t0
-        stats = gpu.summarise(sampler.samples)
-        device = None
-        for prov in sorted((output / "results").glob(f"{prefix}_provenance.json")):
-            try:
-                device = json.loads(prov.read_text()).get("device")
-            except (OSError, ValueError):
-                pass
+        path = output / "results" / f"{prefix}_provenance.json"
+        prov, end = {}, None
+        try:
+            if path.stat().st_mtime >= wall0:
+                prov, end = json.loads(path.read_text()), path.stat().st_mtime
+        except (OSError, ValueError):
+            pass
+        seconds = prov.get("wall_time_s")
+        window = ([(u, m) for t, u, m in sampler.samples if end - seconds <= t <= end]
+                  if end is not None and isinstance(seconds, (int, float)) else [])
+        stats = gpu.summarise(window)
         peak = stats["gpu_mem_used_max_mb"]
-        rows.append({"prefix": prefix, "ok": ok, "seconds": seconds, "device": device,
-                     "gpu_util_mean": stats["gpu_util_mean"],
+        rows.append({"prefix": prefix, "ok": end is not None, "seconds": seconds,
+                     "device": prov.get("device"), "gpu_util_mean": stats["gpu_util_mean"],
                      "gpu_util_max": stats["gpu_util_max"],
                      "gpu_mem_mb": None if peak is None or baseline is None
-                     else max(0.0, peak - baseline), "tail": "" if ok else tail})
-    return rows
+                     else max(0.0, peak - baseline), "tail": "" if end else tail})
+    return rows, total
 
 
 def notebook_table(rows: list[dict]) -> str:
@@ -280,7 +291,7 @@ def notebook_table(rows: list[dict]) -> str:
              "peak GPU memory in use (MiB, above idle) |", "|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['prefix']} | {'ok' if r['ok'] else 'FAILED'} | "
-                     f"{r['seconds']:.1f} | {r['device'] or '?'} | "
+                     f"{fmt(r['seconds'], '.1f')} | {r['device'] or '?'} | "
                      f"{fmt(r['gpu_util_mean'], '.0f')} / {fmt(r['gpu_util_max'], '.0f')} | "
                      f"{fmt(r['gpu_mem_mb'], ',.0f')} |")
     return "\n".join(lines)
@@ -346,11 +357,14 @@ def main(argv: list[str] | None = None) -> int:
         if notebooks:
             print(f"\n## smoke notebooks {', '.join(notebooks)}, output {output}", flush=True)
             reader = gpu.nvml_reader(0) if args.device == "cuda" else None
-            rows = run_notebooks(notebooks, output, env, reader)
+            rows, seconds = run_notebooks(notebooks, output, env, reader)
             print(notebook_table(rows))
-            for r in rows:
-                if not r["ok"]:
-                    print(f"\n{r['prefix']} FAILED; the end of its output:\n{r['tail']}")
+            print(f"(the driver and {len(rows)} notebook kernels: {seconds:.0f} s in all, "
+                  "imports and kernel starts included)")
+            failed = next((r for r in rows if not r["ok"]), None)
+            if failed:
+                print(f"\n{failed['prefix']} FAILED or did not run (the driver stops at the "
+                      f"first failure); the end of the driver's output:\n{failed['tail']}")
             print("(no committed smoke tables to compare with: tests/golden/ holds the "
                   "smoke notebooks nbval checks in `make test`)")
         total = time.perf_counter() - t0

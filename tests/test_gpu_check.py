@@ -70,23 +70,33 @@ def test_the_cuda_path_on_the_cpu_with_a_tiny_subset(tmp_path, gpu_check, capsys
 
 
 def test_the_notebook_runner_times_each_and_reads_its_provenance(tmp_path, gpu_check):
-    def command(prefix):  # a stand-in for `run --profile smoke --only NN`
-        code = ("import json, pathlib, sys; p = pathlib.Path(sys.argv[1]) / 'results'; "
-                "p.mkdir(parents=True, exist_ok=True); (p / (sys.argv[2] + '_provenance.json'))"
-                ".write_text(json.dumps({'device': 'cuda (fake)'})); "
-                "sys.exit(int(sys.argv[2] == '02'))")
-        return [sys.executable, "-c", code, str(tmp_path), prefix]
+    def command(prefixes):  # a stand-in for `run --profile smoke --only 01,02,03`: 01 runs
+        # (0.3 s), 02 fails before writing its provenance, so 03 never runs
+        code = ("import json, pathlib, sys, time; p = pathlib.Path(sys.argv[1]) / 'results'; "
+                "p.mkdir(parents=True, exist_ok=True); time.sleep(0.3); "
+                "(p / '01_provenance.json').write_text(json.dumps("
+                "{'device': 'cuda (fake)', 'wall_time_s': 0.3})); "
+                "print('02 failed: boom'); sys.exit(1)")
+        return [sys.executable, "-c", code, str(tmp_path)]
 
-    readings = iter([(0.0, 500.0), (50.0, 1700.0)] + [(10.0, 600.0)] * 10_000)
-    rows = gpu_check.run_notebooks(["01", "02"], tmp_path, dict(os.environ),
-                                   reader=lambda: next(readings), command=command)
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "03_provenance.json").write_text("{}")  # older than the run
+    os.utime(tmp_path / "results" / "03_provenance.json", (1, 1))
+    readings = iter([(0.0, 500.0)] + [(50.0, 1700.0)] * 10_000)
+    rows, total = gpu_check.run_notebooks(["01", "02", "03"], tmp_path, dict(os.environ),
+                                          reader=lambda: next(readings), command=command,
+                                          interval=0.02)
     assert [(r["prefix"], r["ok"], r["device"]) for r in rows] == [
-        ("01", True, "cuda (fake)"), ("02", False, "cuda (fake)")]
+        ("01", True, "cuda (fake)"), ("02", False, None), ("03", False, None)]
+    assert rows[0]["seconds"] == 0.3 and total >= 0.3
     assert rows[0]["gpu_mem_mb"] == 1200.0 and rows[0]["gpu_util_max"] == 50.0
+    assert "02 failed: boom" in rows[1]["tail"]
     table = gpu_check.notebook_table(rows)
-    assert "| 01 | ok |" in table and "| 02 | FAILED |" in table
-    assert gpu_check.run_notebooks(["03"], tmp_path, dict(os.environ), reader=None,
-                                   command=command)[0]["gpu_mem_mb"] is None
+    assert "| 01 | ok | 0.3 | cuda (fake) | 50 / 50 | 1,200 |" in table
+    assert "| 02 | FAILED | n/a | ? | n/a / n/a | n/a |" in table
+    rows, _ = gpu_check.run_notebooks(["01"], tmp_path, dict(os.environ), reader=None,
+                                      command=command)
+    assert rows[0]["ok"] and rows[0]["gpu_mem_mb"] is None
 
 
 def test_the_h100_estimate_by_hand():
