@@ -6,8 +6,11 @@ notebook 07's measurements of it, cached or left, with an estimated cost each. `
 computes what is left: on Ray when it is installed (a new local
 instance, or the cluster at ``--address`` / ``$RAY_ADDRESS``), else, or with ``--in-process``,
 in this process, one unit after the other; the notebooks then load the results from the
-cache. Exit status: 0 when every unit is cached at the end, 1 otherwise (each failed unit is
-listed with its log).
+cache. ``--precision`` (float32, tf32, bf16) sets the numerics of every unit (a precision
+other than float32 writes into a cache root of its own: :mod:`.precision`); on Ray the units
+run on long-lived workers (``--workers``) with the GPU share measured for their kind
+(``--gpus-per-unit`` overrides it). Exit status: 0 when every unit is cached at the end, 1
+otherwise (each failed unit is listed with its log).
 """
 
 from __future__ import annotations
@@ -27,6 +30,8 @@ USAGE_EPILOG = """examples:
   python -m analysis_utils plan run                      # Ray local when installed
   python -m analysis_utils plan run --address 10.0.0.1:6379   # join a Ray cluster
   python -m analysis_utils plan run --in-process -p tasks=MRPC
+  python -m analysis_utils plan run --precision tf32     # into <cache>/precision/tf32
+  python -m analysis_utils plan run --gpus-per-unit 1    # override the measured GPU shares
 On a cluster, BERTOLOGY_CACHE_DIR must be storage every node mounts at the same path."""
 
 
