@@ -293,3 +293,22 @@ def test_plan_show_at_bf16_reads_and_names_its_own_cache_root(tmp_path, monkeypa
     monkeypatch.setenv(paths.CACHE_ENV, str(root))
     assert cli.main(["show", "--profile", "smoke", *tiny]) == 1
     assert "holds bf16 results" in capsys.readouterr().err
+
+
+def test_without_records_the_h100_figures_then_the_stated_share_apply(tmp_path):
+    class Unit:
+        gpu_share = 0.5
+
+        def __init__(self, kind, model):
+            self.kind, self.model = kind, model
+
+    # MiniLM fine-tunes were at most 27% busy on an H100: a quarter each; BERT-base 79%: half
+    assert gpu.prior_share(Unit("finetune", "minilm")) == 0.25
+    assert gpu.prior_share(Unit("finetune", "bert-base-uncased")) == 0.5
+    assert gpu.prior_share(Unit("study", "minilm")) is None
+    lines = []
+    jobs = [execute.Job(Unit("finetune", "minilm"), "a"), execute.Job(Unit("study", "m"), "b")]
+    assert execute._shares(jobs, str(tmp_path), True, None, lines.append) == {"a": 0.25,
+                                                                              "b": 0.5}
+    assert lines == ["[plan] GPU share per unit: finetune minilm: 0.25 (measured on an H100, "
+                     "issue 34, 1 unit); study m: 0.5 (stated default, 1 unit)"]

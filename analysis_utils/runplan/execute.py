@@ -445,7 +445,8 @@ def _shares(jobs: Sequence[Job], cache_dir: str, has_gpus: bool, gpus_per_unit: 
             out: Callable[[str], None]) -> dict[str, float]:
     """Each job's GPU share: ``gpus_per_unit`` when given, else what units of its kind and
     model were measured to use on a GPU (:func:`.gpu.measured_share` over the cache's unit
-    records), else the unit's stated ``gpu_share``; 0 on a cluster without GPUs. Says which."""
+    records), else on issue 34's H100 (:func:`.gpu.prior_share`), else the unit's stated
+    ``gpu_share``; 0 on a cluster without GPUs. Says which."""
     from . import gpu
 
     if not has_gpus:
@@ -456,11 +457,13 @@ def _shares(jobs: Sequence[Job], cache_dir: str, has_gpus: bool, gpus_per_unit: 
     records = gpu.read_records(Path(cache_dir) / RUNPLAN_SUBDIR / "units")
     shares, why = {}, {}
     for job in jobs:
-        measured = gpu.measured_share(job.unit, records)
-        share = measured if measured is not None else float(job.unit.gpu_share)
+        share, how = gpu.measured_share(job.unit, records), "measured"
+        if share is None:
+            share, how = gpu.prior_share(job.unit), "measured on an H100, issue 34"
+        if share is None:
+            share, how = float(job.unit.gpu_share), "stated default"
         shares[job.key] = math.floor(share * 1e4) / 1e4  # Ray counts GPUs in 1e-4 steps
-        group = (gpu.unit_kind(job.unit), gpu.unit_model(job.unit), shares[job.key],
-                 "measured" if measured is not None else "stated default")
+        group = (gpu.unit_kind(job.unit), gpu.unit_model(job.unit), shares[job.key], how)
         why[group] = why.get(group, 0) + 1
     out("[plan] GPU share per unit: " + "; ".join(
         f"{kind} {model}: {share:g} ({how}, {n} unit{'s' if n > 1 else ''})"

@@ -9,7 +9,8 @@
 - :func:`choose_share`: the GPU share of a unit from what units of its kind were measured to
   use (peak memory against the GPU's, and utilisation: a unit that keeps the GPU 25% busy
   gets a quarter), :func:`measured_share` reads the measurements from the plan's unit records
-  (:func:`analysis_utils.runplan.execute.record_path`).
+  (:func:`analysis_utils.runplan.execute.record_path`); without one, :func:`prior_share`
+  from the figures measured on an H100 for issue 34 (:data:`MEASURED_H100`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 __all__ = ["Monitor", "summarise", "choose_share", "measured_share", "unit_kind", "unit_model",
-           "fmt_stats", "nvml_reader", "read_records", "MAX_PER_GPU", "MEMORY_HEADROOM", "BUSY_TARGET"]
+           "fmt_stats", "nvml_reader", "read_records", "prior_share", "MEASURED_H100", "MAX_PER_GPU", "MEMORY_HEADROOM", "BUSY_TARGET"]
 
 #: Most units one GPU is shared between (each still takes CPU cores and host memory).
 MAX_PER_GPU = 4
@@ -34,6 +35,12 @@ MAX_PER_GPU = 4
 MEMORY_HEADROOM = 1.25
 #: Utilisation (percent) the packed units together aim at.
 BUSY_TARGET = 100.0
+#: What units were measured to use on one H100 (issue 34, at 0dec0e2; the highest busy share
+#: seen), used where the cache holds no record of units of the same kind and model yet:
+#: ``{(kind, model): {"gpu_util_mean": %}}``. MiniLM fine-tunes 14-27% busy; BERT-base-shaped
+#: ones 55-79%. Maps and study units: no utilisation measured (their stated shares apply).
+MEASURED_H100 = {("finetune", "minilm"): {"gpu_util_mean": 27.0},
+                 ("finetune", "bert-base-uncased"): {"gpu_util_mean": 79.0}}
 
 
 def unit_kind(unit) -> str:
@@ -206,6 +213,13 @@ def choose_share(peak_mb: float | None, total_mb: float | None, util: float | No
     if len(limits) == 1:
         return None
     return 1.0 / max(1, min(limits))
+
+
+def prior_share(unit) -> float | None:
+    """:func:`choose_share` from :data:`MEASURED_H100` (None: nothing measured for the unit's
+    kind and model)."""
+    m = MEASURED_H100.get((unit_kind(unit), unit_model(unit)))
+    return None if m is None else choose_share(None, None, m["gpu_util_mean"])
 
 
 def measured_share(unit, records: Sequence[dict], device_kind: str = "cuda") -> float | None:
