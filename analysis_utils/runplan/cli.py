@@ -67,7 +67,7 @@ def _parser() -> argparse.ArgumentParser:
                          "(BERTOLOGY_CACHE_DIR)")
     ap.add_argument("--workers", default="actors", choices=("actors", "tasks"),
                     help="on Ray: long-lived workers that import once and run many units "
-                         "(actors, default) or a fresh task per unit (tasks)")
+                         "(actors, default) or a Ray task per unit (tasks)")
     return ap
 
 

@@ -31,8 +31,9 @@ On Ray (``workers="actors"``, the default) the units run on long-lived workers: 
 one per slot a unit shape (CPUs, GPU share) has on the cluster, each importing torch and the
 package once and running unit after unit, so a unit does not pay the start-up (about 16 s of
 imports on a GPU box) again; an actor whose shape has no unit left is ended, freeing its
-resources for the next shape. ``workers="tasks"`` runs each unit as a fresh Ray task, as
-before.
+resources for the next shape. ``workers="tasks"`` runs each unit as a Ray task of its own,
+as before (Ray may or may not reuse a worker process for the next task, so nothing
+guarantees the imports are not paid again).
 
 A unit that raises, or whose Ray worker dies (a crash on start such as "Mutex corrupt", a
 killed process, a lost node), is tried again up to ``retries`` more times, then reported with
