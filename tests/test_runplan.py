@@ -309,7 +309,9 @@ def test_ray_local_run_equals_the_in_process_run_bit_for_bit(tiny_plan, tmp_path
     on_ray = execute.run_units([execute.Job(e.unit, e.key) for e in before], tmp_path,
                                backend="ray", out=lines.append)
     assert lines[0].startswith("[plan] Ray: 1 node(s), ") and "0 GPUs" in lines[0]
-    assert len(lines) == 3 and all(o.ok and o.attempts == 1 for o in on_ray)
+    # long-lived workers, one per unit that fits at once (no GPU here: none asked for)
+    assert lines[1] == "[plan] 2 long-lived worker(s): 2 x (1 CPU, 0 GPU)"
+    assert len(lines) == 4 and all(o.ok and o.attempts == 1 for o in on_ray)
     for o in on_ray:  # no GPU on this cluster: one CPU each, no GPU asked for
         assert o.summary["resources"] == {"CPU": 1.0} and o.summary["gpu_ids"] == []
         assert o.summary["torch_threads"] == 1 and o.summary["pid"] != os.getpid()

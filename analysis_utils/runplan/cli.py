@@ -6,8 +6,11 @@ notebook 07's measurements of it, cached or left, with an estimated cost each. `
 computes what is left: on Ray when it is installed (a new local
 instance, or the cluster at ``--address`` / ``$RAY_ADDRESS``), else, or with ``--in-process``,
 in this process, one unit after the other; the notebooks then load the results from the
-cache. Exit status: 0 when every unit is cached at the end, 1 otherwise (each failed unit is
-listed with its log).
+cache. ``--precision`` (float32, tf32, bf16) sets the numerics of every unit (a precision
+other than float32 writes into a cache root of its own: :mod:`.precision`); on Ray the units
+run on long-lived workers (``--workers``) with the GPU share measured for their kind
+(``--gpus-per-unit`` overrides it). Exit status: 0 when every unit is cached at the end, 1
+otherwise (each failed unit is listed with its log).
 """
 
 from __future__ import annotations
@@ -20,12 +23,15 @@ import time
 
 from .. import paths, profiles
 from ..params import ParameterError
+from . import precision
 
 USAGE_EPILOG = """examples:
   python -m analysis_utils plan show --profile default
   python -m analysis_utils plan run                      # Ray local when installed
   python -m analysis_utils plan run --address 10.0.0.1:6379   # join a Ray cluster
   python -m analysis_utils plan run --in-process -p tasks=MRPC
+  python -m analysis_utils plan run --precision tf32     # into <cache>/precision/tf32
+  python -m analysis_utils plan run --gpus-per-unit 1    # override the measured GPU shares
 On a cluster, BERTOLOGY_CACHE_DIR must be storage every node mounts at the same path."""
 
 
@@ -49,9 +55,27 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--retries", type=int, default=1,
                     help="further attempts of a failed unit (default 1)")
     ap.add_argument("--gpus-per-unit", type=float, default=None,
-                    help="GPUs each unit asks for where the cluster has GPUs (default 0.5: "
-                         "two fine-tunes share a GPU)")
+                    help="GPUs each unit asks for where the cluster has GPUs (default: chosen "
+                         "per unit from what units of its kind and model were measured to use "
+                         "on earlier runs, its peak memory and the GPU's utilisation; without a "
+                         "measurement 0.5 for a fine-tune, 0.25 for a maps or study unit)")
+    ap.add_argument("--precision", default=precision.DEFAULT, type=_precision,
+                    help=f"{' / '.join(precision.PRECISIONS)} (default {precision.DEFAULT}, "
+                         "comparable with the committed run; tf32: CUDA only; bf16: autocast). "
+                         "Another precision than float32 keeps its results in a cache of its "
+                         "own, <cache>/precision/NAME, which notebooks must be pointed at "
+                         "(BERTOLOGY_CACHE_DIR)")
+    ap.add_argument("--workers", default="actors", choices=("actors", "tasks"),
+                    help="on Ray: long-lived workers that import once and run many units "
+                         "(actors, default) or a Ray task per unit (tasks)")
     return ap
+
+
+def _precision(text: str) -> str:
+    try:
+        return precision.validate(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _backend(args) -> str:
@@ -91,7 +115,18 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[plan] profile {args.profile!r} runs neither of notebooks "
               f"{' and '.join(units.PLAN_NOTEBOOKS)}: nothing to plan", flush=True)
         return 0
-    cache = paths.cache_dir()
+    try:
+        if args.action == "run" and args.in_process:  # on Ray, each worker checks its own
+            for kind in sorted({precision.device_kind(u.device) for u in planned}):
+                precision.validate(args.precision, kind)
+        cache = precision.cache_root(paths.cache_dir(), args.precision)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
+    if args.precision != precision.DEFAULT:
+        print(f"[plan] precision {args.precision}: results go to {cache}, a cache of their "
+              f"own (the fine-tuning key does not name the precision); render notebooks from "
+              f"them with BERTOLOGY_CACHE_DIR={cache}", flush=True)
     print(f"[plan] profile {args.profile!r}: {len(planned)} fine-tuning units for notebooks "
           f"{', '.join(units.PLAN_NOTEBOOKS)}; cache {cache}", flush=True)
     t0 = time.perf_counter()
@@ -142,7 +177,8 @@ def main(argv: list[str] | None = None) -> int:
                       f"{execute.log_path(cache, '<key>')}", flush=True)
                 outcomes += execute.run_units(jobs, cache, backend=backend,
                                               address=args.address, retries=args.retries,
-                                              gpus_per_unit=args.gpus_per_unit)
+                                              gpus_per_unit=args.gpus_per_unit,
+                                              precision=args.precision, workers=args.workers)
             failed_ft = {o.job.unit for o in outcomes if not o.ok}
             ready = [e for e in second if e.unit.finetune not in failed_ft]
             for e in second:
@@ -156,7 +192,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"[plan] running {what} {where}", flush=True)
                 outcomes += execute.run_units(jobs, cache, backend=backend,
                                               address=args.address, retries=args.retries,
-                                              gpus_per_unit=args.gpus_per_unit)
+                                              gpus_per_unit=args.gpus_per_unit,
+                                              precision=args.precision, workers=args.workers)
     except (execute.CacheNotShared, RuntimeError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

@@ -19,6 +19,22 @@ other in plan order on this machine's device ("" : CUDA when available). Ray tas
 submitted in plan order and run as resources allow: ``num_cpus`` each, and ``gpu_share`` GPUs
 where the cluster has GPUs (a unit then runs on CUDA when its node has it, else on the CPU).
 
+Every unit runs at the plan's ``precision`` (:mod:`.precision`: float32, tf32 or bf16, set
+around its work and restored after it) and under a :class:`~.gpu.Monitor` (peak GPU memory
+torch allocated, the GPU's utilisation where NVML is at hand; ``n/a`` on a CPU). A unit that
+finishes leaves a record, ``<cache>/runplan/units/<key>.json`` (:func:`record_path`): what it
+is (kind, model, label), the device and device kind that made it, the precision, seconds,
+the GPU figures, host and worker; the default GPU share of later runs is read from these
+(:func:`.gpu.measured_share`).
+
+On Ray (``workers="actors"``, the default) the units run on long-lived workers: Ray actors,
+one per slot a unit shape (CPUs, GPU share) has on the cluster, each importing torch and the
+package once and running unit after unit, so a unit does not pay the start-up (about 16 s of
+imports on a GPU box) again; an actor whose shape has no unit left is ended, freeing its
+resources for the next shape. ``workers="tasks"`` runs each unit as a Ray task of its own,
+as before (Ray may or may not reuse a worker process for the next task, so nothing
+guarantees the imports are not paid again).
+
 A unit that raises, or whose Ray worker dies (a crash on start such as "Mutex corrupt", a
 killed process, a lost node), is tried again up to ``retries`` more times, then reported with
 its error and log path; the other units go on. Two errors are not retried: a worker that
@@ -35,6 +51,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import socket
 import sys
@@ -47,9 +64,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["Job", "Outcome", "CacheNotShared", "NotRetried", "run_units", "execute_unit", "log_path",
-           "write_token", "check_shared", "remove_token", "ray_session", "BACKENDS"]
+           "record_path", "write_token", "check_shared", "remove_token", "ray_session",
+           "BACKENDS", "WORKERS", "slots"]
 
 BACKENDS = ("inprocess", "ray")
+WORKERS = ("actors", "tasks")
 RUNPLAN_SUBDIR = "runplan"
 
 
@@ -87,6 +106,11 @@ class Outcome:
 def log_path(cache_dir: str | os.PathLike, key: str) -> Path:
     """The log file of the unit with cache key ``key``."""
     return Path(cache_dir) / RUNPLAN_SUBDIR / "logs" / f"{key}.log"
+
+
+def record_path(cache_dir: str | os.PathLike, key: str) -> Path:
+    """The plan's record of the unit with cache key ``key`` (module docstring)."""
+    return Path(cache_dir) / RUNPLAN_SUBDIR / "units" / f"{key}.json"
 
 
 # ----------------------------------------------------------------------------- shared cache
@@ -171,13 +195,24 @@ def _torch_threads(n: int) -> Iterator[None]:
 
 
 def execute_unit(unit, key: str, cache_dir: str, device: str, attempt: int = 1,
-                 token: dict | None = None, where: dict | None = None) -> dict:
-    """Run ``unit.execute(key, cache_dir, device)`` with its output in its log and torch on
-    ``unit.num_cpus`` threads; returns its summary plus ``host``, ``pid``, ``seconds``,
-    ``torch_threads``, ``niceness`` and ``where`` (Ray's resources). ``token``: check the shared cache
-    first (:func:`check_shared`). Exceptions propagate, their traceback written to the log."""
+                 token: dict | None = None, where: dict | None = None,
+                 precision: str = "float32") -> dict:
+    """Run ``unit.execute(key, cache_dir, device)`` with its output in its log, torch on
+    ``unit.num_cpus`` threads, at ``precision`` (:func:`.precision.applied`) and under a
+    :class:`.gpu.Monitor`; returns its summary plus ``host``, ``pid``, ``seconds``,
+    ``torch_threads``, ``niceness``, ``precision``, ``device_kind``, ``gpu`` (the monitor's
+    figures) and ``where`` (Ray's resources), and writes it as the unit's record
+    (:func:`record_path`). ``token``: check the shared cache first (:func:`check_shared`).
+    Exceptions propagate, their traceback written to the log."""
+    from . import gpu
+    from . import precision as prec
+
     if token is not None:
         check_shared(token)
+    try:
+        prec.validate(precision, prec.device_kind(device))
+    except ValueError as err:  # this worker cannot run at it: another attempt would not either
+        raise NotRetried(f"{unit.label}: {err}") from None
     log = log_path(cache_dir, key)
     t0 = time.perf_counter()
     with _output_to(log), _torch_threads(unit.num_cpus):
@@ -186,20 +221,43 @@ def execute_unit(unit, key: str, cache_dir: str, device: str, attempt: int = 1,
         threads = torch.get_num_threads()
         print(f"=== {unit.label} ({key}) attempt {attempt} on {socket.gethostname()} "
               f"pid {os.getpid()}, device {device or 'auto'}, {threads} torch threads, "
-              f"{json.dumps(where or {}, sort_keys=True)}, {time.strftime('%Y-%m-%d %H:%M:%S')}",
-              flush=True)
+              f"precision {precision}, {json.dumps(where or {}, sort_keys=True)}, "
+              f"{time.strftime('%Y-%m-%d %H:%M:%S')}", flush=True)
         try:
-            summary = dict(unit.execute(key, cache_dir, device))
+            with gpu.Monitor(device) as monitor, prec.applied(precision, device) as state:
+                summary = dict(unit.execute(key, cache_dir, device))
+            summary["autocast"] = state["autocast"]
         except BaseException:
             traceback.print_exc()
             raise
         seconds = time.perf_counter() - t0
-        print(f"=== done in {seconds:.1f} s: {json.dumps(summary, default=str)}", flush=True)
-    return {**summary, "host": socket.gethostname(), "pid": os.getpid(), "seconds": seconds,
-            "torch_threads": threads, "niceness": os.nice(0), **(where or {})}
+        summary["gpu"] = monitor.stats
+        print(f"=== done in {seconds:.1f} s, {gpu.fmt_stats(monitor.stats)}: "
+              f"{json.dumps(summary, default=str)}", flush=True)
+    out = {**summary, "host": socket.gethostname(), "pid": os.getpid(), "seconds": seconds,
+           "torch_threads": threads, "niceness": os.nice(0), "precision": precision,
+           "device_kind": prec.device_kind(str(summary.get("device") or device or "")),
+           **(where or {})}
+    _write_record(cache_dir, key, unit, out, attempt)
+    return out
 
 
-def _ray_task(unit, key: str, cache_dir: str, attempt: int, token: dict) -> dict:
+def _write_record(cache_dir: str, key: str, unit, out: dict, attempt: int) -> None:
+    """The plan's record of a finished unit (module docstring); atomic."""
+    from ..engine import atomic
+    from . import gpu
+
+    record = {"key": key, "label": unit.label, "kind": gpu.unit_kind(unit),
+              "model": gpu.unit_model(unit), "attempt": attempt,
+              "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+              **{k: out.get(k) for k in ("device", "device_kind", "precision", "seconds",
+                                          "autocast", "from_cache", "gpu", "host", "pid", "worker_units",
+                                          "torch_threads", "resources", "gpu_ids")}}
+    atomic.write_text(record_path(cache_dir, key), json.dumps(record, indent=1, default=str))
+
+
+def _ray_task(unit, key: str, cache_dir: str, attempt: int, token: dict,
+              precision: str = "float32", worker_units: int | None = None) -> dict:
     """The Ray task around :func:`execute_unit`: the unit's device from the GPUs Ray gave it."""
     import ray
     import torch
@@ -209,7 +267,38 @@ def _ray_task(unit, key: str, cache_dir: str, attempt: int, token: dict) -> dict
     device = unit.device or ("cuda" if gpu_ids and torch.cuda.is_available() else "cpu")
     where = {"resources": ctx.get_assigned_resources(), "gpu_ids": gpu_ids,
              "node_id": ctx.get_node_id()}
-    return execute_unit(unit, key, cache_dir, device, attempt, token, where)
+    if worker_units is not None:  # a long-lived worker: the units it ran, this one included
+        where["worker_units"] = worker_units
+    return execute_unit(unit, key, cache_dir, device, attempt, token, where, precision)
+
+
+class _Worker:
+    """A long-lived Ray worker (an actor): imports torch and the modules its units name
+    (``warm_imports``) once, then runs unit after unit (:func:`_ray_task`), freeing what a unit left on the GPU
+    between them."""
+
+    def __init__(self, warm_imports: Sequence[str] = ()):
+        import importlib
+
+        import torch  # noqa: F401 - the imports a unit would otherwise pay for
+
+        for name in warm_imports:  # the units' own (``unit.warm_imports``)
+            importlib.import_module(name)
+        self.units_run = 0
+
+    def run(self, unit, key: str, cache_dir: str, attempt: int, token: dict,
+            precision: str) -> dict:
+        import gc
+
+        import torch
+
+        self.units_run += 1
+        try:
+            return _ray_task(unit, key, cache_dir, attempt, token, precision, self.units_run)
+        finally:
+            gc.collect()
+            if torch.cuda.is_available():
+                torch.cuda.empty_cache()
 
 
 # ------------------------------------------------------------------------------ the drivers
@@ -246,9 +335,14 @@ class _Progress:
             what = "loaded from the cache" if s.get("from_cache") else "done"
             gpu = f", GPU {','.join(s['gpu_ids'])}" if s.get("gpu_ids") else ""
             tries = f", attempt {o.attempts}" if o.attempts > 1 else ""
+            worker = (f", worker pid {s['pid']} unit {s['worker_units']}"
+                      if s.get("worker_units") else "")
+            from .gpu import fmt_stats
+
             self.out(f"[plan] {self.done}/{self.total} {o.job.unit.label}: {what} in "
                      f"{s.get('seconds', 0):.1f} s on {s.get('device', '?')}{gpu} "
-                     f"({s.get('host', '?')}{tries})")
+                     f"({s.get('host', '?')}{tries}{worker}; {s.get('precision', 'float32')}; "
+                     f"{fmt_stats(s.get('gpu') or {})})")
         else:
             self.out(f"[plan] {self.done}/{self.total} {o.job.unit.label}: FAILED after "
                      f"{o.attempts} attempt(s): {o.error}; log: {o.log}")
@@ -259,13 +353,14 @@ class _Progress:
 
 
 def _run_inprocess(jobs: Sequence[Job], cache_dir: str, retries: int,
-                   progress: _Progress) -> list[Outcome]:
+                   progress: _Progress, precision: str = "float32") -> list[Outcome]:
     outcomes = []
     for job in jobs:
         for attempt in range(1, retries + 2):
             try:
                 summary = execute_unit(job.unit, job.key, cache_dir,
-                                       getattr(job.unit, "device", ""), attempt)
+                                       getattr(job.unit, "device", ""), attempt,
+                                       precision=precision)
                 outcome = Outcome(job, True, attempt, log_path(cache_dir, job.key), summary)
                 break
             except Exception as err:  # noqa: BLE001 - reported below, never hidden
@@ -331,76 +426,227 @@ def _check_feasible(jobs: Sequence[Job], gpus: Callable[[Job], float],
                 "add a larger node")
 
 
+def slots(cpus: float, share: float, nodes: Sequence[dict]) -> int:
+    """How many units asking for ``cpus`` CPUs and ``share`` GPUs the ``nodes`` (Ray's
+    resource dicts) hold at once.
+
+    >>> slots(1, 0.5, [{"CPU": 4, "GPU": 2}, {"CPU": 1, "GPU": 1}])
+    5
+    """
+    total = 0
+    for n in nodes:
+        fit = [math.floor(n.get("CPU", 0) / cpus + 1e-6)] if cpus else []
+        if share:
+            fit.append(math.floor(n.get("GPU", 0) / share + 1e-6))
+        total += min(fit) if fit else 0
+    return total
+
+
+def _shares(jobs: Sequence[Job], cache_dir: str, has_gpus: bool, gpus_per_unit: float | None,
+            out: Callable[[str], None]) -> dict[str, float]:
+    """Each job's GPU share: ``gpus_per_unit`` when given, else what units of its kind and
+    model were measured to use on a GPU (:func:`.gpu.measured_share` over the cache's unit
+    records), else on issue 34's H100 (:func:`.gpu.prior_share`), else the unit's stated
+    ``gpu_share``; 0 on a cluster without GPUs. Says which."""
+    from . import gpu
+
+    if not has_gpus:
+        return {job.key: 0.0 for job in jobs}
+    if gpus_per_unit is not None:
+        out(f"[plan] GPU share per unit: {gpus_per_unit:g} (--gpus-per-unit)")
+        return {job.key: float(gpus_per_unit) for job in jobs}
+    records = gpu.read_records(Path(cache_dir) / RUNPLAN_SUBDIR / "units")
+    shares, why = {}, {}
+    for job in jobs:
+        share, how = gpu.measured_share(job.unit, records), "measured"
+        if share is None:
+            share, how = gpu.prior_share(job.unit), "measured on an H100, issue 34"
+        if share is None:
+            share, how = float(job.unit.gpu_share), "stated default"
+        shares[job.key] = math.floor(share * 1e4) / 1e4  # Ray counts GPUs in 1e-4 steps
+        group = (gpu.unit_kind(job.unit), gpu.unit_model(job.unit), shares[job.key], how)
+        why[group] = why.get(group, 0) + 1
+    out("[plan] GPU share per unit: " + "; ".join(
+        f"{kind} {model}: {share:g} ({how}, {n} unit{'s' if n > 1 else ''})"
+        for (kind, model, share, how), n in why.items()))
+    return shares
+
+
 def _run_ray(jobs: Sequence[Job], cache_dir: str, retries: int, progress: _Progress,
-             gpus_per_unit: float | None) -> list[Outcome]:
+             gpus_per_unit: float | None, precision: str = "float32",
+             workers: str = "actors", out: Callable[[str], None] = print) -> list[Outcome]:
     import ray
 
     has_gpus = ray.cluster_resources().get("GPU", 0) > 0
+    if precision == "tf32" and not has_gpus:
+        raise ValueError("precision tf32 applies to CUDA matrix products only, and this Ray "
+                         "cluster has no GPU: use --precision float32 (or bf16)")
+    shares = _shares(jobs, cache_dir, has_gpus, gpus_per_unit, out)
 
     def gpus(job: Job) -> float:
-        share = gpus_per_unit if gpus_per_unit is not None else job.unit.gpu_share
-        return share if has_gpus else 0
+        return shares[job.key]
 
-    _check_feasible(jobs, gpus, [n["Resources"] for n in ray.nodes() if n.get("Alive")])
-    remote = ray.remote(max_retries=0)(_ray_task)  # retries are counted here, same as in-process
+    nodes = [n["Resources"] for n in ray.nodes() if n.get("Alive")]
+    _check_feasible(jobs, gpus, nodes)
     token = write_token(cache_dir)
-    try:
-        def submit(job: Job, attempt: int):
-            return remote.options(num_cpus=job.unit.num_cpus, num_gpus=gpus(job),
-                                  name=f"plan:{job.unit.label}").remote(
-                job.unit, job.key, cache_dir, attempt, token)
+    outcomes: list[Outcome | None] = [None] * len(jobs)
 
-        pending = {submit(job, 1): (i, job, 1) for i, job in enumerate(jobs)}
-        outcomes: list[Outcome | None] = [None] * len(jobs)
-        while pending:
-            [ref], _ = ray.wait(list(pending), num_returns=1)
-            i, job, attempt = pending.pop(ref)
-            log = log_path(cache_dir, job.key)
+    def settle(ref_or_err, i: int, job: Job, attempt: int, resubmit) -> bool:
+        """Record a finished attempt; True when the job is settled, False when retried."""
+        log = log_path(cache_dir, job.key)
+        try:
+            outcome = Outcome(job, True, attempt, log, ray.get(ref_or_err))
+        except Exception as err:  # noqa: BLE001 - RayTaskError, WorkerCrashedError, ...
+            if _fatal(err):
+                raise CacheNotShared(_one_line(err).split(": ", 1)[-1]) from None
+            outcome = Outcome(job, False, attempt, log, error=_one_line(err))
+            if attempt <= retries and _retried(err):
+                progress.retry(job, attempt, outcome.error)
+                resubmit(i, job, attempt + 1)
+                return False
+        outcomes[i] = outcome
+        progress.finished(outcome)
+        return True
+
+    try:
+        if workers == "tasks":
+            remote = ray.remote(max_retries=0)(_ray_task)  # retries are counted here
+
+            def submit(i: int, job: Job, attempt: int):
+                ref = remote.options(num_cpus=job.unit.num_cpus, num_gpus=gpus(job),
+                                     name=f"plan:{job.unit.label}").remote(
+                    job.unit, job.key, cache_dir, attempt, token, precision)
+                pending[ref] = (i, job, attempt)
+
+            pending: dict = {}
+            for i, job in enumerate(jobs):
+                submit(i, job, 1)
             try:
-                outcome = Outcome(job, True, attempt, log, ray.get(ref))
-            except Exception as err:  # noqa: BLE001 - RayTaskError, WorkerCrashedError, ...
-                if _fatal(err):
-                    for other in pending:
-                        ray.cancel(other, force=True)
-                    raise CacheNotShared(_one_line(err).split(": ", 1)[-1]) from None
-                outcome = Outcome(job, False, attempt, log, error=_one_line(err))
-                if attempt <= retries and _retried(err):
-                    progress.retry(job, attempt, outcome.error)
-                    pending[submit(job, attempt + 1)] = (i, job, attempt + 1)
-                    continue
-            outcomes[i] = outcome
-            progress.finished(outcome)
+                while pending:
+                    [ref], _ = ray.wait(list(pending), num_returns=1)
+                    i, job, attempt = pending.pop(ref)
+                    settle(ref, i, job, attempt, submit)
+            except CacheNotShared:
+                for other in pending:
+                    ray.cancel(other, force=True)
+                raise
+            return outcomes
+        _run_actors(ray, jobs, gpus, nodes, cache_dir, token, precision, settle, out)
         return outcomes
     finally:
         remove_token(token)
 
 
+def _run_actors(ray, jobs, gpus, nodes, cache_dir, token, precision, settle, out):
+    """Run ``jobs`` on long-lived workers (module docstring): per unit shape (CPUs, GPU share)
+    as many actors as the cluster holds (no more than that shape has units), each fed the next
+    unit of its shape as it finishes one, in plan order; an actor that died (a crashed worker)
+    is replaced before its unit is retried; an actor whose shape has nothing left is ended."""
+    from collections import deque
+
+    worker_cls = ray.remote(max_restarts=0, max_task_retries=0)(_Worker)
+    shape_of = {job.key: (job.unit.num_cpus, gpus(job)) for job in jobs}
+    queues: dict[tuple, deque] = {}
+    for i, job in enumerate(jobs):
+        queues.setdefault(shape_of[job.key], deque()).append((i, job, 1))
+    idle: dict[tuple, list] = {shape: [] for shape in queues}
+    pending: dict = {}  # ref -> (actor, shape, i, job, attempt)
+    actors: list = []
+
+    warm = {shape: sorted({m for _, job, _ in queue for m in getattr(job.unit, "warm_imports", ())})
+            for shape, queue in queues.items()}
+
+    def new_actor(shape):
+        cpus, share = shape
+        actor = worker_cls.options(num_cpus=cpus, num_gpus=share,
+                                   name=f"plan-worker-{uuid.uuid4().hex[:8]}").remote(
+            warm[shape])
+        actors.append(actor)
+        return actor
+
+    for shape, queue in queues.items():
+        n = max(1, min(len(queue), slots(*shape, nodes)))
+        idle[shape] = [new_actor(shape) for _ in range(n)]
+    out(f"[plan] {len(actors)} long-lived worker(s): "
+        + ", ".join(f"{len(idle[s])} x ({s[0]} CPU, {s[1]:g} GPU)" for s in queues))
+
+    def resubmit(i, job, attempt):
+        queues[shape_of[job.key]].appendleft((i, job, attempt))
+
+    def dispatch() -> None:
+        for shape, queue in queues.items():
+            while queue and idle[shape]:
+                actor = idle[shape].pop(0)
+                i, job, attempt = queue.popleft()
+                ref = actor.run.options(name=f"plan:{job.unit.label}").remote(
+                    job.unit, job.key, cache_dir, attempt, token, precision)
+                pending[ref] = (actor, shape, i, job, attempt)
+            if not queue and not any(p[1] == shape for p in pending.values()):
+                for actor in idle[shape]:  # nothing left of this shape: free its resources
+                    ray.kill(actor)
+                idle[shape] = []
+
+    try:
+        dispatch()
+        while pending:
+            [ref], _ = ray.wait(list(pending), num_returns=1)
+            actor, shape, i, job, attempt = pending.pop(ref)
+            try:
+                ray.get(ref)
+                alive = True
+            except ray.exceptions.RayActorError:
+                alive = False  # the worker died: a fresh one takes its place
+            except Exception:  # noqa: BLE001 - the unit's own error; the worker lives on
+                alive = True
+            settle(ref, i, job, attempt, resubmit)
+            if alive:
+                idle[shape].append(actor)
+            elif queues[shape]:
+                idle[shape].append(new_actor(shape))
+            dispatch()
+    finally:
+        for actor in actors:
+            with contextlib.suppress(Exception):
+                ray.kill(actor)
+
+
 def run_units(jobs: Sequence[Job], cache_dir: str | os.PathLike, *, backend: str = "inprocess",
               address: str | None = None, retries: int = 1, gpus_per_unit: float | None = None,
-              out: Callable[[str], None] = print, ray_init: dict | None = None) -> list[Outcome]:
+              out: Callable[[str], None] = print, ray_init: dict | None = None,
+              precision: str = "float32", workers: str = "actors") -> list[Outcome]:
     """Run ``jobs`` (module docstring) into ``cache_dir``; returns one :class:`Outcome` per
     job, in the jobs' order, and prints a line per finished unit through ``out``.
 
     backend: ``"inprocess"`` or ``"ray"`` (``address``: a cluster to join; None:
     ``$RAY_ADDRESS``, else a local instance; an already connected session is used as it is;
     ``ray_init``: more ``ray.init`` arguments). retries: further attempts of a failed unit.
-    gpus_per_unit: the GPUs each unit asks for on a cluster with GPUs (None: the unit's own
-    ``gpu_share``). Raises :class:`CacheNotShared` when a worker cannot see ``cache_dir``.
+    gpus_per_unit: the GPUs each unit asks for on a cluster with GPUs (None: measured on
+    earlier runs of units of its kind and model, else the unit's own ``gpu_share``).
+    precision: float32 / tf32 / bf16 (:mod:`.precision`; the caller picks the cache root,
+    :func:`.precision.cache_root`). workers: on Ray, ``"actors"`` (long-lived workers) or
+    ``"tasks"`` (a fresh task per unit). Raises :class:`CacheNotShared` when a worker cannot
+    see ``cache_dir``.
     """
+    from . import precision as prec
+
     if backend not in BACKENDS:
         raise ValueError(f"backend {backend!r}: choose one of {', '.join(BACKENDS)}")
+    if workers not in WORKERS:
+        raise ValueError(f"workers {workers!r}: choose one of {', '.join(WORKERS)}")
     if retries < 0:
         raise ValueError(f"retries must be 0 or more, got {retries}")
+    prec.validate(precision)
     cache_dir = str(Path(cache_dir).expanduser().resolve())
     progress = _Progress(len(jobs), out, cache_dir)
     if not jobs:
         return []
     if backend == "inprocess":
-        return _run_inprocess(jobs, cache_dir, retries, progress)
+        return _run_inprocess(jobs, cache_dir, retries, progress, precision)
     t0 = time.perf_counter()
     with ray_session(address, **(ray_init or {})) as ray:
         res = ray.cluster_resources()
         out(f"[plan] Ray: {len([n for n in ray.nodes() if n.get('Alive')])} node(s), "
             f"{res.get('CPU', 0):g} CPUs, {res.get('GPU', 0):g} GPUs "
             f"(connected in {time.perf_counter() - t0:.1f} s)")
-        return _run_ray(jobs, cache_dir, retries, progress, gpus_per_unit)
+        return _run_ray(jobs, cache_dir, retries, progress, gpus_per_unit, precision, workers,
+                        out)

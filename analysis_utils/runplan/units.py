@@ -71,8 +71,14 @@ class FinetuneUnit:
     data_dir: str | None = None
     notebooks: tuple[str, ...] = field(default=(), compare=False)
 
-    #: GPUs a unit asks for where the cluster has any: two fine-tunes share one GPU.
+    #: GPUs a unit asks for where the cluster has any and nothing was measured yet (two
+    #: fine-tunes share one GPU); the plan's unit records of earlier runs override it
+    #: (:func:`analysis_utils.runplan.gpu.measured_share`), ``--gpus-per-unit`` overrides both.
     gpu_share = 0.5
+    #: What the plan's unit records call it.
+    kind = "finetune"
+    #: Modules a long-lived worker imports once, before its first unit.
+    warm_imports = ("analysis_utils.training.finetune",)
 
     @property
     def label(self) -> str:
@@ -331,9 +337,16 @@ def cache_folder(entry: Entry, cache_dir: str | os.PathLike | None = None) -> Pa
 
 class _OnFinetuned:
     """What a second-wave unit takes from the fine-tune it measures (``self.finetune``): its
-    device and thread count. It only evaluates (no backward pass), so four share a GPU."""
+    device and thread count. It only evaluates (no backward pass), so four share a GPU
+    unless measurements say otherwise."""
 
     gpu_share = 0.25
+    warm_imports = ("analysis_utils.training.finetune", "analysis_utils.analyses.drift",
+                    "analysis_utils.engine.attention", "analysis_utils.analyses.disabling_study")
+
+    @property
+    def model(self) -> str:
+        return self.finetune.model
 
     @property
     def device(self) -> str:
@@ -357,6 +370,7 @@ class StudyUnit(_OnFinetuned):
     finetune: FinetuneUnit
     settings: object  # disabling_study.StudySettings (not imported here: analyses load torch)
     notebooks: tuple[str, ...] = field(default=("07",), compare=False)
+    kind = "study"
 
     @property
     def label(self) -> str:
@@ -545,6 +559,7 @@ class MapsUnit(_OnFinetuned):
     n_examples: int
     max_tokens: int
     notebooks: tuple[str, ...] = field(default=("06",), compare=False)
+    kind = "maps"
 
     @property
     def label(self) -> str:
