@@ -1,11 +1,12 @@
 """The published repository is named once (``[tool.analysis_utils]`` in pyproject.toml) and every
-Binder and Colab link agrees with it (``analysis_utils/links.py``, ``make links``)."""
+Binder and Colab link agrees with it (``analysis_utils/publish/links.py``, ``make links``)."""
 
 from __future__ import annotations
 
 import shutil
 
-from analysis_utils import links, paths
+from analysis_utils import paths
+from analysis_utils.publish import links
 
 
 def colab_cell_requirement(source) -> str | None:

@@ -28,7 +28,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis_utils import paths, pipeline, profiles
+from analysis_utils import paths, profiles
+from analysis_utils.publish import pipeline
 
 pytestmark = [pytest.mark.paper_profile, pytest.mark.gold_data]
 

@@ -13,11 +13,11 @@ import pandas as pd
 import pytest
 
 from analysis_utils import paths, report
-from analysis_utils import readme as readme_md
 from analysis_utils.__main__ import main
 from analysis_utils.engine.attention import as_inputs, cache_key
 from analysis_utils.engine.fingerprint import model_state
 from analysis_utils.engine.models import load_model, portable_source
+from analysis_utils.publish import readme as readme_md
 
 
 def _strings(obj):

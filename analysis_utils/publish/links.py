@@ -23,7 +23,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from .engine import atomic
+from ..engine import atomic
 
 _NAME = r"[A-Za-z0-9_.-]+"
 _BRANCH = r"[A-Za-z0-9_.-]+"
@@ -52,7 +52,7 @@ def published(root: str | Path | None = None) -> tuple[str, str]:
     """``(repository, branch)`` from ``[tool.analysis_utils]`` of ``root/pyproject.toml``
     (default: this repository's)."""
     if root is None:
-        from . import paths
+        from .. import paths
 
         root = paths.REPO_ROOT
     path = Path(root) / "pyproject.toml"
@@ -148,7 +148,7 @@ def linked_files(root: str | Path | None = None) -> list[Path]:
     """The files whose links :func:`sync` keeps: README.md, ``notebooks/**/*.py`` and
     ``*.ipynb``, ``tests/golden/*.ipynb``."""
     if root is None:
-        from . import paths
+        from .. import paths
 
         root = paths.REPO_ROOT
     root = Path(root)

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import paths
-from .engine import atomic
+from .. import paths
+from ..engine import atomic
 
 README_START = "<!-- runtimes:start -->"
 README_END = "<!-- runtimes:end -->"
@@ -126,7 +126,7 @@ def findings_table(results: str | Path | None = None) -> str:
     mixed / untestable beside the random-weights control's yes under the same rules; then one
     row per claim with each model's verdict (the control's in brackets), linked to the
     notebook that checks it."""
-    from . import ledger
+    from .. import ledger
 
     folder = Path(results) if results is not None else paths.RESULTS_DIR
     csv = folder / "08_claims.csv"
