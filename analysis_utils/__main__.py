@@ -37,6 +37,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "links": (".publish.links", "cli",
               "write pyproject.toml's [tool.analysis_utils] repository into the README's\n"
               "and notebooks' Binder and Colab links (--check: exit 1 where they differ)"),
+    "book": (".publish.book", "cli",
+             "build the book, a static site of the committed notebooks, findings, atlas and\n"
+             "methods, into book/_build/html (make book; no notebook is run)"),
     "stale": (".publish.stale", "cli",
               "list rendered notebooks whose code, data manifest or profile changed since\n"
               "the commit their provenance records (exit 1 if any)"),
