@@ -116,3 +116,15 @@ def test_stage_copies_what_changed_and_drops_what_went(tmp_path):
     assert not (source / "gone.md").exists()
     for nb in book.notebooks(paths.REPO_ROOT):
         assert (source / nb).is_file(), nb
+
+
+def test_every_slow_test_file_is_named_on_the_tests_page():
+    """The slow tier (`make test-all` only) is listed where a reader looks for it, with what
+    guards the same path in `make test`."""
+    page = (paths.REPO_ROOT / "book" / "methods" / "tests.md").read_text()
+    slow = sorted(p.name for p in (paths.REPO_ROOT / "tests").glob("test_*.py")
+                  if re.search(r"pytest\.mark\.slow\b", p.read_text()))
+    assert "tests/test_paper_profile.py" in [f"tests/{n}" for n in slow]
+    for name in slow:
+        assert f"`tests/{name}`" in page, (f"tests/{name} is marked slow: list it on "
+                                          "book/methods/tests.md")
