@@ -14,11 +14,10 @@ import pytest
 from analysis_utils import paths
 from analysis_utils.publish import book, links
 
-pytest.importorskip("sphinx", reason="the book needs pip install -e '.[book]' (make install)")
-
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
+    """The site built once; without the book's packages this fails naming the install."""
     folder = tmp_path_factory.mktemp("book")
     return book.build(out=folder / "html", source=folder / "source")
 
