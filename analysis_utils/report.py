@@ -8,8 +8,8 @@ package versions, git commit, device, CPU count, wall time, peak memory, the lis
 written and, per table, the tolerance and row key that ``python -m analysis_utils compare``
 uses to check a rerun against the committed table (see :mod:`analysis_utils.compare`).
 
-The README's tables generated from these records (``python -m analysis_utils report``) are
-:mod:`analysis_utils.readme`'s.
+The book's and README's tables generated from these records (``python -m analysis_utils
+report``) are :mod:`analysis_utils.publish.readme`'s.
 
 Outputs go to ``<repo>/results`` and ``<repo>/figures`` unless ``$BERTOLOGY_OUTPUT_DIR`` is set
 (the smoke profile and the tests point it elsewhere so they never overwrite committed results).

@@ -18,7 +18,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from analysis_utils import pipeline, readme
+from analysis_utils.publish import pipeline, readme
 
 RSS_BUDGET_MB = 2500
 

@@ -20,7 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from analysis_utils.pipeline import parse_overrides
+from analysis_utils.publish.pipeline import parse_overrides
 from analysis_utils.runplan import execute, units
 
 

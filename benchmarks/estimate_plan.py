@@ -26,7 +26,7 @@ import sys
 from pathlib import Path
 
 from analysis_utils import paths, profiles
-from analysis_utils.pipeline import parse_overrides
+from analysis_utils.publish.pipeline import parse_overrides
 from analysis_utils.runplan import estimate as est
 from analysis_utils.runplan import units
 from analysis_utils.runplan.units import duration

@@ -91,3 +91,23 @@ def blank_maps():
     near-uniform word-level maps to draw hand-made attention patterns on (syntax and
     coreference scoring tests)."""
     return _blank_word_maps
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    """Debian's chromium driven by Playwright, one browser for the session (never a browser
+    download: ``.ci/run`` installs the ``chromium`` package)."""
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail("the browser tests need Playwright for Python: pip install -e '.[test]' "
+                    "(make install)")
+    exe = shutil.which("chromium")
+    if exe is None:
+        pytest.fail("the browser tests drive Debian's chromium, not found on PATH: "
+                    "apt-get install -y chromium (.ci/run installs it); never `playwright "
+                    "install`")
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=exe, args=["--no-sandbox"])
+        yield b
+        b.close()

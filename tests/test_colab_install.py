@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis_utils import links, paths
+from analysis_utils import paths
+from analysis_utils.publish import links
 
 pytestmark = pytest.mark.packaged_model
 

@@ -363,7 +363,8 @@ def test_notebook_08_runs_on_two_depths_and_a_missing_folder(root, tmp_path, mon
     its staging (and, on failure, its kept notebook) in a temporary cache."""
     import json as _json
 
-    from analysis_utils import paths, pipeline
+    from analysis_utils import paths
+    from analysis_utils.publish import pipeline
 
     monkeypatch.setenv(paths.CACHE_ENV, str(tmp_path / "cache"))
 

@@ -74,7 +74,7 @@ def test_binder_installs_everything_the_notebooks_import():
 
     from packaging.utils import canonicalize_name
 
-    from analysis_utils import imports
+    from analysis_utils.publish import imports
 
     project = _pyproject()["project"]
     provided = _requirement_closure(project["dependencies"]

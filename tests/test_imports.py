@@ -1,16 +1,16 @@
-"""The package's layering (``analysis_utils/imports.py``: base < engine < data < training <
+"""The package's layering (``analysis_utils/publish/imports.py``: base < engine < data < training <
 analyses < plotting < driver): no module imports a higher layer, and no import goes round."""
 
 from __future__ import annotations
 
-from analysis_utils import imports
+from analysis_utils.publish import imports
 
 
 def test_no_upward_import():
     upward = imports.upward_imports(imports.import_graph())
     assert not upward, (
-        "modules importing a higher layer (move what both need down, see the ARCHITECTURE "
-        "section of README.md): " + "; ".join(f"{a} -> {b}" for a, b in upward))
+        "modules importing a higher layer (move what both need down, see the architecture "
+        "page of the book, book/methods/architecture.md): " + "; ".join(f"{a} -> {b}" for a, b in upward))
 
 
 def test_no_import_cycle():
@@ -39,7 +39,7 @@ def test_the_checks_find_what_they_look_for():
 
 def test_moved_modules_are_thin_re_exports_that_notebooks_still_need():
     """A re-export kept at an old path (``imports.MOVED``) imports only the module it moved to,
-    and lives only while some notebook source still imports the old path."""
+    and lives only while some notebook source or package module still imports the old path."""
     from analysis_utils import paths
 
     graph = imports.import_graph()
@@ -51,6 +51,21 @@ def test_moved_modules_are_thin_re_exports_that_notebooks_still_need():
         parents = {n for n in graph if new.startswith(n + ".")}
         assert graph[old] <= {new} | parents, (
             f"{old} re-exports {new} and should import nothing else: {sorted(graph[old])}")
-        users = [name for name, found in notebooks.items() if old in found]
-        assert users, (f"no notebook imports {old} any more: delete the re-export "
+        users = [name for name, found in notebooks.items() if old in found] + [
+            name for name, found in graph.items() if old in found and name != old]
+        assert users, (f"nothing imports {old} any more: delete the re-export "
                        f"{modules[old]} and its entry in MOVED ({imports.__file__})")
+
+
+def test_the_top_level_holds_at_most_nine_modules():
+    """The package's top level keeps what every layer uses (and, until the next full
+    re-render, what every notebook imports); the publishing code lives in ``publish/``."""
+    from analysis_utils import paths
+
+    found = imports.top_level_modules(paths.REPO_ROOT)
+    assert len(found) <= imports.MAX_TOP_LEVEL, (
+        f"{len(found)} top-level modules, at most {imports.MAX_TOP_LEVEL}: {found}; put new "
+        "code in the subpackage of its layer (publish/ for what runs or publishes outputs)")
+    for name in imports.PENDING:
+        assert (paths.REPO_ROOT / (name.replace(".", "/") + ".py")).is_file(), (
+            f"{name} has moved: delete its entry in PENDING ({imports.__file__})")

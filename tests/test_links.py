@@ -1,11 +1,12 @@
 """The published repository is named once (``[tool.analysis_utils]`` in pyproject.toml) and every
-Binder and Colab link agrees with it (``analysis_utils/links.py``, ``make links``)."""
+Binder and Colab link agrees with it (``analysis_utils/publish/links.py``, ``make links``)."""
 
 from __future__ import annotations
 
 import shutil
 
-from analysis_utils import links, paths
+from analysis_utils import paths
+from analysis_utils.publish import links
 
 
 def colab_cell_requirement(source) -> str | None:
@@ -40,6 +41,8 @@ def test_every_notebook_has_its_colab_badge_and_install_cell():
 def test_a_fork_rewrites_every_link_and_keeps_the_rest(tmp_path):
     (tmp_path / "notebooks").mkdir()
     shutil.copy(paths.REPO_ROOT / "README.md", tmp_path / "README.md")
+    (tmp_path / "book").mkdir()
+    shutil.copy(paths.REPO_ROOT / "book" / "findings.md", tmp_path / "book" / "findings.md")
     for name in ("01_surface_patterns.py", "01_surface_patterns.ipynb"):
         shutil.copy(paths.NOTEBOOKS_DIR / name, tmp_path / "notebooks" / name)
     (tmp_path / "pyproject.toml").write_text(
@@ -52,10 +55,13 @@ def test_a_fork_rewrites_every_link_and_keeps_the_rest(tmp_path):
     for path, old in before.items():
         new = path.read_text()
         assert old_repo not in new, path
-        assert links.rewrite(new, old_repo, old_branch) == old, path  # only the links changed
+        # only the links changed
+        assert links.rewrite(new, old_repo, old_branch, path.suffix == ".md") == old, path
     source = tmp_path / "notebooks" / "01_surface_patterns.py"
     assert colab_cell_requirement(source) == links.colab_requirement("someone/fork")
     assert "https://mybinder.org/v2/gh/someone/fork/dev" in (tmp_path / "README.md").read_text()
+    assert "https://github.com/someone/fork/blob/dev/results/08_claims.md" in (
+        tmp_path / "book" / "findings.md").read_text()
 
 
 def test_a_malformed_repository_says_where_to_fix_it(tmp_path):
@@ -85,3 +91,10 @@ def test_a_hand_edited_colab_cell_is_found_and_written_back_from_the_template(tm
             paths.NOTEBOOKS_DIR / name).read_text(), f"{name} not restored byte for byte"
     assert colab_cell_requirement(tmp_path / "notebooks" / "02_syntax_heads.py") == \
         links.colab_requirement("bertology-compendium/attention-heads")
+
+
+def test_only_markdown_pages_have_their_github_file_links_rewritten():
+    text = "see https://github.com/other/project/blob/master/src/x.py"
+    assert links.rewrite(text, "me/fork", "dev") == text  # a notebook citing another project
+    assert links.rewrite(text, "me/fork", "dev", markdown=True) == \
+        "see https://github.com/me/fork/blob/dev/src/x.py"

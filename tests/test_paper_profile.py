@@ -1,7 +1,7 @@
 """The `paper` profile's code path, exercised: every notebook run by the driver under the
 ``paper`` profile, on a randomly initialised model of BERT-base shape (12 layers x 12 heads,
 hidden 768; ``bert_base_dir`` in conftest.py) instead of ``bert-base-uncased``, so the
-12 x 12 and 768-hidden paths run in CI without a hub or a GPU.
+12 x 12 and 768-hidden paths run without a hub or a GPU (the slow tier, `make test-all`).
 
 Each notebook gets the smoke profile's subset sizes (read from ``profiles.PROFILES["smoke"]``)
 cut further by :data:`CUTS` for a 110M-parameter model on a 2-core CPU; everything else, the
@@ -28,9 +28,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis_utils import paths, pipeline, profiles
+from analysis_utils import paths, profiles
+from analysis_utils.publish import pipeline
 
-pytestmark = [pytest.mark.paper_profile, pytest.mark.gold_data]
+# The slow tier (`make test-all`): 5-8 min here, and the notebooks it runs are also run, at the
+# packaged model's 6 x 12 shape, by nbval on the golden smoke notebooks in `make test`.
+pytestmark = [pytest.mark.paper_profile, pytest.mark.gold_data, pytest.mark.slow]
 
 LAYERS, HEADS, HIDDEN = 12, 12, 768  # BertConfig() defaults: the papers' BERT-base
 

@@ -2,7 +2,8 @@
 
 import pytest
 
-from analysis_utils import params, paths, pipeline, profiles
+from analysis_utils import params, paths, profiles
+from analysis_utils.publish import pipeline
 
 REAL_SOURCES = sorted(paths.NOTEBOOKS_DIR.glob("[0-9][0-9]_*.py"))
 

@@ -13,11 +13,11 @@ import pandas as pd
 import pytest
 
 from analysis_utils import paths, report
-from analysis_utils import readme as readme_md
 from analysis_utils.__main__ import main
 from analysis_utils.engine.attention import as_inputs, cache_key
 from analysis_utils.engine.fingerprint import model_state
 from analysis_utils.engine.models import load_model, portable_source
+from analysis_utils.publish import readme as readme_md
 
 
 def _strings(obj):
@@ -115,13 +115,15 @@ def test_table_refuses_a_bad_key_or_tolerance_before_writing(outputs):
     assert not (outputs / "07_shares.csv").exists()
 
 
-# --- README runtime table ------------------------------------------------------------------
+# --- the generated parts of the book and README ----------------------------------------
 
 
-def test_committed_readme_matches_committed_provenance():
-    assert readme_md.sync_readme(check=True), (
-        "README.md's runtime table differs from results/*_provenance.json: run "
-        "`python -m analysis_utils report --readme` and commit README.md")
+def test_committed_book_and_readme_match_the_committed_results():
+    changed = readme_md.sync(check=True)
+    assert not changed, (
+        f"generated parts of {[str(p) for p, _, _ in changed]} differ from results/ (runtime "
+        "table, claims ledger) or from publish/imports.py (layers): run "
+        "`python -m analysis_utils report --readme` and commit them")
 
 
 def _provenance(folder: Path, prefix: str, **fields) -> None:
@@ -152,23 +154,73 @@ def test_runtime_table_ends_with_the_summed_wall_time_and_the_largest_peak(tmp_p
         "| all 3, one after the other | | 1 h 01 min | n/a | | |"
 
 
-def test_report_readme_rewrites_only_the_block_and_check_fails_when_stale(tmp_path, capsys):
-    _provenance(tmp_path / "results", "01", peak_rss_mb=900.0, cpu_count=2)
-    readme = tmp_path / "README.md"
-    readme.write_text(f"# Title\n\nbefore\n\n{readme_md.README_START}\nold\n{readme_md.README_END}\n"
-                      "\nafter\n")
-    args = ["--results", str(tmp_path / "results"), "--file", str(readme)]
+MODEL = {"name": "m", "num_layers": 1, "num_heads": 2}
+
+
+def _checkout(root: Path, claims: list[dict]) -> Path:
+    """A checkout with one run of a 1 x 2 model: provenance, a ledger, a rendered notebook,
+    an atlas page, and every file of ``TARGETS`` holding only its markers."""
+    _provenance(root / "results", "01", peak_rss_mb=900.0, cpu_count=2,
+                models={"model": MODEL})
+    pd.DataFrame(claims).to_csv(root / "results" / "08_claims.csv", index=False)
+    (root / "notebooks").mkdir()
+    (root / "notebooks" / "01_a.ipynb").write_text("{}")
+    (root / "figures" / "atlas").mkdir(parents=True)
+    (root / "figures" / "atlas" / "m.html").write_text("<html></html>")
+    for name, (rel, _) in readme_md.TARGETS.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        before = path.read_text() if path.exists() else "# Title\n\nbefore\n"
+        path.write_text(f"{before}\n{readme_md.start_marker(name)}\nold\n"
+                        f"{readme_md.end_marker(name)}\n\nafter\n")
+    return root
+
+
+def _claim(**fields) -> dict:
+    return {"model": "m (1 x 2)", "notebook": "01", "claim": "c", "paper_value": "x",
+            "this_run": "y", "p_adjusted": "< 0.001", "verdict": "yes",
+            "control_verdict": "no", "heads": "", **fields}
+
+
+def test_report_readme_rewrites_only_the_blocks_and_check_fails_when_stale(tmp_path, capsys):
+    root = _checkout(tmp_path, [_claim(heads="1-2")])
+    args = ["--root", str(root)]
     assert main(["report", "--check-readme", *args]) == 1
     assert "are stale" in capsys.readouterr().out
     assert main(["report", "--readme", *args]) == 0
-    text = readme.read_text()
-    assert text.startswith("# Title\n\nbefore\n\n<!-- runtimes:start -->\n")
-    assert text.endswith("<!-- runtimes:end -->\n\nafter\n")
-    assert "| 01_surface_patterns | default | 1 min 15 s | 900 MB | cpu (2 cores) |" in text
+    perf = (root / "book" / "methods" / "performance.md").read_text()
+    assert perf.startswith("# Title\n\nbefore\n\n<!-- runtimes:start -->\n")
+    assert perf.endswith("<!-- runtimes:end -->\n\nafter\n")
+    assert "| 01_surface_patterns | default | 1 min 15 s | 900 MB | cpu (2 cores) |" in perf
+    readme = (root / "README.md").read_text()
+    assert "- **m (1 x 2)**: 1 claims: 1 yes, 0 no, 0 mixed, 0 untestable." in readme
+    findings = (root / "book" / "findings.md").read_text()
+    assert "| [01](notebooks/01_a.ipynb#verdicts) | c | x | y | < 0.001 | **yes** | no | " \
+           '<a href="atlas/m.html#1-2">1-2</a> |' in findings
+    layers = (root / "book" / "methods" / "architecture.md").read_text()
+    assert "| base | `paths`, `heads`, `papers`, `profiles`, `params` |" not in layers  # no package
     assert main(["report", "--check-readme", *args]) == 0
-    readme.write_text("# no markers\n")
+    (root / "README.md").write_text("# no markers\n")
     assert main(["report", "--check-readme", *args]) == 2
-    assert "runtimes:start" in capsys.readouterr().err
+    assert "findings:start" in capsys.readouterr().err
+
+
+def test_the_ledger_links_each_head_to_the_atlas_and_escapes_pipes(tmp_path):
+    root = _checkout(tmp_path, [_claim(claim="a | b", heads="1-1, 1-2"),
+                                _claim(claim="d", verdict="untestable", control_verdict="")])
+    lines = readme_md.ledger_table(root / "results", root).splitlines()
+    row = next(x for x in lines if "a \\| b" in x)  # a pipe inside a cell does not split the row
+    assert row.endswith('| <a href="atlas/m.html#1-1">1-1</a>, '
+                        '<a href="atlas/m.html#1-2">1-2</a> |')
+    assert lines[-1].endswith("| d | x | y | < 0.001 | **untestable** | \u2013 | \u2013 |")
+    (root / "figures" / "atlas" / "m.html").unlink()  # no atlas page: heads as plain text
+    assert "| 1-1, 1-2 |" in readme_md.ledger_table(root / "results", root)
+
+
+def test_a_head_outside_the_models_grid_is_refused(tmp_path):
+    root = _checkout(tmp_path, [_claim(heads="2-1")])
+    with pytest.raises(ValueError, match="not a head of m \\(1 x 2\\)"):
+        readme_md.ledger_table(root / "results", root)
 
 
 def test_findings_table_reads_the_claims_ledger(tmp_path):
@@ -176,24 +228,31 @@ def test_findings_table_reads_the_claims_ledger(tmp_path):
     results.mkdir()
     with pytest.raises(FileNotFoundError, match="run notebook 08"):
         readme_md.findings_table(results)
-    rows = [{"model": "m (1 x 2)", "notebook": "01", "claim": "a | b", "paper_value": "> 50%",
-             "verdict": "yes", "control_verdict": "no"},
+    rows = [{"model": "m (1 x 2)", "notebook": "01", "claim": "a", "paper_value": "> 50%",
+             "verdict": "yes", "control_verdict": "no", "p_value": "0.01"},
             {"model": "m (1 x 2)", "notebook": "07", "claim": "c", "paper_value": "x",
-             "verdict": "untestable", "control_verdict": ""},
-            {"model": "n (2 x 2)", "notebook": "01", "claim": "a | b", "paper_value": "> 50%",
-             "verdict": "no", "control_verdict": "no"}]
+             "verdict": "untestable", "control_verdict": "", "p_value": ""},
+            {"model": "n (2 x 2)", "notebook": "01", "claim": "a", "paper_value": "> 50%",
+             "verdict": "no", "control_verdict": "no", "p_value": "0.5"}]
     pd.DataFrame(rows).to_csv(results / "08_claims.csv", index=False)
-    lines = readme_md.findings_table(results).splitlines()
-    assert "| m (1 x 2) | 01 | 1 | 0 | 0 | 0 | 0 of 1 |" in [
-        re.sub(r" +", " ", x) for x in lines]
-    row = next(x for x in lines if "a \\| b" in x)  # a pipe inside a cell does not split the row
-    assert row.endswith("| > 50% | yes (control: no) | no (control: no) |")
-    assert lines[-1].endswith("| c | x | untestable | \u2013 |")
+    lines = [re.sub(r" +", " ", x) for x in readme_md.findings_table(results).splitlines()]
+    assert "| m (1 x 2) | 01 | 1 | 0 | 0 | 0 | 0 of 1 |" in lines
+    assert "| m (1 x 2) | 07 | 0 | 0 | 0 | 1 | \u2013 |" in lines
 
 
-def test_committed_readme_has_the_findings_block():
-    text = (paths.REPO_ROOT / "README.md").read_text()
-    assert text.count(readme_md.FINDINGS_START) == 1 and text.count(readme_md.FINDINGS_END) == 1
+def test_layers_table_shows_each_layers_modules():
+    table = readme_md.layers_table()
+    assert "| base | `paths`, `heads`, `papers`, `profiles`, `params` |" in table
+    driver = next(x for x in table.splitlines() if x.startswith("| driver |"))
+    publish = re.search(r"`publish/` \(([^)]*)\)", driver).group(1).split(", ")
+    assert {"book", "imports", "links", "pipeline", "readme", "stale"} <= set(publish)
+
+
+def test_every_generated_part_has_its_markers_once():
+    for name, (rel, _) in readme_md.TARGETS.items():
+        text = (paths.REPO_ROOT / rel).read_text()
+        assert text.count(readme_md.start_marker(name)) == 1, (rel, name)
+        assert text.count(readme_md.end_marker(name)) == 1, (rel, name)
 
 
 def test_markdown_tables_escape_pipes_and_show_missing_values_as_a_dash(outputs):

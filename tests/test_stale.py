@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis_utils import imports, stale
+from analysis_utils.publish import imports, stale
 
 NOTEBOOK = """# %%
 # A notebook.

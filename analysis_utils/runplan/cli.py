@@ -101,7 +101,7 @@ def _backend(args) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m analysis_utils plan``; returns the exit status."""
-    from ..pipeline import parse_overrides
+    from ..publish.pipeline import parse_overrides
     from . import execute, units
 
     args = _parser().parse_args(argv)

@@ -2,7 +2,7 @@
 
 :func:`build` ``(profile) -> [FinetuneUnit]`` reads the parameters of notebooks 06 and 07 the
 way the notebook driver does (each notebook's ``parameters`` cell, then the profile's
-overrides and any ``-p NAME=VALUE``, checked by :func:`analysis_utils.pipeline.plan`) and
+overrides and any ``-p NAME=VALUE``, checked by :func:`analysis_utils.publish.pipeline.plan`) and
 makes one unit per fine-tuning run the notebooks call ``plan.fit_run`` for (same model, task,
 seed, init, train subset, dev rows and settings), 06's first, then those of 07 that 06 does
 not make; a profile that does not run 06 or 07 (``base``) has an empty plan.
@@ -31,8 +31,9 @@ import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .. import params, paths, pipeline, profiles
+from .. import params, paths, profiles
 from ..engine import atomic
+from ..publish import pipeline
 from ..training.finetune_cache import CACHE_SUBDIR, read_complete, weights_complete
 from ..training.trainer import FinetuneSettings
 from . import finetunes
@@ -152,7 +153,7 @@ class Entry:
 def notebook_parameters(profile: str, extra: dict | None = None) -> dict[str, dict]:
     """``{"06": {name: value}, "07": ...}``: each plan notebook's parameters under ``profile``
     (its parameters cell, the profile's overrides, then ``extra`` as ``-p`` gives them, typed
-    and checked as :func:`analysis_utils.pipeline.plan` does for a notebook run). Notebooks
+    and checked as :func:`analysis_utils.publish.pipeline.plan` does for a notebook run). Notebooks
     the profile does not run are left out; raises ``ParameterError`` / ``ValueError`` as the
     driver would."""
     allowed = profiles.notebooks(profile, None)

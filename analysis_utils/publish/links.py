@@ -2,11 +2,14 @@
 
 ``[tool.analysis_utils]`` in ``pyproject.toml`` holds ``repository`` (GitHub ``owner/name``)
 and ``branch``. From them ``python -m analysis_utils links`` (``make links``) rewrites, in
-README.md, every notebook source and rendered notebook (``notebooks/``, ``notebooks/<sub>/``)
-and the golden notebooks (``tests/golden/``):
+README.md, the book's pages (``book/**/*.md``), every notebook source and rendered notebook
+(``notebooks/``, ``notebooks/<sub>/``) and the golden notebooks (``tests/golden/``):
 
 - the Binder badge, ``https://mybinder.org/v2/gh/OWNER/NAME/BRANCH``;
 - every Colab badge, ``https://colab.research.google.com/github/OWNER/NAME/blob/BRANCH/...``;
+- in the Markdown pages only (README.md, the book), every link to a file of the repository on
+  GitHub, ``https://github.com/OWNER/NAME/blob/BRANCH/...`` (or ``tree``); a notebook may cite
+  another project's files, so its GitHub links are left alone;
 - the Colab cell, the first code cell of every notebook, written whole from one template,
   :func:`colab_cell` (it installs :func:`colab_requirement`; a notebook whose cell installs the
   package without its models keeps doing so).
@@ -23,7 +26,7 @@ import sys
 import tomllib
 from pathlib import Path
 
-from .engine import atomic
+from ..engine import atomic
 
 _NAME = r"[A-Za-z0-9_.-]+"
 _BRANCH = r"[A-Za-z0-9_.-]+"
@@ -35,6 +38,9 @@ _LINKS = (
                 rf"{_BRANCH}/"), r"\g<1>{repo}/blob/{branch}/"),
     (re.compile(rf"(git\+https://github\.com/){_NAME}/{_NAME}"), r"\g<1>{repo}"),
 )
+#: Links to the repository's own files, rewritten in the Markdown pages only (:func:`rewrite`).
+_GITHUB = (re.compile(rf"(https://github\.com/){_NAME}/{_NAME}/(blob|tree)/{_BRANCH}/"),
+           r"\g<1>{repo}/\g<2>/{branch}/")
 
 
 #: The notebooks' Colab cell: the only code that must run before the package is installed, so
@@ -52,7 +58,7 @@ def published(root: str | Path | None = None) -> tuple[str, str]:
     """``(repository, branch)`` from ``[tool.analysis_utils]`` of ``root/pyproject.toml``
     (default: this repository's)."""
     if root is None:
-        from . import paths
+        from .. import paths
 
         root = paths.REPO_ROOT
     path = Path(root) / "pyproject.toml"
@@ -136,24 +142,26 @@ def _rewrite_cells(text: str, suffix: str, repo: str) -> str:
     return json.dumps(nb, sort_keys=True, indent=1, ensure_ascii=False) + "\n"  # as nbformat
 
 
-def rewrite(text: str, repo: str, branch: str) -> str:
+def rewrite(text: str, repo: str, branch: str, markdown: bool = False) -> str:
     """``text`` with the repository and branch of every Binder, Colab and ``git+https``
-    GitHub link set to ``repo`` and ``branch``."""
-    for pattern, template in _LINKS:
+    GitHub link set to ``repo`` and ``branch``; with ``markdown`` (README.md, the book's pages)
+    also every ``https://github.com/OWNER/NAME/blob/BRANCH/`` link."""
+    for pattern, template in _LINKS + ((_GITHUB,) if markdown else ()):
         text = pattern.sub(template.format(repo=repo, branch=branch), text)
     return text
 
 
 def linked_files(root: str | Path | None = None) -> list[Path]:
-    """The files whose links :func:`sync` keeps: README.md, ``notebooks/**/*.py`` and
-    ``*.ipynb``, ``tests/golden/*.ipynb``."""
+    """The files whose links :func:`sync` keeps: README.md, ``book/**/*.md``,
+    ``notebooks/**/*.py`` and ``*.ipynb``, ``tests/golden/*.ipynb``."""
     if root is None:
-        from . import paths
+        from .. import paths
 
         root = paths.REPO_ROOT
     root = Path(root)
     notebooks = root / "notebooks"
-    return ([root / "README.md"] + sorted(notebooks.rglob("*.py"))
+    book = [p for p in sorted((root / "book").rglob("*.md")) if "_build" not in p.parts]
+    return ([root / "README.md"] + book + sorted(notebooks.rglob("*.py"))
             + sorted(notebooks.rglob("*.ipynb")) + sorted((root / "tests" / "golden").glob(
                 "*.ipynb")))
 
@@ -167,7 +175,7 @@ def sync(root: str | Path | None = None, check: bool = False) -> list[Path]:
         if not path.is_file():
             continue
         text = path.read_text()
-        new = rewrite(text, repo, branch)
+        new = rewrite(text, repo, branch, markdown=path.suffix == ".md")
         if path.suffix in (".py", ".ipynb"):
             new = _rewrite_cells(new, path.suffix, repo)
         if new != text:

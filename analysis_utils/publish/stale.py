@@ -139,8 +139,8 @@ def notebook_inputs(source: Path, repo: Path, graph: dict[str, set[str]] | None 
 
 
 def _expected_parameters(source: Path, profile: str, profiles: dict | None) -> dict:
-    from . import params
-    from . import profiles as profiles_module
+    from .. import params
+    from .. import profiles as profiles_module
 
     spec = profiles_module.PROFILES if profiles is None else profiles
     if profile not in spec:
@@ -175,7 +175,7 @@ def check(repo: str | Path | None = None, profiles: dict | None = None,
     """The :class:`Status` of every rendered notebook of the git checkout ``repo`` (default:
     this repository), in provenance order. ``profiles``: the profile table to judge
     parameters by (default :data:`analysis_utils.profiles.PROFILES`)."""
-    from . import paths
+    from .. import paths
 
     repo = Path(repo) if repo is not None else paths.REPO_ROOT
     _git(repo, "rev-parse", "--git-dir")  # CalledProcessError outside a git clone
@@ -230,7 +230,7 @@ def cli(argv: list[str] | None = None) -> int:
     """``python -m analysis_utils stale``; returns the exit status (1 if any is stale)."""
     import argparse
 
-    from . import paths
+    from .. import paths
 
     ap = argparse.ArgumentParser(
         prog="python -m analysis_utils stale",
