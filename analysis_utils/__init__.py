@@ -9,11 +9,11 @@ Top level: ``paths``, ``profiles`` and ``params`` (run profiles and parameter ru
 ``heads``, ``papers``: what every layer uses; ``report`` and ``compare`` (outputs with
 provenance, reruns against them), ``notebook`` (what every notebook does first) and
 ``verdicts`` (what notebooks 01-05 do last): what every notebook imports, bound for
-``publish`` with the next full re-render; ``atlas`` (the head atlas, bound for ``publish``).
+``publish`` with the next full re-render.
 ``publish`` (driver layer): the papermill driver (``pipeline``), ``stale``, ``imports`` (the
 import graph and the layers: base < engine < data < training < analyses < plotting < driver;
-nothing imports upward, see the architecture page of the book), ``links``, ``readme`` and
-``book`` (the static site). ``runplan`` (driver layer): the fine-tunes notebooks 06-07 need,
+nothing imports upward, see the architecture page of the book), ``links``, ``readme``,
+``atlas`` (the head atlas) and ``book`` (the static site). ``runplan`` (driver layer): the fine-tunes notebooks 06-07 need,
 computed ahead of them on Ray or in-process (``python -m analysis_utils plan show|run``).
 """
 

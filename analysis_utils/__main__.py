@@ -22,7 +22,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "plan": (".runplan.cli", "main",
              "the fine-tunes notebooks 06-07 need, as units: `plan show` lists what is cached\n"
              "and left, `plan run` computes what is left (Ray local, --address, --in-process)"),
-    "atlas": (".atlas", "cli",
+    "atlas": (".publish.atlas", "cli",
               "write the head atlas, one self-contained HTML page per model (--profile P)"),
     "fetch-data": (".data.manifest", "cli",
                    "download missing gold data files into the data directory, checksummed"),

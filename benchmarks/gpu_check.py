@@ -326,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"gpu_check: {what if args.device == 'cuda' else 'device forced to the CPU'}",
           flush=True)
     from analysis_utils import paths
-    from analysis_utils.pipeline import parse_overrides
+    from analysis_utils.publish.pipeline import parse_overrides
     from analysis_utils.runplan import gpu
 
     extra = parse_overrides(args.param)

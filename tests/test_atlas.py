@@ -11,7 +11,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis_utils import atlas, paths
+from analysis_utils import paths
+from analysis_utils.publish import atlas
 
 # --- a tiny results folder: 2 layers x 3 heads ------------------------------------------
 

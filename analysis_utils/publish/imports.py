@@ -18,9 +18,9 @@ Layers, lowest first (:data:`LAYERS`); a module may import its own layer and the
 4. ``analyses``: pure functions over attention arrays, one module per paper section;
 5. ``plotting``: figures;
 6. ``driver``: ``publish/`` (the papermill driver ``pipeline``, ``stale``, ``imports``, ``links``,
-   ``readme``, ``book``: what runs, checks and publishes the outputs); ``report``, ``compare``,
+   ``readme``, ``atlas``, ``book``: what runs, checks and publishes the outputs); ``report``, ``compare``,
    ``notebook``, ``verdicts`` (what every notebook imports; they move into ``publish/`` with the
-   next full re-render) and ``atlas``; ``__main__``, the command line; and ``runplan/``, the run
+   next full re-render); ``__main__``, the command line; and ``runplan/``, the run
    plan that executes fine-tunes (training) ahead of the notebooks, on Ray or in-process, and
    reads the notebooks' parameters as ``publish.pipeline`` does.
 
@@ -50,8 +50,6 @@ TOP_LEVEL: dict[str, str] = {
     "profiles": "base", "params": "base",
     # what every notebook imports: moves into publish/ with the next full re-render
     "report": "driver", "compare": "driver", "notebook": "driver", "verdicts": "driver",
-    "atlas": "driver",  # moves into publish/ once its own work is merged (PENDING)
-    "pipeline": "driver",  # a re-export of publish.pipeline (MOVED)
     "__main__": "driver", "runplan": "driver", "publish": "driver",
     # subpackages outside the layer folders: the claims ledger judges analyses' results
     "ledger": "analyses", "claims": "analyses",
@@ -60,19 +58,13 @@ TOP_LEVEL: dict[str, str] = {
 #: a notebook or another module still imports it: the only upward imports
 #: :func:`upward_imports` allows. ``tests/test_imports.py`` fails once nothing imports the old
 #: path (delete it then).
-MOVED: dict[str, str] = {
-    # atlas.py imports `.pipeline` lazily; inside publish/ the same line finds publish.pipeline
-    "analysis_utils.pipeline": "analysis_utils.publish.pipeline",
-}
+MOVED: dict[str, str] = {}
 
 
 #: Top-level modules bound for ``publish/`` that wait for other work to land first, with the
 #: reason; ``tests/test_imports.py`` counts the top level without them (at most nine modules
 #: besides ``__init__`` and ``__main__``) and fails when one has moved but is still listed.
-PENDING: dict[str, str] = {
-    "analysis_utils.atlas": "edited on another branch; `git mv` it (and atlas_page/) into "
-                            "publish/ when that branch is merged",
-}
+PENDING: dict[str, str] = {}
 #: The most top-level modules (besides ``__init__``, ``__main__``, :data:`MOVED` re-exports and
 #: :data:`PENDING` moves): what every layer uses, and what notebooks import until re-rendered.
 MAX_TOP_LEVEL = 9

@@ -5,7 +5,7 @@ the compendium measured for it.
 left in ``results/`` (``results/base/`` for ``base``), never recomputing them, and writes
 ``figures/atlas/<model>.html`` (``figures/base/atlas/`` for ``base``) plus its provenance
 ``<model>_provenance.json`` beside it. The page holds its data, script and style inline
-(``analysis_utils/atlas_page/``, written for this compendium, MIT like the package), so it
+(``analysis_utils/publish/atlas_page/``, written for this compendium, MIT like the package), so it
 opens from a file browser, Binder or any static host with nothing fetched.
 
 Data flow::
@@ -47,8 +47,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import paths, profiles
-from .engine import atomic
+from .. import paths, profiles
+from ..engine import atomic
 
 PAGE_DIR = Path(__file__).resolve().parent / "atlas_page"
 MAX_PAGE_BYTES = 3 * 1024 * 1024
@@ -326,7 +326,7 @@ def _drift(folder: Path, L: int, H: int) -> list[Property]:
 
 
 def _features(folder: Path, L: int, H: int) -> list[Property]:
-    from .analyses.features import model_kind
+    from ..analyses.features import model_kind
 
     df = _read(folder, "06_feature_attention.csv")
     # one grid per model kind: the fine-tuning seeds (``fine-tuned s42``, ...) averaged
@@ -503,7 +503,7 @@ def neighbours(results: Path, num_layers: int, num_heads: int, k: int = 5) -> di
     (``05_js_distance_{model,control}.csv``: (heads, heads), rows and columns labelled
     "L-H"), read and sorted, not recomputed: ``{"model": {"3-9": [["2-4", 101.2], ...]},
     "control": {...}}``; ``{}`` when notebook 05 did not run."""
-    from .heads import head_labels
+    from ..heads import head_labels
 
     labels = head_labels(num_layers, num_heads)
     out = {}
@@ -583,7 +583,7 @@ def example_maps(model: str, sentences=EXAMPLE_SENTENCES, expected: dict | None 
     (layers, heads, n, n), rows = attending token. When the model cannot be loaded the dict is
     ``{"unavailable": reason}`` and the page says so. ``expected``: the identity the results
     were computed with; a different weights hash is reported on the page."""
-    from .engine import attention, models
+    from ..engine import attention, models
 
     try:
         lm = models.load_model(model)
@@ -657,7 +657,7 @@ def top_examples(roles: dict[str, dict], items, num_heads: int, k: int = SENTENC
     ``head2dep``. Returns ``{"L-H": {"examples": [{"s", "from", "to", "w"}], "hits", "total"}}``
     with ``s`` the item's index, word indices 0-based and ``w`` the attention weight (word
     level: summed over the attended word's pieces, averaged over the attending word's)."""
-    from .analyses import syntax
+    from ..analyses import syntax
 
     want = {}
     for lab, role in roles.items():
@@ -708,8 +708,8 @@ def head_sentences(model: str, results: Path, num_layers: int, num_heads: int,
     "heads": {"L-H": {"relation", "direction", "rank", "accuracy", "examples", "hits",
     "total"}}}``, only the sentences some head shows kept (indices renumbered), or
     ``{"unavailable": reason}``."""
-    from .data import manifest, treebank
-    from .engine import attention, models, wordmaps
+    from ..data import manifest, treebank
+    from ..engine import attention, models, wordmaps
 
     table = results / "02_head_scores_model.csv"
     if not table.exists():
@@ -826,7 +826,7 @@ def build(profile: str = "default", results: Path | None = None, out_dir: Path |
     run); examples: compute
     the example maps (cached) with ``model`` (default: the profile's model).
     """
-    from . import report
+    from .. import report
     from .pipeline import destination
 
     started = time.time()
