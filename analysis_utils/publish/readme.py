@@ -134,7 +134,22 @@ def glance(results: str | Path | None = None) -> str:
     for model, g in df.groupby("model", sort=False):
         counts = ", ".join(f"{int((g['verdict'] == v).sum())} {v}" for v in ledger.VERDICTS)
         lines.append(f"- **{model}**: {len(g)} claims: {counts}.")
-    return "\n".join(lines) + "\n\n" + findings_table(results)
+    return "\n".join(lines + [registry_line()]) + "\n\n" + findings_table(results)
+
+
+def registry_line() -> str:
+    """One line on the claims registry (:mod:`analysis_utils.claims`): how many of the
+    papers' claims it quotes, how many a ledger row tests, how many wait for one and how many
+    are untestable here (an untestable claim may also have a row that reads so)."""
+    from .. import claims
+
+    entries = claims.load()
+    tested = sum(e.tested for e in entries)
+    pending = sum(e.pending for e in entries)
+    untestable = sum(e.untestable for e in entries)
+    return (f"- **The claims registry**: {len(entries)} claims quoted from the papers; "
+            f"{tested} tested by a ledger row, {pending} waiting for one, {untestable} "
+            f"untestable here (`python -m analysis_utils.claims` lists them).")
 
 
 class Run:
