@@ -497,6 +497,16 @@ def test_a_deep_link_opens_the_head_and_property(reader):
     assert reader.errors == []
 
 
+def test_a_link_the_page_cannot_follow_says_so(reader):
+    _goto(reader, "default", "#9-1&p=07.no-such-property")
+    said = reader.text_content("#search-result")
+    assert "head \u201c9-1\u201d, which this 6 x 12 model does not have" in said, said
+    assert "does not have (\u201c07.no-such-property\u201d); showing" in said, said
+    _goto(reader, "default", "#4-10&p=02.nsubj.dep2head")
+    assert reader.text_content("#search-result") == ""  # a good link says nothing
+    assert reader.errors == []
+
+
 def test_the_address_follows_a_click_and_the_other_model_is_linked_by_depth(reader):
     _goto(reader, "default")
     reader.select_option("#property", "01.previous")

@@ -102,17 +102,28 @@
   }
   function readHash() {
     const parts = location.hash.replace(/^#/, "").split("&");
-    const out = { head: null, prop: null };
+    const out = { head: null, prop: null, badHead: null };
     parts.forEach(x => {
-      if (x.startsWith("p=")) { try { out.prop = decodeURIComponent(x.slice(2)); } catch (e) { out.prop = null; } }
+      if (x.startsWith("p=")) { try { out.prop = decodeURIComponent(x.slice(2)); } catch (e) { out.prop = x.slice(2); } }
       else if (parseLabel(x)) out.head = parseLabel(x);
+      else if (x) out.badHead = x;
     });
     return out;
+  }
+  // A link this page cannot follow says so, instead of quietly showing something else.
+  function reportHash(h) {
+    const msgs = [];
+    if (h.badHead) msgs.push("The link names head \u201c" + h.badHead + "\u201d, which this " + L +
+      " x " + H + " model does not have (heads are layer-head, 1-based).");
+    if (h.prop && !PROPS.has(h.prop)) msgs.push("The link names a property this page does not have (\u201c" +
+      h.prop + "\u201d); showing " + current.p.label + ".");
+    if (msgs.length) $("search-result").textContent = msgs.join(" ");
   }
   function applyHash() {
     const h = readHash();
     if (h.prop && PROPS.has(h.prop) && (!current || current.p.id !== h.prop)) setProperty(h.prop);
     if (h.head) select(h.head[0], h.head[1], { announce: true });
+    reportHash(h);
   }
 
   // --- controls ------------------------------------------------------------------------
@@ -801,6 +812,7 @@
       "look, not of what the model uses.";
     if (h.head) select(h.head[0], h.head[1], { announce: false });
     else { select(0, 0); history.replaceState(null, "", location.pathname + location.search); }
+    reportHash(h);
     window.addEventListener("hashchange", applyHash);
   }
   init();
