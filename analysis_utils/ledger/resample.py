@@ -1,7 +1,7 @@
 """Resampling tests on the unit that was sampled, and the five-way verdict rule (issue 33).
 
 Nothing imports this module yet: the ledger (:mod:`.core`, :mod:`.clark`, :mod:`.kovaleva`)
-still uses :mod:`.stats`; ``/work/notes/stats_wiring.md`` says how each claim family moves
+still uses :mod:`.stats`; the book page ``book/methods/pending.md`` says how each claim family moves
 over. Every function here is pure, seeded and vectorised: a resample is a row of counts
 ``w`` (how often each cluster is drawn), and every statistic is a function of the weighted
 per-cluster sums ``w @ sums``, so ``n_resamples`` resamples cost one matrix product.
