@@ -469,6 +469,20 @@ class MaxOverHeads:
         return minimum_detectable_effect(self.se, power=power, critical=self.critical)
 
 
+def _margins(values, baseline) -> np.ndarray:
+    """values (n, K) less baseline (n,) per item (values alone when baseline is None)."""
+    v = np.asarray(values, dtype=float)
+    if v.ndim != 2:
+        raise ValueError(f"values must be (n, K): one column per head, got {v.shape}")
+    if baseline is None:
+        return v
+    base = np.asarray(baseline, dtype=float)
+    if base.shape != (len(v),):
+        raise ValueError(f"baseline must be ({len(v)},), one score per item, got "
+                         f"{base.shape}")
+    return v - _finite("baseline", base)[:, None]
+
+
 def max_over_heads(values, baseline=None, clusters=None, *, null: float = 0.0,
                    alternative: str = "two-sided", n_resamples: int = 10_000, seed: int = 0,
                    ci: float = 0.95, choose: str | None = None,
@@ -501,16 +515,7 @@ def max_over_heads(values, baseline=None, clusters=None, *, null: float = 0.0,
                              "clusters")
         cs = values
     else:
-        v = np.asarray(values, dtype=float)
-        if v.ndim != 2:
-            raise ValueError(f"values must be (n, K): one column per head, got {v.shape}")
-        if baseline is not None:
-            base = np.asarray(baseline, dtype=float)
-            if base.shape != (len(v),):
-                raise ValueError(f"baseline must be ({len(v)},), one score per item, got "
-                                 f"{base.shape}")
-            v = v - _finite("baseline", base)[:, None]
-        cs = _as_cluster_sums(v, clusters)
+        cs = _as_cluster_sums(_margins(values, baseline), clusters)
     draws = _resampled_means(cs, n_resamples, seed, weights)  # (B, K)
     return max_t(cs.means(), draws, null=null, alternative=alternative, ci=ci, choose=choose,
                  se_iid=np.sqrt(cs.iid_variance()), n_clusters=cs.n_clusters)
@@ -589,15 +594,7 @@ def select_then_test(values, baseline=None, clusters=None, *, null: float = 0.0,
 
     values: (n, K), baseline (n,) or None, clusters (n,), as :func:`max_over_heads`. Returns
     ``{"best", "select_margin", "test": Resampled, "select_units", "test_units"}``."""
-    v = np.asarray(values, dtype=float)
-    if v.ndim != 2:
-        raise ValueError(f"values must be (n, K): one column per head, got {v.shape}")
-    if baseline is not None:
-        base = np.asarray(baseline, dtype=float)
-        if base.shape != (len(v),):
-            raise ValueError(f"baseline must be ({len(v)},), one score per item, got "
-                             f"{base.shape}")
-        v = v - _finite("baseline", base)[:, None]
+    v = _margins(values, baseline)
     if clusters is None or np.shape(clusters) != (len(v),):
         raise ValueError(f"clusters must be ({len(v)},): the unit id of every item")
     if not 0 < select_share < 1:
