@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import json
-import shutil
 
 import numpy as np
 import pandas as pd
@@ -217,21 +216,9 @@ PAGES = {  # committed page -> its results folder
 
 
 @pytest.fixture(scope="module")
-def browser():
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.fail("the atlas test needs Playwright for Python: pip install -e '.[test]' "
-                    "(make install)")
-    exe = shutil.which("chromium")
-    if exe is None:
-        pytest.fail("the atlas test drives Debian's chromium, not found on PATH: "
-                    "apt-get install -y chromium (.ci/run installs it); never `playwright "
-                    "install`")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=exe, args=["--no-sandbox"])
-        yield b
-        b.close()
+def browser(chromium):
+    """The session's chromium (``tests/conftest.py``), under the name these tests use."""
+    return chromium
 
 
 @pytest.fixture(scope="module")
