@@ -103,6 +103,40 @@ class Outcome:
     note: str = ""
     untestable: str = ""
     per_seed: list[bool] = field(default_factory=list)
+    # Resampled tests (issue 33). A rule that fills ``test`` (one test) or ``per_task`` ({task:
+    # [one Test per seed, or one pooled Test]}) leaves the verdict to :func:`evaluate`, which
+    # judges each Test's interval at the family-corrected level (``ALPHA / m``) with
+    # :func:`~.resample.judge_effect` / :func:`~.resample.judge_no_effect` and, for
+    # ``per_task``, :func:`~.resample.judge_tasks` with ``scope``. ``effect``/``p``/``passes``
+    # are then ignored.
+    test: Test | None = None
+    per_task: dict[str, list[Test]] = field(default_factory=dict)
+    scope: str = ""  # "every" | "some": how per_task verdicts combine
+    unit: str = ""  # what was resampled, e.g. "60 documents", "3 seeds x 277 dev examples"
+    scale: float = 1.0  # the interval and MDE are shown as scale * value ...
+    suffix: str = ""  # ... followed by this unit (" points", "%", " nats")
+    digits: int = 1
+
+
+@dataclass
+class Test:
+    """One resampled test of a claim, judged by :func:`evaluate` (not by the rule, which does
+    not know the family's size). ``result``: a :class:`~.resample.Resampled` or
+    :class:`~.resample.MaxOverHeads` (anything with ``interval_at(alpha)``, ``p_value``, ``se``,
+    ``design_effect``); ``kind``: ``"effect"`` (judge_effect: ``null``, ``paper_effect`` on the
+    statistic's scale, ``direction`` +1 above / -1 below, ``margin`` for claims with no size)
+    or ``"no effect"`` (judge_no_effect: the band ``null +- margin``); ``head``: for a
+    MaxOverHeads, judge head ``head``'s simultaneous interval instead of the best one's;
+    ``untestable``: why this entry cannot be judged (the entry then reads ``untestable``)."""
+
+    result: object = None
+    kind: str = "effect"
+    null: float = 0.0
+    paper_effect: float | None = None
+    direction: int = 1
+    margin: float | None = None
+    head: int | None = None
+    untestable: str = ""
 
 
 @dataclass(frozen=True)
@@ -121,6 +155,9 @@ class Claim:
     needs: tuple[str, ...]  # the model's tables; a claim whose tables are absent is left out
     family: str = ""  # Holm over the claims sharing it (per model); "" -> notebook's claims
     control: bool = True  # the rule also runs on the random-weights control's tables
+    #: the claims registry entries (``analysis_utils/claims/registry.toml`` ids) the row tests;
+    #: the ledger's ``quote`` column is their text
+    registry: tuple[str, ...] = ()
 
 
 def fmt_p(p: float) -> str:
