@@ -104,13 +104,13 @@ class Outcome:
     untestable: str = ""
     per_seed: list[bool] = field(default_factory=list)
     # Resampled tests (issue 33). A rule that fills ``test`` (one test) or ``per_task`` ({task:
-    # [one Test per seed, or one pooled Test]}) leaves the verdict to :func:`evaluate`, which
-    # judges each Test's interval at the family-corrected level (``ALPHA / m``) with
+    # [one Check per seed, or one pooled Check]}) leaves the verdict to :func:`evaluate`, which
+    # judges each Check's interval at the family-corrected level (``ALPHA / m``) with
     # :func:`~.resample.judge_effect` / :func:`~.resample.judge_no_effect` and, for
     # ``per_task``, :func:`~.resample.judge_tasks` with ``scope``. ``effect``/``p``/``passes``
     # are then ignored.
-    test: Test | None = None
-    per_task: dict[str, list[Test]] = field(default_factory=dict)
+    test: Check | None = None
+    per_task: dict[str, list[Check]] = field(default_factory=dict)
     scope: str = ""  # "every" | "some": how per_task verdicts combine
     unit: str = ""  # what was resampled, e.g. "60 documents", "3 seeds x 277 dev examples"
     scale: float = 1.0  # the interval and MDE are shown as scale * value ...
@@ -119,7 +119,7 @@ class Outcome:
 
 
 @dataclass
-class Test:
+class Check:
     """One resampled test of a claim, judged by :func:`evaluate` (not by the rule, which does
     not know the family's size). ``result``: a :class:`~.resample.Resampled` or
     :class:`~.resample.MaxOverHeads` (anything with ``interval_at(alpha)``, ``p_value``, ``se``,
