@@ -103,13 +103,13 @@ class Outcome:
     note: str = ""
     untestable: str = ""
     per_seed: list[bool] = field(default_factory=list)
-    # Resampled tests (issue 33). A rule that fills ``test`` (one test) or ``per_task`` ({task:
+    # Resampled tests (issue 33). A rule that fills ``check`` (one test) or ``per_task`` ({task:
     # [one Check per seed, or one pooled Check]}) leaves the verdict to :func:`evaluate`, which
     # judges each Check's interval at the family-corrected level (``ALPHA / m``) with
     # :func:`~.resample.judge_effect` / :func:`~.resample.judge_no_effect` and, for
     # ``per_task``, :func:`~.resample.judge_tasks` with ``scope``. ``effect``/``p``/``passes``
     # are then ignored.
-    test: Check | None = None
+    check: Check | None = None
     per_task: dict[str, list[Check]] = field(default_factory=dict)
     scope: str = ""  # "every" | "some": how per_task verdicts combine
     unit: str = ""  # what was resampled, e.g. "60 documents", "3 seeds x 277 dev examples"
