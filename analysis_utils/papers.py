@@ -147,3 +147,21 @@ KOVALEVA_SECTION46 = {
     "layer_cost_max": 0.2,  # points, the largest drop from disabling a layer (QNLI, MNLI)
     "note": "the disabling figures' baselines do not match the paper's own Table 1",
 }
+
+# --- c01: Clark et al. Section 3 as numbers (issue 33) ---------------------------------------
+
+#: The numbers behind :data:`CLARK_SECTION3`'s wording, for the ledger's tests (notebook 01):
+#: thresholds the paper states ("> 50%", "more than 90%", "at most 10%"), its value (3.89
+#: nats) and its BERT-base layer ranges (1-based, of 12).
+CLARK_SECTION3_NUMBERS = {
+    "positional_share": 0.5,  # 3.1: heads that "put >50% of their attention on" prev/next
+    "previous_heads": (2, 4, 7, 8),  # 3.1: the layers of the four previous-token heads
+    "next_heads": (1, 2, 2, 3, 6),  # 3.1: the layers of the five next-token heads
+    "sep_share": 0.5,  # 3.2: "over half of BERT's attention in layers 6-10"
+    "sep_layers": (6, 10),
+    "sep_to_sep": 0.9,  # 3.2: "more than 90%" from [SEP] to the [SEP] tokens
+    "half_to_special": 0.5,  # Figure 2: "more than half of a head's total attention"
+    "gradient_from_layer": 5,  # 3.2: "Starting in layer 5"
+    "broad_max_weight": 0.10,  # 3.3: "at most 10% of their attention mass on any single word"
+    "cls_entropy_last": 3.89,  # 3.3: nats, the last layer's entropy from [CLS]
+}

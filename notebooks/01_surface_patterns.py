@@ -140,7 +140,8 @@ def save_arrays(name: str, arrays: dict) -> None:
 # the text's most frequent word pieces per segment (Clark et al.: "periods and commas are
 # the most common tokens in the data excluding 'the'"), for the ledger's test of that claim
 piece_ids, piece_n = surface.piece_counts(ids, exclude=[i for i in special.values()
-                                                        if i is not None], top=20)
+                                                        if i is not None], top=20,
+                                          include=punct_ids)
 pieces = {"piece_ids": piece_ids.astype(np.int32),
           "piece_tokens": np.asarray(tok.convert_ids_to_tokens(piece_ids.tolist()), dtype=str),
           "piece_counts": piece_n.astype(np.int32)}
@@ -459,9 +460,12 @@ _ = run.finish()
 # Whether each claim held is decided in one place, the claims ledger, not by the tables above
 # (they state numbers only). Each claim's criterion, reference and test are fixed in
 # `analysis_utils/ledger/clark.py` before any number is read; the same rule runs on the
-# random-weights control (`reference_value`), and p-values are Holm-corrected over this
-# notebook's claims (`p_adjusted`). Notebook 08 gathers every notebook's rows for both models
-# into `results/08_claims.csv`; `untestable` says why in `note`.
+# random-weights control (`reference_value`), and the tests are corrected over this
+# notebook's claims. Each test resamples the Wikipedia *articles* the segments come from
+# (`01_by_segment_*.npz`), since overlapping paragraph pairs of one article are not
+# independent, and a claim about "some head" chooses the best head inside every resample.
+# Notebook 08 gathers every notebook's rows for both models into `results/08_claims.csv`;
+# `untestable` says why in `note`.
 
 # %%
 verdicts.show("01")

@@ -389,3 +389,6 @@ def test_piece_counts_by_hand():
     # totals: 7 twice, . twice, , once; ties by id (7 < 1012)
     assert ids.tolist() == [7, PERIOD, COMMA]
     assert counts.tolist() == [[2, 1, 0], [0, 1, 1]]
+    # a piece outside the top is counted when asked for; one never seen is not
+    ids, counts = surface.piece_counts([[7, 7, PERIOD, COMMA]], top=1, include=[COMMA, 9])
+    assert ids.tolist() == [7, COMMA] and counts.tolist() == [[2, 1]]

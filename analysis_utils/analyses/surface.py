@@ -475,13 +475,14 @@ def segment_arrays(bx: ByExample, articles: Sequence[str],
 
 
 def piece_counts(token_ids: Iterable[Sequence[int]], exclude: Sequence[int] = (),
-                 top: int = 20) -> tuple[np.ndarray, np.ndarray]:
+                 top: int = 20, include: Sequence[int] = ()) -> tuple[np.ndarray, np.ndarray]:
     """How often each of the ``top`` most frequent word pieces occurs in each example (Clark
     et al.: "periods and commas are the most common tokens in the data excluding 'the'").
 
     token_ids: one id sequence per example; ``exclude``: ids not counted (the special
-    tokens). Returns ``(ids (top,), counts (examples, top))``, ids in order of their total
-    count (ties by id), so a test can resample the examples' units.
+    tokens); ``include``: ids counted even when they are not among the ``top`` (appended, in
+    the order given). Returns ``(ids, counts (examples, len(ids)))``, the ``top`` ids in
+    order of their total count (ties by id), so a test can resample the examples' units.
 
     >>> piece_counts([[1, 5, 5, 7], [5, 7, 7, 2]], exclude=[1, 2], top=2)
     (array([5, 7]), array([[2, 1],
@@ -497,6 +498,9 @@ def piece_counts(token_ids: Iterable[Sequence[int]], exclude: Sequence[int] = ()
     vocab, code = np.unique(flat, return_inverse=True)
     total = np.bincount(code, minlength=len(vocab))
     order = np.lexsort((vocab, -total))[:top]
+    extra = [int(np.searchsorted(vocab, i)) for i in include
+             if i in set(vocab.tolist()) and int(np.searchsorted(vocab, i)) not in set(order)]
+    order = np.concatenate([order, np.asarray(extra, dtype=order.dtype)])
     rank = np.full(len(vocab), -1)
     rank[order] = np.arange(len(order))
     r = rank[code]
