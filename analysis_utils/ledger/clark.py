@@ -656,7 +656,9 @@ def claims() -> list[Claim]:
         registry=("clark-3.1-current-token",)))
     out.append(Claim(
         "01", CLARK, "3.1", "heads on the next or previous token sit especially in the "
-        "earlier layers", "layers 1-8 of 12 (no number for the trend)", "each head's share on "
+        "earlier layers", f"previous-token heads in layers {', '.join(map(str, n3['previous_heads']))}"
+        f", next-token heads in layers {', '.join(map(str, n3['next_heads']))} (of 12)",
+        "each head's share on "
         "the previous or next token (the larger), mean over the heads of the earlier half of "
         "the depth (BERT-base's layers 1-6) above the later half's; the paper gives no size: "
         f"`no` also when the gap lies within {100 * SHARE_MARGIN:.0f} points",
