@@ -192,14 +192,41 @@ pd.DataFrame({lbl: b.value_counts() for lbl, b in behaviour.items()}).fillna(0).
 
 # %% [markdown]
 # ## MDS embedding, layer separation and stress
+#
+# The layer test permutes layer labels over the heads: the heads are the population the claim
+# is about, so the permutation null is the right reference. Each permutation's same-layer /
+# other-layer ratio is saved (`05_separation_null.csv`): their spread is the test's standard
+# error, from which the claims ledger reads the smallest effect it could detect.
+# The same test with **behaviour labels** in place of layers asks whether heads that behave
+# alike sit together (Clark et al.: "several clear clusters of heads that behave similarly,
+# often corresponding to behaviors we have already discussed"): over the heads with a
+# surface behaviour (the thresholds above, without the syntax / coreference labels of
+# notebooks 02-03), mean distance between heads of the same behaviour over that between
+# heads of different behaviours, behaviour labels permuted over those heads. It needs at
+# least two behaviours with two heads or more.
 
 # %%
-sep_rows, coords = [], {}
+sep_rows, beh_rows, null_rows, coords = [], [], [], {}
 for lbl, lm_ in (("model", lm), ("control", control)):
     coords[lbl], stress = clustering.mds_embedding(dist[lbl], seed=seed, n_init=mds_n_init)
-    sepr = clustering.layer_separation(dist[lbl], heads["layer"], n_perm=n_perm, seed=seed)
+    sepr = clustering.layer_separation(dist[lbl], heads["layer"], n_perm=n_perm, seed=seed,
+                                       return_null=True)
+    null_rows.append(pd.DataFrame({"model": lbl, "grouping": "layer",
+                                   "permutation": np.arange(1, n_perm + 1),
+                                   "ratio": sepr.pop("null_ratio")}))
     p_text = clustering.format_p(sepr["p_value"], n_perm)
     sep_rows.append({"model": lbl, **sepr, "p": p_text, "stress": stress})
+    # surface behaviour only, in the distance matrix's layer-major order (stats count from 1)
+    k = (stats[lbl]["layer"] - 1) * lm.num_heads + stats[lbl]["head"] - 1
+    surface_only = clustering.behaviour_labels(stats[lbl], thresholds).to_numpy()[np.argsort(k)]
+    behr = clustering.behaviour_separation(dist[lbl], surface_only, n_perm=n_perm, seed=seed,
+                                           return_null=True)
+    null_rows.append(pd.DataFrame({"model": lbl, "grouping": "behaviour",
+                                   "permutation": np.arange(1, n_perm + 1),
+                                   "ratio": behr.pop("null_ratio")}))
+    beh_rows.append({"model": lbl, **behr, "p": clustering.format_p(behr["p_value"], n_perm)
+                     if behr["testable"] else "untestable (fewer than two behaviours with "
+                                                  "two heads or more)"})
     fig = maptype_plots.mds_plot(coords[lbl], heads["layer"], behaviour[lbl], heads=heads["head"],
                                  title=f"Heads of {lm_.label}: MDS of sqrt(summed JS divergence)\n"
                                        f"stress {stress:.2f}; same-layer / other-layer distance "
@@ -213,10 +240,26 @@ run.table(separation, "layer_separation", key=["model"],
                      # across the observed statistic: p by a few / (n_perm + 1)
                      "p_value": within(abs=0.01), "p": IGNORE,
                      "null_mean": within(abs=1e-3), "null_std": within(abs=1e-3, rel=1e-3),
+                     "null_ratio_mean": within(abs=1e-3), "null_ratio_sd": within(abs=1e-3),
                      # SMACOF from random starts: float noise can pick a nearby optimum
                      "stress": within(abs=0.01)},
           caption="Mean sqrt-JS distance between heads of the same layer vs of different layers, "
                   f"permutation test ({n_perm} layer relabellings), Kruskal stress-1 of the 2-D MDS")
+behaviour_sep = pd.DataFrame(beh_rows)
+run.table(behaviour_sep, "behaviour_separation", key=["model"],
+          tolerance={"within": within(rel=1e-4), "between": within(rel=1e-4),
+                     "diff": within(rel=1e-4, abs=1e-6), "ratio": within(abs=1e-3),
+                     "p_value": within(abs=0.01), "p": IGNORE,
+                     "null_mean": within(abs=1e-3), "null_std": within(abs=1e-3, rel=1e-3),
+                     "null_ratio_mean": within(abs=1e-3), "null_ratio_sd": within(abs=1e-3)},
+          caption="Mean sqrt-JS distance between heads of the same surface behaviour vs of "
+                  f"different behaviours, over the heads with a behaviour; permutation test "
+                  f"({n_perm} relabellings)")
+run.table(pd.concat(null_rows, ignore_index=True), "separation_null", markdown=False,
+          key=["model", "grouping", "permutation"],
+          tolerance={"ratio": within(abs=1e-3)},  # the same relabellings; float noise only
+          caption="Permutation null of the same-group / other-group distance ratio")
+display(behaviour_sep[["model", "heads", "groups", "labels", "ratio", "p"]])
 separation
 
 # %% [markdown]
