@@ -16,8 +16,9 @@
 # 1. *Clark Section 6.* Distance between two heads = Jensen-Shannon divergence between their
 #    attention distributions, summed over every token of every Wikipedia segment; all pairs;
 #    2-D metric MDS coloured by layer and marked by behaviour; are heads of one layer closer
-#    to each other than to other layers (permutation test)? How faithful is the 2-D picture
-#    (stress)? The same for the random-weights control.
+#    to each other than to other layers, and heads of one behaviour closer than heads of
+#    different behaviours (permutation tests)? How faithful is the 2-D picture (stress)? The
+#    same for the random-weights control.
 # 2. *Kovaleva Section 4.1.* Five map types (Vertical, Diagonal, Vertical+Diagonal, Block,
 #    Heterogeneous; one example of each below, their Figure 1): a hand-labelled set of maps
 #    drawn by a seeded stratified sample, a transparent rule classifier and two small CNNs
@@ -555,6 +556,7 @@ print(proportions_by_seed.groupby("task", sort=False)[["examples", "truncated", 
 
 # %%
 m_sep = separation.set_index("model")
+m_beh = behaviour_sep.set_index("model")
 vert_share = float((labels["label"] == "Vertical").mean())
 kov = papers.KOVALEVA_SECTION41
 f1 = maptypes.mean_sd_pivot(scores, "classifier", "class", "f1")  # "mean ± sd" text
@@ -567,6 +569,10 @@ comparison = pd.DataFrame([
      f"ratio {m_sep.loc['model', 'ratio']:.3f}, {m_sep.loc['model', 'p']}"],
     ["Clark S6", "same, random-weights control", "not reported",
      f"ratio {m_sep.loc['control', 'ratio']:.3f}, {m_sep.loc['control', 'p']}"],
+    ["Clark S6", "same-behaviour heads closer than other-behaviour heads",
+     "several clear clusters of heads that behave similarly (Figure 6, qualitative)",
+     f"ratio {m_beh.loc['model', 'ratio']:.3f}, {m_beh.loc['model', 'p']}"
+     if m_beh.loc["model", "testable"] else m_beh.loc["model", "p"]],
     ["Clark S6", "Kruskal stress of the 2-D MDS (model / control)", "not reported",
      f"{m_sep.loc['model', 'stress']:.2f} / {m_sep.loc['control', 'stress']:.2f}"],
     ["Kovaleva 4.1", "maps classified", kov["maps_of"], f"pre-trained {lm.label}, all tasks"],

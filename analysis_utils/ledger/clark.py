@@ -380,7 +380,7 @@ def _separation(grouping: str):
         if grouping == "behaviour":
             heads = int(d["heads"])
             labels = d["labels"] if isinstance(d["labels"], str) else "none"
-            if not bool(d["testable"]):
+            if str(d["testable"]).strip().lower() != "true":
                 return Outcome(value=f"{heads} heads with a behaviour ({labels})",
                                untestable="fewer than two surface behaviours with two heads or "
                                           "more: no clusters to compare")
@@ -401,8 +401,8 @@ def _separation(grouping: str):
                 "its interval is the permutation test inverted (null ratios shifted to the "
                 "estimate), its standard error the null ratios' sd")
         if grouping == "behaviour":
-            note += ("; behaviours cluster by layer too (broad heads sit low), so part of the "
-                     "effect may be the layer's")
+            note += ("; behaviours overlap with layers (broad heads gather in the first "
+                     "layers), so part of the effect may be the layers'")
         return Outcome(value=value, check=Check(result=r, kind="effect", null=1.0,
                                                 paper_effect=None, direction=-1),
                        unit=f"{heads} heads ({n_perm} permutations of their {what} labels)",
