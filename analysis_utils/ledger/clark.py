@@ -386,7 +386,8 @@ def _separation(grouping: str):
                                           "more: no clusters to compare")
         value = f"ratio {d['ratio']:.3f}"
         if "null_ratio_mean" in d.index:
-            value += f" (permutation null {d['null_ratio_mean']:.3f} \u00b1 {d['null_ratio_sd']:.3f})"
+            value += (f" (permutation null {d['null_ratio_mean']:.3f} \u00b1 "
+                      f"{d['null_ratio_sd']:.3f})")
         if grouping == "behaviour":
             value += f"; {heads} heads with a behaviour ({labels})"
         if not t.has(NULL_TABLE):
