@@ -123,7 +123,10 @@ class Outcome:
     # judges each Check's interval at the family-corrected level (``ALPHA / m``) with
     # :func:`~.resample.judge_effect` / :func:`~.resample.judge_no_effect` and, for
     # ``per_task``, :func:`~.resample.judge_tasks` with ``scope``. ``effect``/``p``/``passes``
-    # are then ignored.
+    # are then ignored, and evaluate() writes the ``interval`` (at ``1 - a``, its level named),
+    # ``mde``, ``design_effect`` and ``per_task`` cells from the results, in ``scale`` x the
+    # statistic with ``digits`` decimals (more where a width would show < 2 significant digits)
+    # and ``suffix`` ("%" after each number, " points" once after the interval).
     check: Check | None = None
     per_task: dict[str, list[Check]] = field(default_factory=dict)
     scope: str = ""  # "every" | "some": how per_task verdicts combine
@@ -141,7 +144,8 @@ class Check:
     ``design_effect``); ``kind``: ``"effect"`` (judge_effect: ``null``, ``paper_effect`` on the
     statistic's scale, ``direction`` +1 above / -1 below, ``margin`` for claims with no size)
     or ``"no effect"`` (judge_no_effect: the band ``null +- margin``); ``head``: for a
-    MaxOverHeads, judge head ``head``'s simultaneous interval instead of the best one's;
+    MaxOverHeads, judge head ``head``'s simultaneous interval (and its own max-T p-value)
+    instead of the best one's;
     ``untestable``: why this entry cannot be judged (the entry then reads ``untestable``)."""
 
     result: object = None
