@@ -54,41 +54,12 @@ def test_welch_against_a_constant_and_between_probes():
 # --- verdicts on hand-made folders --------------------------------------------------------
 
 
-def _folder(tmp_path, prev_model, prev_control, n_segments=100):
-    f = tmp_path / "run"
-    f.mkdir()
-    ident = {"name": "tiny", "num_layers": 1, "num_heads": 2}
-    (f / "01_provenance.json").write_text(json.dumps(
-        {"parameters": {"n_segments": n_segments, "max_tokens": 128},
-         "models": {"model": ident}}))
-    for which, prev in (("model", prev_model), ("control", prev_control)):
-        pd.DataFrame({"layer": [1, 1], "head": [1, 2], "previous": prev, "next": [0.1, 0.1],
-                      "sep_to_sep": [0.0, 0.0], "max_weight": [0.5, 0.5],
-                      "entropy_cls": [1.0, 1.0]}).to_csv(f / f"01_per_head_{which}.csv",
-                                                          index=False)
-    return f
 
 
-def _previous_claim(ledger_frame):
-    return ledger_frame[ledger_frame["claim"].str.contains("previous")].iloc[0]
 
 
-def test_a_strong_head_is_yes_and_a_raw_maximum_is_not(tmp_path):
-    # 0.9 over 100 segments: p = exp(-2 * 100 * 0.16), far below 0.05 after Holm over 2 heads
-    row = _previous_claim(ledger.build([str(_folder(tmp_path, [0.9, 0.1], [0.1, 0.1]))]))
-    assert (row["verdict"], row["control_verdict"], row["heads"]) == ("yes", "no", "1-1")
-    # 0.55 over 10 segments: above 50% as a raw number, p = exp(-0.05) = 0.95: no
-    weak = tmp_path / "weak"
-    weak.mkdir()
-    row = _previous_claim(ledger.build([str(_folder(weak, [0.55, 0.1], [0.1, 0.1], 10))]))
-    assert row["verdict"] == "no"
-    assert float(row["p_value"]) == pytest.approx(min(1, 2 * math.exp(-0.05)), abs=1e-3)
 
 
-def test_a_rule_the_control_also_passes_is_never_yes(tmp_path):
-    row = _previous_claim(ledger.build([str(_folder(tmp_path, [0.9, 0.1], [0.95, 0.1]))]))
-    assert (row["verdict"], row["control_verdict"]) == ("untestable", "yes")
-    assert "control passes the same rule" in row["note"]
 
 
 def test_holm_within_a_family_by_hand():
@@ -145,13 +116,6 @@ def test_fine_tuned_claims_need_three_seeds_and_every_seed(tmp_path, seeds_gain,
         assert "fewer than 3 fine-tuning seeds" in out["note"].iloc[0]
 
 
-def test_an_older_table_without_a_column_is_untestable_not_a_crash(tmp_path):
-    f = _folder(tmp_path, [0.9, 0.1], [0.1, 0.1])
-    pd.read_csv(f / "01_per_head_model.csv").drop(columns="sep_to_sep").to_csv(
-        f / "01_per_head_model.csv", index=False)
-    out = ledger.build([str(f)])
-    row = out[out["claim"].str.contains(r"\[SEP\]'s attention")].iloc[0]
-    assert row["verdict"] == "untestable" and "sep_to_sep" in row["note"]
 
 
 def test_a_folder_without_provenance_is_refused_with_the_command(tmp_path):
@@ -267,56 +231,10 @@ def test_bootstrap_below_by_hand():
     assert 0.3 < p1[0] < 0.7  # a mean of exactly 0.5 is not below 0.5
 
 
-def _gradient_folder(tmp_path, source, sep_scale, n=40, per_segment=True):
-    """01 tables of a 2-layer model whose attention-to-[SEP] gradients are ``sep_scale`` times
-    those to other tokens, with noise between segments."""
-    f = tmp_path / f"grad_{sep_scale}_{n}_{per_segment}_{source[:6]}"
-    f.mkdir()
-    (f / "01_provenance.json").write_text(json.dumps(
-        {"parameters": {"n_segments": n}, "models": {"model": {"name": "tiny", "num_layers": 2,
-                                                              "num_heads": 2}}}))
-    rng = np.random.default_rng(0)
-    rows = []
-    for seg in range(n):
-        for layer in (1, 2):
-            base = rng.uniform(0.5, 1.5)
-            for target, scale in (("[SEP]", sep_scale * rng.uniform(0.2, 1.8)), ("other", 1.0),
-                                  ("./,", 1.0)):
-                rows.append({"segment": seg, "layer": layer, "target": target,
-                             "sum_abs_grad": 10 * base * scale, "n_weights": 10})
-    per = pd.DataFrame(rows)
-    if per_segment:
-        per.to_csv(f / "01_gradient_by_segment.csv", index=False)
-    g = per.groupby(["layer", "target"])[["sum_abs_grad", "n_weights"]].sum()
-    mean = (g["sum_abs_grad"] / g["n_weights"]).unstack()
-    ratio = float((mean["[SEP]"] / mean["other"]).mean())
-    pd.DataFrame([{"claim": "|grad| of the MLM loss w.r.t. attention to [SEP], vs. other tokens",
-                   "model": ratio, "layers of this model": "1-2", "from": source}]).to_csv(
-        f / "01_paper_vs_run.csv", index=False)
-    return f
 
 
-def _gradient_row(folder):
-    claim = next(c for c in ledger.clark.claims() if "gradients through" in c.claim)
-    return core.evaluate([claim], core.Tables(folder)).iloc[0]
 
 
-def test_the_gradient_claim_is_tested_through_a_checkpoints_own_head(tmp_path):
-    from analysis_utils.analyses import gradients
-
-    small = _gradient_row(_gradient_folder(tmp_path, gradients.OWN_HEAD, 0.2))
-    assert (small["verdict"], small["p_value"]) == ("yes", "< 0.001")
-    lo, hi = (float(x) for x in re.findall(r"[\d.]+", small["interval"])[:2])
-    assert lo < 0.2 * 1.1 and hi < 0.5
-    # below 0.5 as a raw number, but 5 noisy segments cannot show it
-    raw = _gradient_row(_gradient_folder(tmp_path, gradients.OWN_HEAD, 0.45, n=5))
-    assert float(raw["this_run"][1:5]) < 0.5 and raw["verdict"] == "no"
-    big = _gradient_row(_gradient_folder(tmp_path, gradients.OWN_HEAD, 1.0))
-    assert big["verdict"] == "no" and float(big["p_value"]) > 0.5
-    fitted = _gradient_row(_gradient_folder(tmp_path, gradients.FITTED_HEAD, 0.2))
-    assert fitted["verdict"] == "untestable" and "fitted here" in fitted["note"]
-    older = _gradient_row(_gradient_folder(tmp_path, gradients.OWN_HEAD, 0.2, per_segment=False))
-    assert older["verdict"] == "untestable" and "re-run notebook 01" in older["note"]
 
 
 def _features_folder(tmp_path, tops, het):
@@ -601,12 +519,29 @@ def test_a_rows_quote_is_its_registry_entries_words():
         _claim("c", _effect(0.01, 0.02), registry=("clark-9",))).iloc[0]["quote"]
 
 
+def _folder(tmp_path, prev_model, prev_control, n_segments=100):
+    """A notebook-01 folder of a 1 x 2 model: provenance and the per-head tables."""
+    f = tmp_path / "run"
+    f.mkdir()
+    ident = {"name": "tiny", "num_layers": 1, "num_heads": 2}
+    (f / "01_provenance.json").write_text(json.dumps(
+        {"parameters": {"n_segments": n_segments, "max_tokens": 128},
+         "models": {"model": ident}}))
+    for which, prev in (("model", prev_model), ("control", prev_control)):
+        pd.DataFrame({"layer": [1, 1], "head": [1, 2], "previous": prev, "next": [0.1, 0.1],
+                      "sep_to_sep": [0.0, 0.0], "max_weight": [0.5, 0.5],
+                      "entropy_cls": [1.0, 1.0]}).to_csv(f / f"01_per_head_{which}.csv",
+                                                          index=False)
+    return f
+
+
 def test_untestable_registry_entries_are_rows_that_say_why(tmp_path):
     f = _folder(tmp_path, [0.9, 0.1], [0.1, 0.1])
     out = ledger.build([str(f)])
     from analysis_utils import claims as registry
 
-    mine = [e for e in registry.load() if e.untestable]
+    by_rules = {i for c in ledger.clark.claims() + ledger.kovaleva.claims() for i in c.registry}
+    mine = [e for e in registry.load() if e.untestable and e.id not in by_rules]
     for e in mine:
         rows = out[out["quote"] == registry.normalise(e.quote)]
         if e.notebooks and e.notebooks[0] != "01":
