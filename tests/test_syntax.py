@@ -283,3 +283,38 @@ def test_describe_control_counts_relations_without_all():
                            "30.0% for the best fixed offset (+1); ")
     assert text.endswith("a head beats the fixed-offset baseline for 1 of 2 relations "
                          "(largest margin: amod, 30.0% vs. 20.0%, +10.0 points)")
+
+
+def test_per_word_correctness_by_hand(items, sents):
+    """return_correct: the (D, L, H, W) correctness behind the counts, each word's sentence,
+    and the same words' offset-baseline correctness (O, W), in one order."""
+    df, sw = syntax.score_heads(items, min_count=0, return_correct=True, with_special=True)
+    assert df.equals(syntax.score_heads(items, min_count=0))
+    # A: 7 words under All + 6 under their relation; B: 1 + 0; C: 5 + 4
+    assert sw.correct.shape == (2, 1, 2, 23) and sw.directions == syntax.DIRECTIONS
+    assert sw.sentence.tolist() == [0] * 13 + [1] + [2] * 9
+    assert sw.relation[:7].tolist() == ["All"] * 7 and sw.dependent[:7].tolist() == list(
+        range(7))
+    # head 0 read dep2head on sentence A: every word but the root "sat" finds its head
+    assert sw.correct[0, 0, 0, :7].tolist() == [True, True, False, True, True, True, True]
+    # counts of the frame are sums of the matrix, relation by relation
+    for (rel, direction, head), r in df.set_index(["relation", "direction", "head"]).iterrows():
+        d = syntax.DIRECTIONS.index(direction)
+        assert sw.correct[d, 0, head, sw.relation == rel].sum() == r["correct"]
+    # with [CLS] (0.9) and [SEP] (0.8) as candidates every decorated row picks [CLS]: all
+    # wrong read dep2head; read head2dep, the [CLS] row (0.01) never beats a dependent (0.5)
+    assert not sw.correct_with_special[0].any()
+    assert sw.correct_with_special[1, 0, 1, :7].sum() == sw.correct[1, 0, 1, :7].sum() == 6
+    # where no dependent attends to the word, the tie goes to [CLS] (leftmost): "The"
+    assert sw.correct[1, 0, 0, 0] and not sw.correct_with_special[1, 0, 0, 0]
+    assert sw.special_share.shape == (2, 1, 2, 23)
+    np.testing.assert_allclose(sw.special_share[:, 0, 0, :7].astype(float),
+                               [[0.9] * 7, [0.8] * 7], atol=1e-3)
+    base, oc = syntax.offset_baselines(sents, offsets=[-1, 1], min_count=0,
+                                       return_correct=True)
+    assert base.equals(syntax.offset_baselines(sents, offsets=[-1, 1], min_count=0))
+    assert oc.shape == (2, 23)
+    # right-branching on A: The->cat, cat->sat, the->mat (All entries 0, 1, 4)
+    assert np.flatnonzero(oc[1, :7]).tolist() == [0, 1, 4]
+    assert oc[1, sw.relation == "All"].sum() == base.set_index(["relation", "offset"]).loc[
+        ("All", 1), "correct"]

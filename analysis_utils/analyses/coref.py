@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -232,14 +233,34 @@ def head_antecedent_predictions(attn: np.ndarray, is_special: np.ndarray,
     return pred
 
 
-def antecedent_accuracy(windows_with_maps: Iterable, causal: bool = False) -> pd.DataFrame:
+class ScoredMentions(NamedTuple):
+    """Per evaluable mention (in window order, then the order of :func:`evaluable_mentions`)
+    what :func:`antecedent_accuracy` built: ``correct`` (L, H, M) bool (layer ``l``, head
+    ``h``, 0-based, picks an antecedent's head word); ``document`` (M,) the
+    ``CorefDocument.doc_id`` of the mention's window; ``window`` (M,) the window's index in
+    its document; ``groups`` the mention's group per breakdown (``{"all", "type", "person",
+    "type_person"}`` -> group label)."""
+
+    correct: np.ndarray
+    document: np.ndarray
+    window: np.ndarray
+    groups: list
+
+
+def antecedent_accuracy(windows_with_maps: Iterable, causal: bool = False,
+                        return_correct: bool = False):
     """Antecedent-selection accuracy of every head.
 
     Items: ``(window, attn, is_special, word_pos)`` or ``(window, maps)``, with ``attn``
     ``(layers, heads, m, m)`` word-level and ``word_pos`` the map position of each window
     word. Returns ``layer, head`` (0-based), ``breakdown`` (all / type / person /
-    type_person), ``group``, ``correct``, ``total``, ``accuracy`` (fraction)."""
+    type_person), ``group``, ``correct``, ``total``, ``accuracy`` (fraction).
+
+    ``return_correct``: return ``(frame, ScoredMentions)``, the per-mention correctness
+    behind the counts with each mention's document, window and groups, for tests that
+    resample documents (:class:`ScoredMentions`)."""
     chunks, groups, shape = [], [], None
+    docs, win_idx = [], []
     for item in windows_with_maps:
         w, attn, is_special, word_pos = unpack_word_maps(item, "window")
         if len(word_pos) != len(w.words):
@@ -260,6 +281,8 @@ def antecedent_accuracy(windows_with_maps: Iterable, causal: bool = False) -> pd
         chunks.append(np.take_along_axis(target[None, None], pred[..., None],
                                          axis=-1)[..., 0])
         groups.extend(_groups(m) for m, _ in ev)
+        docs.extend([w.doc_id] * len(ev))
+        win_idx.extend([w.index] * len(ev))
     if shape is None:
         raise ValueError("no windows given")
     L, H = shape
@@ -274,13 +297,18 @@ def antecedent_accuracy(windows_with_maps: Iterable, causal: bool = False) -> pd
     df = pd.DataFrame(rows, columns=["layer", "head", "breakdown", "group", "correct",
                                      "total"])
     df["accuracy"] = df["correct"] / df["total"]
-    return df
+    if not return_correct:
+        return df
+    return df, ScoredMentions(correct, np.asarray(docs, dtype=object).astype(str),
+                              np.asarray(win_idx, dtype=np.int32), groups)
 
 
-def baseline_accuracy(wins: Iterable[CorefWindow]) -> pd.DataFrame:
+def baseline_accuracy(wins: Iterable[CorefWindow], return_correct: bool = False):
     """Accuracy of the baselines on the same evaluable mentions: ``system, breakdown, group,
     correct, total, accuracy``. Items may be windows or the tuples of
-    :func:`antecedent_accuracy`."""
+    :func:`antecedent_accuracy`. ``return_correct``: return ``(frame, correct)`` with
+    ``correct`` (S, M) bool, one row per system of :data:`SYSTEMS`, the mentions in the order
+    of :func:`antecedent_accuracy`'s ``ScoredMentions``."""
     per_system: dict[str, list[bool]] = {s: [] for s in SYSTEMS}
     groups = []
     for item in wins:
@@ -298,7 +326,7 @@ def baseline_accuracy(wins: Iterable[CorefWindow]) -> pd.DataFrame:
             rows.append((s, b, g, int(c[i]), total))
     df = pd.DataFrame(rows, columns=["system", "breakdown", "group", "correct", "total"])
     df["accuracy"] = df["correct"] / df["total"]
-    return df
+    return (df, correct) if return_correct else df
 
 
 def best_head(head_scores: pd.DataFrame) -> tuple[int, int]:

@@ -9,6 +9,7 @@ ROOT, relation and possessive conventions: notebook 02.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -151,9 +152,49 @@ def _group_counts(correct: np.ndarray, rel_codes: np.ndarray, n_rel: int) -> np.
     return np.rint(flat @ onehot).astype(np.int64).reshape(*correct.shape[:-1], n_rel)
 
 
+class ScoredWords(NamedTuple):
+    """Per scored word (one entry of :func:`scoring_entries`: a word under "All", and again
+    under its relation) what :func:`score_heads` built: ``correct`` (D, L, H, W) bool, the
+    head of direction ``directions[d]``, layer ``l``, head ``h`` (0-based) finds the word's
+    gold head; ``sentence`` (W,) the index of the word's sentence in the input order;
+    ``dependent`` (W,) the scored word (0-based in its sentence); ``relation`` (W,) str.
+    With ``with_special``: ``correct_with_special`` (D, L, H, W), the same with [CLS] and
+    [SEP] kept as candidates (a word whose most-attended position is one of them is a miss),
+    and ``special_share`` (2, L, H, W) float16, the attention from the word (its row) to the
+    first special position ([CLS]) and to the last ([SEP])."""
+
+    correct: np.ndarray
+    sentence: np.ndarray
+    dependent: np.ndarray
+    relation: np.ndarray
+    directions: tuple[str, ...]
+    correct_with_special: np.ndarray | None = None
+    special_share: np.ndarray | None = None
+
+
+def _with_special(attn, is_special, word_pos, dep, gold, directions):
+    """(D, L, H, k) correct with [CLS]/[SEP] among the candidates, and (2, L, H, k) the
+    attention of each scored word's row to the first and the last special position."""
+    m = attn.shape[-1]
+    pos_dep = word_pos[dep]
+    gold_pos = np.where(gold >= 0, word_pos[np.maximum(gold, 0)], -2)
+    out = []
+    for d in directions:
+        full = head_predictions(attn, np.zeros(m, dtype=bool), d)  # self excluded only
+        out.append(full[..., pos_dep] == gold_pos)
+    sp = np.flatnonzero(is_special)
+    if len(sp):
+        rows = np.asarray(attn, dtype=np.float32)[:, :, pos_dep]  # (L, H, k, m)
+        share = np.stack([rows[..., sp[0]], rows[..., sp[-1]]])
+    else:
+        share = np.zeros((2, *attn.shape[:2], len(dep)), dtype=np.float32)
+    return np.stack(out), share.astype(np.float16)
+
+
 def score_heads(sentences_with_maps: Iterable, min_count: int = 100,
                 directions: Sequence[str] = DIRECTIONS, poss_mode: str = "ud",
-                collapse_subtypes: bool = False) -> pd.DataFrame:
+                collapse_subtypes: bool = False, return_correct: bool = False,
+                with_special: bool = False):
     """Accuracy of every attention head, both directions, per relation.
 
     sentences_with_maps: items ``(sentence, attn, is_special, word_pos)`` or
@@ -164,14 +205,24 @@ def score_heads(sentences_with_maps: Iterable, min_count: int = 100,
     Returns a DataFrame ``relation, layer, head, direction, correct, total, accuracy`` (layer
     and head 0-based, accuracy a fraction), one row per relation x layer x head x direction,
     keeping relations with at least ``min_count`` scored words; ``"All"`` is always kept.
+
+    ``return_correct``: return ``(frame, ScoredWords)``, the per-word correctness behind the
+    counts (every scored word, whatever ``min_count``) with each word's sentence index, for
+    tests that resample sentences (:class:`ScoredWords`); ``with_special`` adds the scoring
+    with [CLS]/[SEP] kept as candidates (Clark's footnote 3) and each word's attention to
+    them (costs about one more pass over the maps).
     """
     for d in directions:
         if d not in DIRECTIONS:
             raise ValueError(f"unknown direction {d!r}")
     chunks: list[np.ndarray] = []
     all_rels: list[str] = []
+    sent_idx: list[np.ndarray] = []
+    dep_idx: list[np.ndarray] = []
+    special_chunks: list[np.ndarray] = []
+    share_chunks: list[np.ndarray] = []
     shape = None
-    for item in sentences_with_maps:
+    for k_sent, item in enumerate(sentences_with_maps):
         sent, attn, is_special, word_pos = unpack_word_maps(item, "sentence")
         n = len(sent.heads)
         if len(word_pos) != n:
@@ -187,6 +238,13 @@ def score_heads(sentences_with_maps: Iterable, min_count: int = 100,
         # (D, L, H, k); ROOT (gold -1) never matches, not even a -1 "no candidate"
         chunks.append((preds[..., dep] == gold) & (gold >= 0))
         all_rels.extend(rels)
+        if return_correct:
+            sent_idx.append(np.full(len(dep), k_sent, dtype=np.int32))
+            dep_idx.append(dep.astype(np.int32))
+            if with_special:
+                c_sp, share = _with_special(attn, is_special, word_pos, dep, gold, directions)
+                special_chunks.append(c_sp)
+                share_chunks.append(share)
     if shape is None:
         raise ValueError("no sentences given")
     correct = np.concatenate(chunks, axis=-1)
@@ -208,9 +266,16 @@ def score_heads(sentences_with_maps: Iterable, min_count: int = 100,
         "total": totals[rr],
     })
     df["accuracy"] = df["correct"] / df["total"]
-    return df.sort_values(["relation", "direction", "layer", "head"],
-                          key=lambda s: s.map(_rel_order_key(names, totals))
-                          if s.name == "relation" else s).reset_index(drop=True)
+    df = df.sort_values(["relation", "direction", "layer", "head"],
+                        key=lambda s: s.map(_rel_order_key(names, totals))
+                        if s.name == "relation" else s).reset_index(drop=True)
+    if not return_correct:
+        return df
+    return df, ScoredWords(
+        correct=correct, sentence=np.concatenate(sent_idx), dependent=np.concatenate(dep_idx),
+        relation=names[codes], directions=tuple(directions),
+        correct_with_special=np.concatenate(special_chunks, axis=-1) if with_special else None,
+        special_share=np.concatenate(share_chunks, axis=-1) if with_special else None)
 
 
 def _rel_order_key(names, totals):
@@ -223,14 +288,18 @@ def _rel_order_key(names, totals):
 
 def offset_baselines(sentences: Iterable, offsets: Iterable[int] = range(-3, 4),
                      poss_mode: str = "ud", collapse_subtypes: bool = False,
-                     min_count: int = 0) -> pd.DataFrame:
+                     min_count: int = 0, return_correct: bool = False):
     """Fixed-offset baseline: dependent ``i`` predicts word ``i + k`` as its head (a miss
     when ``i + k`` falls outside the sentence; never ROOT, so root words are always wrong,
     as for the heads). ``k = +1`` is the right-branching baseline.
 
     Items may be sentences or the same tuples :func:`score_heads` takes. Returns
     ``relation, offset, correct, total, accuracy`` (fraction), relations with at least
-    ``min_count`` words (``"All"`` always kept)."""
+    ``min_count`` words (``"All"`` always kept).
+
+    ``return_correct``: return ``(frame, correct)`` with ``correct`` (O, W) bool per offset
+    and scored word, the words in the order of :func:`score_heads`' ``ScoredWords`` for the
+    same sentences, ``poss_mode`` and ``collapse_subtypes``."""
     offsets = np.asarray(list(offsets), dtype=np.int64)
     correct_parts, rel_parts = [], []
     for item in sentences:
@@ -255,7 +324,7 @@ def offset_baselines(sentences: Iterable, offsets: Iterable[int] = range(-3, 4),
             rows.append((names[r], int(k), int(counts[o, r]), int(totals[r])))
     df = pd.DataFrame(rows, columns=["relation", "offset", "correct", "total"])
     df["accuracy"] = df["correct"] / df["total"]
-    return df
+    return (df, correct) if return_correct else df
 
 
 def best_baseline(baselines: pd.DataFrame) -> pd.DataFrame:
