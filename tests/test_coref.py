@@ -434,3 +434,22 @@ def test_per_mention_correctness_by_hand(doc, blank_maps):
                    "head_match": [False, True, False, False, False, True],
                    "head_match_fallback": [True, True, False, False, False, True],
                    "rule_based": [True, True, False, False, True, True]}
+
+
+def test_by_mention_arrays_round_trip(doc, blank_maps, tmp_path):
+    (w,) = coref.windows(doc, ONE_PIECE, max_pieces=100)
+    attn, sp, wp = blank_maps(len(w.words))
+    attn[0, 0, 3, 1] = 0.5  # his -> John: head 1-1 right on the first mention
+    _, sm = coref.antecedent_accuracy([(w, attn, sp, wp)], return_correct=True)
+    _, bc = coref.baseline_accuracy([w], return_correct=True)
+    arrays = coref.by_mention_arrays(sm, bc)
+    np.savez_compressed(tmp_path / "x.npz", **arrays)
+    z = np.load(tmp_path / "x.npz")  # no pickles: every array is numbers or unicode
+    hc = np.unpackbits(z["head_correct"], axis=1, count=int(z["n_columns"])).astype(bool)
+    assert hc.shape == (6, 2) and (hc.T == sm.correct.reshape(2, 6)).all()
+    assert z["column_layer"].tolist() == [1, 1] and z["column_head"].tolist() == [1, 2]
+    assert z["baseline_correct"].shape == (6, 4) and z["systems"].tolist() == list(coref.SYSTEMS)
+    assert z["documents"][z["document"]].tolist() == [doc.doc_id] * 6
+    assert z["types"][z["type"]].tolist() == [g["type"] for g in sm.groups]
+    with pytest.raises(ValueError, match="other mentions"):
+        coref.by_mention_arrays(sm, bc[:, :5])

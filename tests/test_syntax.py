@@ -318,3 +318,30 @@ def test_per_word_correctness_by_hand(items, sents):
     assert np.flatnonzero(oc[1, :7]).tolist() == [0, 1, 4]
     assert oc[1, sw.relation == "All"].sum() == base.set_index(["relation", "offset"]).loc[
         ("All", 1), "correct"]
+
+
+def test_by_word_arrays_round_trip(items, sents, tmp_path):
+    sents = [SimpleNamespace(**vars(s), upos=("X",) * len(s.words)) for s in sents]
+    sents[0].sent_id, sents[1].sent_id, sents[2].sent_id = "doc-a-1", "doc-a-2", "doc-b-1"
+    _, sw = syntax.score_heads(items, min_count=0, return_correct=True, with_special=True)
+    _, oc = syntax.offset_baselines(sents, offsets=[-1, 1], min_count=0, return_correct=True)
+    arrays = syntax.by_word_arrays(sw, oc, [-1, 1], sents, share_head=(0, 0, "dep2head"))
+    np.savez_compressed(tmp_path / "x.npz", **arrays)
+    z = np.load(tmp_path / "x.npz")  # no pickles
+    hc = syntax.unpack_bits(z["head_correct"], z["n_columns"])
+    assert hc.shape == (23, 4)
+    # column d*L*H + (layer-1)*H + (head-1): head2dep, layer 1, head 2 is column 3
+    assert (z["column_direction"][3], z["column_layer"][3], z["column_head"][3]) == (
+        "head2dep", 1, 2)
+    assert (hc[:, 3] == sw.correct[1, 0, 1]).all() and (hc[:, 0] == sw.correct[0, 0, 0]).all()
+    assert (syntax.unpack_bits(z["offset_correct"], 2) == oc.T).all()
+    assert z["documents"][z["document"]].tolist() == ["doc-a"] * 14 + ["doc-b"] * 9
+    assert z["relations"][z["relation"]].tolist() == sw.relation.tolist()
+    assert z["all_rows"].tolist() == [0, 1, 2, 3, 4, 5, 6, 13, 14, 15, 16, 17, 18]
+    sc = syntax.unpack_bits(z["special_correct"], 4)
+    assert sc.shape == (13, 4) and not sc[:, :2].any()
+    assert str(z["share_head"]) == "1-1" and float(z["share_cls"][0]) == pytest.approx(0.9,
+                                                                                     abs=1e-3)
+    assert syntax.document_of("weblog-x_ENG_2005-0001") == "weblog-x_ENG_2005"
+    with pytest.raises(ValueError, match="other words"):
+        syntax.by_word_arrays(sw, oc[:, :5], [-1, 1], sents)

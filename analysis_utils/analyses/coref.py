@@ -415,3 +415,48 @@ def paper_comparison(table: pd.DataFrame) -> pd.DataFrame:
                         "detail": f"{head_row} {r_head:.1f}% vs. {r_base:.1f}%"})
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+# --- per-mention data for the claims ledger -------------------------------------------------
+
+#: How ``head_correct`` of :func:`by_mention_arrays` is laid out.
+BY_MENTION_LAYOUT = ("head_correct is np.packbits(axis=1) of a (M, L*H) bool matrix: column "
+                     "(layer-1)*H + (head-1), layer and head 1-based as in column_layer / "
+                     "column_head; unpack with np.unpackbits(x, axis=1, count=L*H)"
+                     ".astype(bool). baseline_correct (M, S): column s is systems[s]. Rows: "
+                     "the evaluable mentions in window order")
+
+
+def by_mention_arrays(scored: ScoredMentions, baseline_correct: np.ndarray
+                      ) -> dict[str, np.ndarray]:
+    """The arrays notebook 03 saves per evaluable mention (``03_by_mention_<model>.npz``)
+    from :func:`antecedent_accuracy`'s :class:`ScoredMentions` and
+    :func:`baseline_accuracy`'s ``(S, M)`` correctness on the same windows.
+
+    Keys: ``document`` (M,) int16 codes into ``documents`` (``CorefDocument.doc_id``);
+    ``window`` (M,) int16; ``type`` / ``person`` (M,) int8 codes into ``types`` /
+    ``persons``; ``head_correct`` packbits (see :data:`BY_MENTION_LAYOUT`) with
+    ``column_layer`` / ``column_head`` (1-based); ``baseline_correct`` (M, S) bool with
+    ``systems``."""
+    L, H, M = scored.correct.shape
+    if baseline_correct.shape != (len(SYSTEMS), M):
+        raise ValueError(f"baseline_correct is {baseline_correct.shape}, expected "
+                         f"({len(SYSTEMS)}, {M}): heads and baselines scored other mentions")
+    doc_names, doc_codes = np.unique(scored.document.astype(str), return_inverse=True)
+    out = {"document": doc_codes.astype(np.int16), "documents": doc_names,
+           "window": scored.window.astype(np.int16)}
+    for key, names in (("type", "types"), ("person", "persons")):
+        labels = np.array([g[key] for g in scored.groups], dtype=object).astype(str)
+        if M == 0:
+            labels = np.array([], dtype=str)
+        out[names], codes = np.unique(labels, return_inverse=True)
+        out[key] = codes.astype(np.int8)
+    ly, hd = np.meshgrid(np.arange(L), np.arange(H), indexing="ij")
+    out.update(
+        head_correct=np.packbits(np.ascontiguousarray(scored.correct.reshape(L * H, M).T),
+                                 axis=1),
+        n_columns=np.int32(L * H), column_layer=(ly.ravel() + 1).astype(np.int16),
+        column_head=(hd.ravel() + 1).astype(np.int16),
+        baseline_correct=np.ascontiguousarray(baseline_correct.T),
+        systems=np.asarray(SYSTEMS), layout=np.asarray(BY_MENTION_LAYOUT))
+    return out

@@ -485,3 +485,85 @@ def paper_comparison(table: pd.DataFrame) -> pd.DataFrame:
                         "baseline": np.nan, "margin": np.nan})
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+# --- per-word data for the claims ledger ----------------------------------------------------
+
+#: How the columns of ``head_correct`` in :func:`by_word_arrays` are laid out.
+BY_WORD_LAYOUT = ("head_correct is np.packbits(axis=1) of a (W, D*L*H) bool matrix: column "
+                  "d*L*H + (layer-1)*H + (head-1) for direction directions[d], layer and head "
+                  "1-based as in column_layer / column_head; unpack with np.unpackbits(x, "
+                  "axis=1, count=D*L*H).astype(bool). Rows: every scored word (a word under "
+                  "'All' and again under its relation), in sentence order")
+
+
+def document_of(sent_id: str) -> str:
+    """EWT's document of a sentence: its ``sent_id`` up to the last ``-``
+    (``"weblog-x_ENG_2005-0001"`` -> ``"weblog-x_ENG_2005"``)."""
+    return str(sent_id).rsplit("-", 1)[0]
+
+
+def by_word_arrays(scored: ScoredWords, offset_correct: np.ndarray, offsets: Sequence[int],
+                   sentences: Sequence, share_head: tuple[int, int, str] | None = None
+                   ) -> dict[str, np.ndarray]:
+    """The arrays notebook 02 saves per scored word (``02_by_word_<model>.npz``) from
+    :func:`score_heads`' :class:`ScoredWords` and :func:`offset_baselines`' ``(O, W)``
+    correctness for the same ``sentences`` (which give the document of each word).
+
+    Keys: ``sentence`` (W,) int32; ``document`` (W,) int32 codes into ``documents``;
+    ``relation`` (W,) int16 codes into ``relations``; ``dependent`` (W,) int16;
+    ``head_correct`` packbits (see :data:`BY_WORD_LAYOUT`) with ``directions``,
+    ``column_direction`` / ``column_layer`` / ``column_head`` (1-based) and ``layout``;
+    ``offset_correct`` packbits of (W, O) with ``offsets``. With
+    ``scored.correct_with_special``: ``special_correct`` packbits of (A, D*L*H), the same
+    columns with [CLS]/[SEP] kept as candidates, for the A rows of ``all_rows`` (the "All"
+    words). With ``share_head`` ``(layer, head, direction)`` (0-based, e.g. the best head of
+    a relation): ``share_cls`` / ``share_sep`` (A,) float16, the attention from each "All"
+    word to [CLS] and to [SEP] in that head, ``upos`` codes into ``upos_names``, and
+    ``share_head`` ("L-H", 1-based) with ``share_direction``."""
+    correct = scored.correct
+    D, L, H, W = correct.shape
+    if offset_correct.shape != (len(offsets), W):
+        raise ValueError(f"offset_correct is {offset_correct.shape}, expected "
+                         f"({len(offsets)}, {W}): baselines and heads scored other words")
+    docs = np.array([document_of(s.sent_id) for s in sentences], dtype=object).astype(str)
+    doc_names, doc_codes = np.unique(docs[scored.sentence], return_inverse=True)
+    rel_names, rel_codes = np.unique(scored.relation.astype(str), return_inverse=True)
+    flat = np.ascontiguousarray(correct.reshape(D * L * H, W).T)  # (W, D*L*H)
+    d, ly, hd = np.meshgrid(np.arange(D), np.arange(L), np.arange(H), indexing="ij")
+    out = {
+        "sentence": scored.sentence.astype(np.int32),
+        "document": doc_codes.astype(np.int32), "documents": doc_names,
+        "relation": rel_codes.astype(np.int16), "relations": rel_names,
+        "dependent": scored.dependent.astype(np.int16),
+        "head_correct": np.packbits(flat, axis=1), "n_columns": np.int32(D * L * H),
+        "directions": np.asarray(scored.directions),
+        "column_direction": np.asarray(scored.directions)[d.ravel()],
+        "column_layer": (ly.ravel() + 1).astype(np.int16),
+        "column_head": (hd.ravel() + 1).astype(np.int16),
+        "layout": np.asarray(BY_WORD_LAYOUT),
+        "offset_correct": np.packbits(np.ascontiguousarray(offset_correct.T), axis=1),
+        "offsets": np.asarray(list(offsets), dtype=np.int16),
+    }
+    all_rows = np.flatnonzero(scored.relation == ALL)
+    out["all_rows"] = all_rows.astype(np.int32)
+    if scored.correct_with_special is not None:
+        sp = scored.correct_with_special.reshape(D * L * H, W)[:, all_rows].T
+        out["special_correct"] = np.packbits(np.ascontiguousarray(sp), axis=1)
+    if share_head is not None and scored.special_share is not None:
+        layer, head, direction = share_head
+        upos = np.array([sentences[s].upos[w] for s, w in
+                         zip(scored.sentence[all_rows], scored.dependent[all_rows],
+                             strict=True)], dtype=object).astype(str)
+        upos_names, upos_codes = np.unique(upos, return_inverse=True)
+        out.update(share_cls=scored.special_share[0, layer, head, all_rows],
+                   share_sep=scored.special_share[1, layer, head, all_rows],
+                   upos=upos_codes.astype(np.int8), upos_names=upos_names,
+                   share_head=np.asarray(head_label(layer, head)),
+                   share_direction=np.asarray(direction))
+    return out
+
+
+def unpack_bits(packed: np.ndarray, n_columns: int) -> np.ndarray:
+    """``np.packbits(x, axis=1)`` back to the (rows, n_columns) bool matrix."""
+    return np.unpackbits(packed, axis=1, count=int(n_columns)).astype(bool)
