@@ -391,9 +391,9 @@ def paper_comparison(table: pd.DataFrame) -> pd.DataFrame:
     implied by Table 2, it beats the nearest-mention baseline. Columns: ``claim``, ``paper``,
     ``this run`` (the margin in points; NaN where the group has too few mentions here to have
     a column; the accuracies are in ``paper detail`` / ``detail``). Whether each claim held is
-    the claims ledger's to judge (:mod:`analysis_utils.ledger.clark`: an exact binomial test
-    against the system, corrected over the heads searched, beside the random-weights
-    control)."""
+    the claims ledger's to judge (:mod:`analysis_utils.ledger.clark`: the best head against
+    the system on the same mentions, documents resampled and the head chosen in every
+    resample, beside the random-weights control)."""
     mine = table[table["source"] == "this run"]
     head_row = [i for i in mine.index if str(i).startswith("head ")][0]
     paper_head = [i for i in table.index if str(i).startswith("paper: head ")][0]

@@ -467,7 +467,8 @@ def paper_comparison(table: pd.DataFrame) -> pd.DataFrame:
     ``paper margin`` (points), this run's ``head``, ``direction``, ``accuracy``, ``baseline``,
     ``margin``; blanks ("–", NaN) without a counterpart. Accuracies in %. Whether the paper's
     finding held is the claims ledger's to judge (:mod:`analysis_utils.ledger.clark`: the best
-    head against its baseline under a binomial test, beside the random-weights control)."""
+    head against its baseline on the same words, sentences resampled and the head chosen in
+    every resample, beside the random-weights control)."""
     t = table.set_index("relation")
     rows = []
     for sd, (p_head, p_acc, p_base, _, p_dir) in CLARK_TABLE1.items():
