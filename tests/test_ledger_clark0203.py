@@ -184,7 +184,7 @@ def test_only_slightly_reads_the_third_smallest_margin(t02):
 def test_non_nouns_of_the_best_obj_head_and_the_special_tokens(t02):
     o = _claim("in the direct-object head", "02").rule(t02, "model")
     assert o.check.null == 0.5 and o.check.result.estimate == pytest.approx(0.6, abs=1e-3)
-    assert o.heads == "1-1" and "[CLS]" in o.note
+    assert o.heads == "1-1" and "on [CLS]" in o.value and "model note" not in o.note
     ig = _claim("ignoring [SEP] and [CLS]", "02")
     assert ig.registry == ("clark-4.1-ignore-special",)
     o = ig.rule(t02, "model")

@@ -16,6 +16,7 @@ from ..papers import (
     CLARK_FIGURE6,
     CLARK_SECTION3,
     CLARK_TABLE1,
+    CLARK_TABLE1_AUTHORS_NOTEBOOK,
     CLARK_TABLE2,
     CLARK_TABLE3,
     KOVALEVA_HETEROGENEOUS_RANGE,
@@ -269,6 +270,10 @@ def _words(t: Tables, which: str) -> _Words:
     return _CACHE[key]
 
 
+def _minilm(t: Tables) -> bool:
+    return str(t.model or "").startswith("all-MiniLM")
+
+
 def _n_units(n: int, what: str) -> str:
     return f"{n:,} {what}"
 
@@ -323,7 +328,13 @@ def _syntax(rel: str):
             check=Check(result=r, null=0.0, paper_effect=(acc - base_acc) / 100),
             unit=_n_units(len(np.unique(w.sentence[rows])), "sentences"),
             heads=w.labels[k], scale=100, suffix=" points",
-            note=f"{len(rows):,} words; " + _deff_note(r, w, rows, k, base))
+            note=f"{len(rows):,} words; " + _deff_note(r, w, rows, k, base) + authors)
+    authors = ""
+    if rel in CLARK_TABLE1_AUTHORS_NOTEBOOK:
+        a_acc, a_base = CLARK_TABLE1_AUTHORS_NOTEBOOK[rel]
+        authors = (f"; the paper's row looks like a slip: the authors' released notebook "
+                   f"gives {a_acc} vs. {a_base} ({a_acc - a_base:+.1f}), which would be the "
+                   "paper's effect to compare instead")
     return rule
 
 
@@ -511,9 +522,10 @@ def _non_nouns_to_sep(t: Tables, which: str) -> Outcome:
         unit=_n_units(len(np.unique(sent)), "sentences"), heads=str(s["share_head"]),
         scale=100, suffix="%",
         note=(f"{keep.sum():,} non-noun words (UPOS other than NOUN, PROPN); the paper's head "
-              "8-10 is BERT-base's, tested here on this model's best obj head. Model note: "
-              "all-MiniLM-L6-v2's attention sink is [CLS], not [SEP], so a 'no-op' head of "
-              "this model parks attention on [CLS]; the [CLS] share is given beside"))
+              "8-10 is BERT-base's, tested here on this model's best obj head"
+              + ("; model note: all-MiniLM-L6-v2's attention sink is [CLS], not [SEP], so a "
+                 "'no-op' head of this model parks attention on [CLS] (its share beside)"
+                 if _minilm(t) else "")))
 
 
 def _ignore_special(t: Tables, which: str) -> Outcome:
@@ -538,9 +550,11 @@ def _ignore_special(t: Tables, which: str) -> Outcome:
         suffix=" points",
         note=("'does not significantly change' read as a loss within the accuracy "
               f"equivalence margin ({100 * margin:.0f} point); 'most heads' as the median "
-              "head-direction. Model note: all-MiniLM-L6-v2's sink is [CLS], which most "
-              "words attend to most in many heads, so keeping it as a candidate costs those "
-              "heads much of their accuracy"))
+              "head-direction"
+              + ("; model note: all-MiniLM-L6-v2's attention sink is [CLS] (BERT-base's is "
+                 "[SEP], mostly in the middle layers), which many words of many heads attend "
+                 "to most, so keeping it as a candidate costs those heads accuracy"
+                 if _minilm(t) else "")))
 
 
 # --- 03: coreference ---------------------------------------------------------------------
