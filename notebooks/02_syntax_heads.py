@@ -231,8 +231,9 @@ notebook.table_view(tables["control"][list(shown)[:7]], index="relation")
 # of the 2 x L x H head-directions inside every resample, so they need each word's outcome.
 # `02_by_word_{model,control}.npz` hold, per scored word (a word under "All" and again under
 # its relation): its sentence and document (the EWT `sent_id` up to its last `-`), its
-# relation, bit-packed correctness of every head-direction and of every fixed offset, the
-# "All" words' correctness with [CLS]/[SEP] kept as candidates (footnote 3), and, for the
+# relation, bit-packed correctness of every head-direction and of every fixed offset, which
+# "All" words each head-direction loses when [CLS]/[SEP] are kept as candidates (footnote 3:
+# the paper ignores them), and, for the
 # best `obj` head (the paper's head 8-10), each word's attention to [CLS] and [SEP] with its
 # UPOS. The file's `layout` entry says how to unpack the bits; layers and heads are 1-based.
 

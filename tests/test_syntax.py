@@ -338,8 +338,12 @@ def test_by_word_arrays_round_trip(items, sents, tmp_path):
     assert z["documents"][z["document"]].tolist() == ["doc-a"] * 14 + ["doc-b"] * 9
     assert z["relations"][z["relation"]].tolist() == sw.relation.tolist()
     assert z["all_rows"].tolist() == [0, 1, 2, 3, 4, 5, 6, 13, 14, 15, 16, 17, 18]
-    sc = syntax.unpack_bits(z["special_correct"], 4)
-    assert sc.shape == (13, 4) and not sc[:, :2].any()
+    lost = syntax.unpack_bits(z["special_lost"], 4)
+    # every dep2head hit of the All words is lost to [CLS]; read head2dep, "The" (no word
+    # attends to it: the tie goes to [CLS]) is lost by head 1-1
+    special = sw.correct_with_special.reshape(4, 23).T[z["all_rows"]]
+    assert lost.shape == (13, 4) and (lost == hc[z["all_rows"]] & ~special).all()
+    assert (lost[:, :2] == hc[z["all_rows"], :2]).all() and lost[0, 2]
     assert str(z["share_head"]) == "1-1" and float(z["share_cls"][0]) == pytest.approx(0.9,
                                                                                      abs=1e-3)
     assert syntax.document_of("weblog-x_ENG_2005-0001") == "weblog-x_ENG_2005"

@@ -516,9 +516,10 @@ def by_word_arrays(scored: ScoredWords, offset_correct: np.ndarray, offsets: Seq
     ``head_correct`` packbits (see :data:`BY_WORD_LAYOUT`) with ``directions``,
     ``column_direction`` / ``column_layer`` / ``column_head`` (1-based) and ``layout``;
     ``offset_correct`` packbits of (W, O) with ``offsets``. With
-    ``scored.correct_with_special``: ``special_correct`` packbits of (A, D*L*H), the same
-    columns with [CLS]/[SEP] kept as candidates, for the A rows of ``all_rows`` (the "All"
-    words). With ``share_head`` ``(layer, head, direction)`` (0-based, e.g. the best head of
+    ``scored.correct_with_special``: ``special_lost`` packbits of (A, D*L*H), the same
+    columns, True where keeping [CLS]/[SEP] as candidates turns a right word wrong (right
+    with them = ``head_correct[all_rows] & ~special_lost``), for the A rows of ``all_rows``
+    (the "All" words). With ``share_head`` ``(layer, head, direction)`` (0-based, e.g. the best head of
     a relation): ``share_cls`` / ``share_sep`` (A,) float16, the attention from each "All"
     word to [CLS] and to [SEP] in that head, ``upos`` codes into ``upos_names``, and
     ``share_head`` ("L-H", 1-based) with ``share_direction``."""
@@ -549,8 +550,14 @@ def by_word_arrays(scored: ScoredWords, offset_correct: np.ndarray, offsets: Seq
     all_rows = np.flatnonzero(scored.relation == ALL)
     out["all_rows"] = all_rows.astype(np.int32)
     if scored.correct_with_special is not None:
+        # keeping [CLS]/[SEP] as candidates can only turn a right word wrong (a word that
+        # still wins the argmax is the same word), so the losses alone say it, and compress
         sp = scored.correct_with_special.reshape(D * L * H, W)[:, all_rows].T
-        out["special_correct"] = np.packbits(np.ascontiguousarray(sp), axis=1)
+        lost = flat[all_rows] & ~sp
+        if (sp & ~flat[all_rows]).any():
+            raise ValueError("a word is right only with [CLS]/[SEP] as candidates: the two "
+                             "scorings do not belong together")
+        out["special_lost"] = np.packbits(np.ascontiguousarray(lost), axis=1)
     if share_head is not None and scored.special_share is not None:
         layer, head, direction = share_head
         upos = np.array([sentences[s].upos[w] for s, w in

@@ -245,8 +245,8 @@ class _Words:
                                                            strict=True)])
         self.direction = z["column_direction"]
         self.all_rows = z["all_rows"]
-        self.special = (unpack_bits(z["special_correct"], self.n_columns)
-                        if "special_correct" in z.files else None)
+        self.special_lost = (unpack_bits(z["special_lost"], self.n_columns)
+                             if "special_lost" in z.files else None)
         self.share = ({k: z[k] for k in ("share_cls", "share_sep", "upos", "upos_names",
                                          "share_head", "share_direction")}
                       if "share_sep" in z.files else None)
@@ -533,11 +533,11 @@ def _ignore_special(t: Tables, which: str) -> Outcome:
     heads' accuracy: the median over the 2 x L x H head-directions of the accuracy lost on
     all words, within the accuracy equivalence margin, sentences resampled."""
     w = _words(t, which)
-    if w.special is None:
+    if w.special_lost is None:
         return Outcome(value=DASH, untestable="notebook 02 saved no scoring with [CLS]/[SEP] "
                                               "as candidates; re-run it")
     rows = w.all_rows
-    drop = w.head[rows].astype(np.float32) - w.special
+    drop = w.special_lost.astype(np.float32)  # right without them, wrong with them
     r = cluster_bootstrap(drop, w.sentence[rows],
                           statistic=lambda m: np.median(m, axis=-1))
     per_head = drop.mean(axis=0)
