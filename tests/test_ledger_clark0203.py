@@ -272,3 +272,21 @@ def test_nominal_lead_against_the_lead_on_all_mentions(t03):
     # head 1-1 on nominal: .5 vs. head match .25 (+.25); on all .5 vs. .2 (+.3)
     assert ch.result.estimate == pytest.approx(0.25 - 0.3)
     assert ch.paper_effect == pytest.approx(((58 - 40) - (65 - 52)) / 100)
+
+
+def test_shared_resamples_equal_a_cluster_bootstrap_for_a_group_of_every_sentence():
+    rng = np.random.default_rng(1)
+    sentence = np.repeat(np.arange(30), 3)
+    values = (rng.random((90, 4)) < 0.4).astype(float)
+
+    def gap(m):
+        return m[..., :2].max(axis=-1) - m[..., 2:].max(axis=-1)
+
+    one = clark._shared_resamples(sentence, {"x": (np.arange(90), values, gap)},
+                                  n_resamples=500)["x"]
+    ref = cluster_bootstrap(values, sentence, statistic=gap, n_resamples=500)
+    assert one.estimate == pytest.approx(ref.estimate)
+    np.testing.assert_allclose(one.draws, ref.draws)
+    # a group in one sentence cannot be resampled: the reason, not a crash
+    assert "too little data" in clark._shared_resamples(
+        sentence, {"y": (np.arange(3), values[:3], gap)}, n_resamples=10)["y"]

@@ -39,8 +39,11 @@ from .core import (
 from .resample import (
     EQUIVALENCE_MARGINS,
     cluster_bootstrap,
+    cluster_sums,
+    from_draws,
     max_over_heads,
     paired_cluster_bootstrap,
+    resample_counts,
 )
 
 CLARK = "Clark et al. 2019"
@@ -411,6 +414,37 @@ def _prune(means: np.ndarray, n: int, keep_se: float = 6.0) -> np.ndarray:
     return np.flatnonzero(means >= best - gap)
 
 
+def _shared_resamples(sentence, groups: dict, n_resamples: int = 10_000, seed: int = 0
+                      ) -> dict:
+    """Several statistics on one bootstrap of *all* sentences: ``groups`` maps a label to
+    ``(rows, values (n, K), statistic)``; each resample of the sentences (``seed``) gives
+    every group the resample of its own sentences (as many as were drawn: the sentence, not
+    the relation, is the unit sampled), so the draws are generated once, not once per
+    group. Returns ``{label: Resampled}`` (:func:`~.resample.from_draws`; a draw in which
+    none of a group's sentences came up is undefined and left out of its interval), or the
+    reason a group cannot be resampled."""
+    ids, codes = np.unique(sentence, return_inverse=True)
+    ready, out = {}, {}
+    for label, (rows, values, stat) in groups.items():
+        try:
+            cs = cluster_sums(values, codes[rows])
+        except ValueError as err:
+            out[label] = f"too little data to resample here ({err.args[0].split(':')[0]})"
+            continue
+        ready[label] = (cs.ids.astype(int), cs.sums, cs.counts, stat,
+                        float(stat(cs.means())), np.empty(n_resamples))
+    start = 0
+    for wts in resample_counts(len(ids), n_resamples, seed):
+        for idx, sums, counts, stat, _est, draws in ready.values():
+            sub = wts[:, idx]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                draws[start:start + len(sub)] = stat((sub @ sums) / (sub @ counts)[:, None])
+        start += len(wts)
+    for label, (idx, _s, _c, _stat, est, draws) in ready.items():
+        out[label] = from_draws(draws, est, n_clusters=len(idx))
+    return {label: out[label] for label in groups}
+
+
 def _direction(t: Tables, which: str) -> Outcome:
     """clark-4.2-direction: per Table 1 relation, the best dependent->head head against the
     best head->dependent head on the same words (both chosen inside every resample),
@@ -420,7 +454,7 @@ def _direction(t: Tables, which: str) -> Outcome:
     w = _words(t, which)
     d2h = np.flatnonzero(w.direction == "dep2head")
     h2d = np.flatnonzero(w.direction == "head2dep")
-    per, parts = {}, []
+    per, parts, groups = {}, [], {}
     for rel in CLARK_TABLE1:
         ud = SD_TO_UD.get(rel)
         if rel == "All" or ud is None:
@@ -433,16 +467,15 @@ def _direction(t: Tables, which: str) -> Outcome:
         m = w.head[rows].mean(axis=0)
         a = d2h[_prune(m[d2h], len(rows))]
         b = h2d[_prune(m[h2d], len(rows))]
-        cols = np.concatenate([a, b])
         na = len(a)
 
         def gap(means, na=na):
             return means[..., :na].max(axis=-1) - means[..., na:].max(axis=-1)
 
-        r, why = _resample(cluster_bootstrap, w.head[rows][:, cols].astype(float),
-                           w.sentence[rows], statistic=gap)
-        if r is None:
-            per[label] = [Check(untestable=why)]
+        groups[label] = (rows, w.head[rows][:, np.concatenate([a, b])].astype(float), gap)
+    for label, r in _shared_resamples(w.sentence, groups).items():
+        if isinstance(r, str):
+            per[label] = [Check(untestable=r)]
             continue
         per[label] = [Check(result=r, null=0.0, margin=EQUIVALENCE_MARGINS["accuracy"])]
         parts.append(f"{label} {100 * r.estimate:+.1f}")
