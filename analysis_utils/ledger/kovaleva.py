@@ -279,14 +279,13 @@ def _random_below_pretrained(t: Tables, which: str) -> Outcome:
 # --- 06: per-example attention statistics ---------------------------------------------------
 
 def _mean_metric(k: int, finish) -> rs.SumMetric:
-    """A :class:`~.resample.SumMetric` of per-example vectors ``(k,)`` (NaN: the example lacks
-    that entry): ``finish`` maps the per-entry means ``(..., k)`` over the drawn examples that
-    have them (NaN where none has) to the statistic."""
+    """A :class:`~.resample.SumMetric` of per-example vectors ``(k,)`` given as ``(2k,)``: the
+    values (0 where the example lacks the entry) and 1/0 for having it (:func:`_boot` makes
+    them from NaN): ``finish`` maps the per-entry means ``(..., k)`` over the drawn examples
+    that have them (NaN where none has) to the statistic."""
 
     def features(y, p):
-        p = np.asarray(p, dtype=float).reshape(len(p), -1)
-        have = np.isfinite(p)
-        return np.concatenate([np.where(have, p, 0.0), have.astype(float)], axis=1)
+        return np.asarray(p, dtype=float).reshape(len(p), 2 * k)
 
     def done(s):
         s = np.asarray(s, dtype=float)
@@ -314,10 +313,11 @@ def _example_tasks(t: Tables) -> list[str]:
 
 def _boot(values: np.ndarray, k: int, finish, seed: int = 0) -> rs.Resampled:
     """hierarchical_bootstrap of a statistic of per-entry means, ``values (S, n, k)``."""
-    v = np.asarray(values, dtype=float)
-    return rs.hierarchical_bootstrap(np.zeros(v.shape[1]), v.reshape(*v.shape[:2], k),
-                                     _mean_metric(k, finish), n_resamples=N_RESAMPLES,
-                                     seed=seed)
+    v = np.asarray(values, dtype=float).reshape(*np.shape(values)[:2], k)
+    have = np.isfinite(v)
+    both = np.concatenate([np.where(have, v, 0.0), have.astype(float)], axis=-1)
+    return rs.hierarchical_bootstrap(np.zeros(v.shape[1]), both, _mean_metric(k, finish),
+                                     n_resamples=N_RESAMPLES, seed=seed)
 
 
 def _slope(means: np.ndarray) -> np.ndarray:
