@@ -790,9 +790,9 @@ for name, sel in readings.items():
         ctrl_scores = fn_heads.head_scores(ctrl_per_sentence)
         # the per-head null of the ledger's test: each head's largest weight between the
         # target and the words it is not linked to (at least two words away, as the links)
-        exact_unlinked = fn_heads.sentence_scores(
-            fn_heads.iter_links(sel.sentences, st, encoded, framenet_level, unlinked=True),
-            framenet_direction)
+        exact_unlinked, ctrl_unlinked = (fn_heads.sentence_scores(
+            fn_heads.iter_links(sel.sentences, s_, encoded, framenet_level, unlinked=True),
+            framenet_direction) for s_ in (st, ctrl_store))
 print(f"FrameNet: {readings['exact'].funnel['exemplars']:,} exemplars filtered; readings "
       f"scored in {time.perf_counter() - t0:.0f} s")
 funnel = pd.DataFrame({name: sel.funnel for name, sel in readings.items()})
@@ -824,7 +824,8 @@ _ = run.table(ctrl_table, "framenet_heads_control", key=["head_label"],
 # score of the model and of the control, and the model's score on unlinked words (the null)
 save_arrays("framenet_by_sentence", {"model": exact_per_sentence.astype(np.float32),
                                      "control": ctrl_per_sentence.astype(np.float32),
-                                     "unlinked": exact_unlinked.astype(np.float32)})
+                                     "unlinked": exact_unlinked.astype(np.float32),
+                                     "control_unlinked": ctrl_unlinked.astype(np.float32)})
 standout = exact[exact["standout"]]
 fig = head_grids({f"{lm.label} minus the random-weights control, exact filter "
                   f"({len(readings['exact'])} sentences)": fn_scores["exact"] - ctrl_scores},
