@@ -285,10 +285,10 @@ def test_top_heads_and_per_example_arrays():
     out = features.per_example_arrays("MRPC", {"pre-trained": pre, "fine-tuned s42": ft}, k=2,
                                       increase=("noun", "negation"))
     assert out["models_MRPC"].tolist() == ["pre-trained", "fine-tuned s42"]
-    np.testing.assert_allclose(out["cls_MRPC"][1], ft["features"]["cls"].mean(-1), rtol=1e-6)
+    np.testing.assert_allclose(out["cls_MRPC"][1], ft["features"]["cls"].mean(-1), rtol=1e-3)
     assert out["clslast_MRPC"].shape == (2, n, len(features.CLS_TARGETS))
     np.testing.assert_allclose(out["clslast_MRPC"][0, :, 1], pre["cls_row"]["sep"].mean(-1),
-                               rtol=1e-6)
+                               rtol=1e-3)
     g = features.TOP_GROUPS.index("noun")
     assert out["tophead_MRPC"][1, g, 0].tolist() == [2, 3]
     np.testing.assert_allclose(out["top_MRPC"][1, :, g, 0], 0.95, rtol=1e-3)

@@ -699,7 +699,8 @@ def per_example_arrays(task: str, models: Mapping[str, Mapping], k: int = 5,
       head's score in each fine-tuned model minus the pre-trained model's (heads in layer
       order, 1-based ``layer * H + head`` order), NaN where the input lacks the feature.
 
-    Floats are float32 (float16 for the per-head arrays, which are large).
+    Floats are float16 (about 3 significant digits, far below the resampling error), so the
+    file of a full run stays near 3 MB.
     """
     labels = list(models)
     if not labels:
@@ -708,13 +709,13 @@ def per_example_arrays(task: str, models: Mapping[str, Mapping], k: int = 5,
     n = len(ex[0]["adjacent"])
     if any(len(e["adjacent"]) != n for e in ex):
         raise ValueError("the models were not scored on the same inputs")
-    f32 = np.float32
+    f16 = np.float16  # 3 significant digits: the file stays small (results/ is committed)
     out = {f"models_{task}": np.array(labels),
-           f"cls_{task}": np.stack([e["features"]["cls"].mean(-1) for e in ex]).astype(f32),
-           f"sep_{task}": np.stack([e["features"]["sep"].mean(-1) for e in ex]).astype(f32),
+           f"cls_{task}": np.stack([e["features"]["cls"].mean(-1) for e in ex]).astype(f16),
+           f"sep_{task}": np.stack([e["features"]["sep"].mean(-1) for e in ex]).astype(f16),
            f"clslast_{task}": np.stack([np.stack([e["cls_row"][t].mean(-1)
                                                   for t in CLS_TARGETS], axis=-1)
-                                        for e in ex]).astype(f32)}
+                                        for e in ex]).astype(f16)}
     tops, top_heads_, rels, adjs, rel_heads = [], [], [], [], []
     for e in ex:
         vals, heads = zip(*(top_heads(e["features"][g], k) for g in TOP_GROUPS), strict=True)
