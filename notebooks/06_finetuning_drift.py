@@ -763,7 +763,11 @@ het
 # reading. The score of a head for a sentence
 # is the largest attention weight between the target and its linked core-element tokens
 # (`framenet_direction`: both directions, as the paper's "token pairs"), on word-level maps;
-# averaged over sentences. The pre-trained model only, as in the paper.
+# averaged over sentences. The pre-trained model only, as in the paper. Whether a head "stands
+# out" is judged by the claims ledger against the head's own null: its largest weight between
+# the target and the words it is *not* linked to, as far away as the links (punctuation aside),
+# in the same sentences (`results/06_framenet_by_sentence.npz`); the z > `n_sd` count below
+# only describes the spread of head scores.
 
 # %%
 t0 = time.perf_counter()

@@ -80,7 +80,7 @@ def test_pretrained_beats_random_per_task_with_table1_effect(tmp_path, monkeypat
     assert isinstance(c.result, rs.Resampled) and c.result.estimate == pytest.approx(want)
     # STS-B has one pre-trained seed: shown, but the entry is untestable
     sts = o.per_task["STS-B"][0]
-    assert "1 fine-tuning seeds" in sts.untestable
+    assert "1 fine-tuning seed (" in sts.untestable
     assert sts.paper_effect == pytest.approx((82.7 - 2.9) / 100)
     assert "MRPC: 3 seeds x 40 dev examples" in o.unit and o.scale == 100
 

@@ -144,8 +144,8 @@ def _labels(z: dict, task: str) -> np.ndarray:
     return y.astype(float) if y.dtype.kind == "f" else y.astype(int)
 
 
-def _short(n_seeds: int, what: str = "fine-tuning seeds") -> str:
-    return (f"{n_seeds} {what} (at least {MIN_SEEDS} needed: raise `seeds`, "
+def _short(n_seeds: int, what: str = "fine-tuning seed") -> str:
+    return (f"{n_seeds} {what}{'s' * (n_seeds != 1)} (at least {MIN_SEEDS} needed: raise `seeds`, "
             "`multi_seed_tasks` or `random_init` in the profile and re-run 06)"
             if n_seeds < MIN_SEEDS else "")
 
@@ -547,11 +547,12 @@ def _feature_heads_increase(t: Tables, which: str) -> Outcome:
         d = np.asarray(z[key], dtype=float)  # (S, n, K)
         keep = np.isfinite(d).all(axis=(0, 2))
         checks, best = [], []
-        for s in d[:, keep]:
+        run_seeds = list(z.get(f"seeds_{task}", range(len(d))))
+        for seed, s in zip(run_seeds, d[:, keep], strict=True):
             r = rs.max_over_heads(rs.cluster_sums(s, np.arange(len(s))),
                                   n_resamples=N_RESAMPLES, seed=0)
             checks.append(Check(result=r, null=0.0, direction=1, margin=FEATURE_MARGIN))
-            best.append(f"{_head(r.best, H)} {r.estimate:+.3f}")
+            best.append(f"s{seed} {_head(r.best, H)} {r.estimate:+.3f}")
         gate = _short(len(checks))
         if gate:
             checks = [dataclasses.replace(c, untestable=gate) for c in checks]
