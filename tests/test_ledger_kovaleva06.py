@@ -326,3 +326,20 @@ def test_every_06_claim_names_its_registry_entries():
     ids = {e.id for e in registry.load()}
     for c in kovaleva.claims06():
         assert c.registry and set(c.registry) <= ids, (c.claim, c.registry)
+
+
+def test_heterogeneous_share_of_fine_tuned_maps_stays_untestable(tmp_path):
+    """Ported from tests/test_ledger.py (its 06 part): a range match with no reference to beat
+    draws no verdict; each (fine-tuning, CNN) seed pair's range is shown."""
+    f = _folder(tmp_path)
+    seeds = ("fine-tuned s42", "fine-tuned s43", "fine-tuned s44")
+    share = {("MRPC", m): 0.30 for m in seeds} | {("RTE", m): 0.50 for m in seeds}
+    share[("RTE", "fine-tuned s44")] = 0.9
+    pd.DataFrame([{"task": task, "model": model, "seed": cnn, "maps": 100, "Heterogeneous": v}
+                  for (task, model), v in share.items() for cnn in (0, 1)]).to_csv(
+        f / "06_type_proportions_by_seed.csv", index=False)
+    claim = next(c for c in kovaleva.claims06() if c.claim.startswith("Heterogeneous maps"))
+    assert claim.registry == ("kovaleva-4.1-heterogeneous-range",)
+    o = claim.rule(core.Tables(f), "model")
+    assert "no reference to beat" in o.untestable and "4 of 6" in o.untestable
+    assert "fine-tuning s44, CNN seed 1" in o.value
