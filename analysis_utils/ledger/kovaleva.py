@@ -622,13 +622,21 @@ def _framenet_standout(t: Tables, which: str) -> Outcome:
     above = np.flatnonzero(lo > 0)
     ranked = above[np.argsort(-r.margins[above])]
     shown = ", ".join(f"{_head(k, H)} {r.margins[k]:+.2f}" for k in ranked[:6])
+    beside = ""
+    if which == "model" and "control" in z:  # the other null, shown: the control's same head
+        vs = rs.max_over_heads(rs.cluster_sums((link - np.asarray(z["control"], dtype=float))
+                                               .reshape(n, L * H), np.arange(n)),
+                               n_resamples=N_RESAMPLES, seed=0)
+        k_ctrl = int(sum(vs.head_interval(k)[0] > 0 for k in range(L * H)))
+        beside = (f"against the random-weights control's same head instead: {k_ctrl} of "
+                  f"{L * H} heads above it, best {_head(vs.best, H)} {vs.estimate:+.3f}")
     return Outcome(value=f"{len(above)} of {L * H} heads attend more along the links than to "
                          f"unlinked words (simultaneous 95%)" + (f": {shown}" if shown else "")
                          + f"; best {_head(r.best, H)} {r.estimate:+.3f}",
                    check=Check(result=r, null=0.0, direction=1),
                    heads=", ".join(_head(k, H) for k in ranked),
                    unit=f"{len(margins)} FrameNet sentences", digits=3,
-                   note=_join("per head: the largest weight between target and linked core "
+                   note=_join(beside, "per head: the largest weight between target and linked core "
                               "elements minus that between target and the unlinked words as "
                               "far away (punctuation aside), per sentence; the best head tested "
                               "with its selection (max-T)",
