@@ -139,6 +139,28 @@ KOVALEVA_SECTIONS42_45 = {
                       "(punctuation)",  # Section 4.5, Figure 7
 }
 
+# --- k06: Kovaleva et al. Sections 4.3-4.5 as the ledger tests them ---------------------------
+#: Section 4.3: "fine-tuned BERT outperforms pre-trained BERT by a significant margin on all the
+#: tasks (with an average of 35.9 points of absolute difference)".
+KOVALEVA_FINETUNE_GAIN_MEAN = 35.9
+#: Section 4.3: the tasks where random init + fine-tuning scores below the pre-trained model
+#: without fine-tuning ("for some tasks (STS-B and QNLI)").
+KOVALEVA_RANDOM_BELOW_PRETRAINED = ("STS-B", "QNLI")
+#: Section 4.3, Figure 5: the task excepted from "the last two layers change most".
+KOVALEVA_DRIFT_EXCEPTION = ("QQP",)
+#: Section 4.4: features whose attention rose with fine-tuning, and on which tasks ("nouns and
+#: direct objects of the main predicates (on the MRPC, RTE and QQP tasks), and negation tokens
+#: (on the QNLI task)").
+KOVALEVA_FEATURE_INCREASE = {"noun": ("MRPC", "RTE", "QQP"), "object": ("MRPC", "RTE", "QQP"),
+                             "negation": ("QNLI",)}
+#: Section 4.5, Figure 7: the type the last layer's [CLS] attends to most, per task ("[SEP]"
+#: except STS-B, RTE and QNLI: "punctuation").
+KOVALEVA_CLS_TARGET = {"MRPC": "sep", "STS-B": "punct", "SST-2": "sep", "QQP": "sep",
+                       "RTE": "punct", "QNLI": "punct", "MNLI": "sep"}
+#: Section 4.4: the single-sentence task whose [SEP] weights are the largest ("SST-2 ... only
+#: one [SEP] token instead of two").
+KOVALEVA_SINGLE_SEP_TASK = "SST-2"
+
 #: Kovaleva et al., Section 4.6 (Figures 8-9): disabling heads and layers.
 KOVALEVA_SECTION46 = {
     "best_head_gain": {"STS-B": 0.1, "MRPC": 1.2},  # points; the range over tasks
