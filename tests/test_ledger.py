@@ -237,26 +237,6 @@ def test_bootstrap_below_by_hand():
 
 
 
-def _features_folder(tmp_path, tops, het):
-    """06 tables: ``tops`` {(task, model): the last-layer [CLS]'s top target}; ``het``
-    {(task, model): Heterogeneous share} for two CNN seeds."""
-    f = tmp_path / f"f{len(list(tmp_path.iterdir()))}"
-    f.mkdir()
-    (f / "06_provenance.json").write_text(json.dumps(
-        {"parameters": {}, "models": {"model": {"name": "tiny", "num_layers": 2,
-                                                "num_heads": 2}}}))
-    rows = []
-    for (task, model), top in tops.items():
-        for target in ("[SEP]", "punctuation", "other"):
-            rows.append({"task": task, "model": model, "target": target, "layer": 2,
-                         "weight": 0.5 if target == top else 0.1})
-    pd.DataFrame(rows).to_csv(f / "06_cls_last_layer.csv", index=False)
-    pd.DataFrame([{"task": t, "init": "pretrained", "seed": 42, "f1": 80.0}
-                  for t in {t for t, _ in tops}]).to_csv(f / "06_finetune_runs.csv", index=False)
-    pd.DataFrame([{"task": task, "model": model, "seed": cnn, "maps": 100, "Heterogeneous": share}
-                  for (task, model), share in het.items() for cnn in (0, 1)]).to_csv(
-        f / "06_type_proportions_by_seed.csv", index=False)
-    return f
 
 
 def _claim_row(folder, start):
@@ -264,29 +244,6 @@ def _claim_row(folder, start):
     return core.evaluate([claim], core.Tables(folder)).iloc[0]
 
 
-def test_the_features_claims_are_judged_on_every_fine_tuning_seed(tmp_path):
-    seeds = ("fine-tuned s42", "fine-tuned s43", "fine-tuned s44")
-    all_sep = {("MRPC", m): "[SEP]" for m in seeds} | {("RTE", m): "punctuation" for m in seeds}
-    in_band = {("MRPC", m): 0.30 for m in seeds} | {("RTE", m): 0.50 for m in seeds}
-    f = _features_folder(tmp_path, all_sep, in_band)
-    cls = _claim_row(f, "last-layer [CLS]")
-    assert (cls["verdict"], cls["seeds"]) == ("yes", "MRPC: 3, RTE: 3")
-    assert "MRPC s43: [SEP]" in cls["this_run"]
-    het = _claim_row(f, "Heterogeneous maps")
-    # a range match with no reference to beat draws no verdict, as for the pre-trained maps (05);
-    # each seed pair's range is shown, and how many fall inside the band
-    assert het["verdict"] == "untestable" and "fine-tuning s44, CNN seed 1" in het["this_run"]
-    assert "no reference to beat" in het["note"] and "6 of 6" in het["note"]
-    # one seed of one task disagrees: mixed, not yes
-    f = _features_folder(tmp_path, all_sep | {("RTE", "fine-tuned s43"): "[SEP]"},
-                         in_band | {("MRPC", "fine-tuned s44"): 0.9})
-    assert _claim_row(f, "last-layer [CLS]")["verdict"] == "mixed"
-    het = _claim_row(f, "Heterogeneous maps")
-    assert het["verdict"] == "untestable" and "4 of 6" in het["note"]
-    # an older run: one first-seed "fine-tuned" model per task gives no verdict
-    f = _features_folder(tmp_path, {("MRPC", "fine-tuned"): "[SEP]"}, {("MRPC", "fine-tuned"): 0.3})
-    old = _claim_row(f, "last-layer [CLS]")
-    assert old["verdict"] == "untestable" and "MRPC: 1" in old["note"]
 
 
 def test_a_no_says_when_the_estimate_points_the_claimed_way():
