@@ -378,9 +378,10 @@ _ = run.figure(fig, "summary_panels")
 # `results/08_claims.csv`. Each row quotes the paper's words it tests (`quote`, from the
 # claims registry `analysis_utils/claims/registry.toml`); its **criterion** and **reference**
 # are fixed in code beside it (`analysis_utils/ledger/clark.py`, `kovaleva.py`) before any
-# number is read, and the test resamples the unit that was sampled (`unit`: articles,
-# sentences, documents, or fine-tuning seeds with dev examples), choosing the best head again
-# inside every resample where a claim is about the best of many heads. Within a row's family
+# number is read, and the test resamples the unit that was sampled (`unit`: Wikipedia articles
+# for 01, sentences for 02, documents for 03, probe seeds x dev documents for 04, the heads
+# for 05's permutation tests, fine-tuning seeds x dev examples for 06-07), choosing the best
+# head again inside every resample where a claim is about the best of many heads. Within a row's family
 # (a notebook's claims) Holm corrects the p-values, and every interval is drawn at the
 # Bonferroni level `0.05 / m` (`m`: the family's tested rows; the `interval` column names its
 # confidence level). The verdicts:
@@ -424,7 +425,9 @@ notebook.table_view(ledger.wide(claims), index=["notebook", "claim"])
 # %% [markdown]
 # ## Recap
 #
-# Generated from the tables above:
+# Generated from the tables above. The verdict counts list all five verdicts; the control's
+# count is over the claims whose rule it ran on (any control verdict but `untestable`, so an
+# `inconclusive` or `mixed` control counts as run):
 
 # %%
 display(Markdown("\n".join(f"- {line}" for line in cm.recap(sink, positional, syntax, claims))))

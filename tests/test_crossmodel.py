@@ -520,3 +520,20 @@ def test_map_type_note_names_the_label_model_and_the_seed_spread(root):
     a, b = cm.map_type_note(runs).splitlines()
     assert "own labelled maps" in a and "moves by 10-10 points" in a
     assert "a transfer that is not measured" in b and "moves by 30-30 points" in b
+
+
+def test_recap_counts_every_verdict_and_a_control_that_ran():
+    g = pd.DataFrame({"verdict": ["yes", "yes", "no", "inconclusive", "inconclusive", "mixed",
+                                  "untestable"],
+                      "control_verdict": ["no", "inconclusive", "mixed", "yes", "", "untestable",
+                                          "\u2013"]})
+    line = cm.verdict_counts(g)
+    assert line.startswith("2 of 7 claims of the ledger came out yes (")
+    for v in ledger.VERDICTS[1:]:  # every verdict but yes is listed with its count
+        assert f" {v}" in line
+    assert "(1 no, 2 inconclusive, 1 mixed, 1 untestable)" in line
+    # inconclusive and mixed control verdicts mean the control was run; untestable and blanks
+    # mean it was not
+    assert line.endswith("its random-weights control, run under the same rules on 4 of them, "
+                         "came out yes on 1")
+    assert set(cm.overview.CONTROL_RAN) == set(ledger.VERDICTS) - {"untestable"}

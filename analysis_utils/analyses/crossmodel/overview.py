@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from ...ledger.core import VERDICTS
 from ...papers import CLARK_SECTION3
 from .depth import layer_runs, paper_sep_band
 from .runs import PAPER
@@ -41,13 +42,32 @@ def head_depths(positional: pd.DataFrame, syntax: pd.DataFrame,
 
 # --- the recap, in words generated from the frames above -------------------------------------
 
+#: Control verdicts that say the rule ran on the random-weights control's tables (any verdict
+#: but ``untestable``; a blank or a dash: the rule does not take the control).
+CONTROL_RAN = tuple(v for v in VERDICTS if v != "untestable")
+
+
+def verdict_counts(g: pd.DataFrame) -> str:
+    """``"3 of 10 claims of the ledger came out yes (2 no, 4 inconclusive, 0 mixed, 1
+    untestable)"``: every verdict of :data:`~analysis_utils.ledger.VERDICTS`, zeros included,
+    and how the random-weights control fared on the claims whose rule it ran on (its verdict is
+    any but ``untestable``; an ``inconclusive`` or ``mixed`` control was run and did not
+    pass)."""
+    n = {v: int((g["verdict"] == v).sum()) for v in VERDICTS}
+    ctrl = g[g["control_verdict"].isin(CONTROL_RAN)] if "control_verdict" in g else g.iloc[:0]
+    return (f"{n['yes']} of {len(g)} claims of the ledger came out yes ("
+            + ", ".join(f"{n[v]} {v}" for v in VERDICTS if v != "yes")
+            + f"); its random-weights control, run under the same rules on {len(ctrl)} of "
+              f"them, came out yes on {int((ctrl['control_verdict'] == 'yes').sum())}")
+
+
 def recap(sink: pd.DataFrame, positional: pd.DataFrame, syntax: pd.DataFrame,
           ledger: pd.DataFrame) -> list[str]:
     """One sentence per model (and one for the paper) on where it parks its attention, how
     many positional heads it has, how deep its best syntax heads sit (median relative depth)
     and how its claims came out in the claims ledger (:func:`analysis_utils.ledger.build`,
-    columns ``model``, ``verdict``, ``control_verdict``); every number from the frames,
-    nothing hard-coded."""
+    columns ``model``, ``verdict``, ``control_verdict``; every verdict counted, see
+    :func:`verdict_counts`); every number from the frames, nothing hard-coded."""
     out = []
     share, lo, hi = paper_sep_band()
     verdicts = ledger.groupby("model", sort=False) if len(ledger) else None
@@ -76,12 +96,6 @@ def recap(sink: pd.DataFrame, positional: pd.DataFrame, syntax: pd.DataFrame,
         if model in med.index:
             parts.append(f"best syntax heads at median relative depth {med[model]:.2f}")
         if verdicts is not None and model in verdicts.groups:
-            g = verdicts.get_group(model)
-            ctrl = g[g["control_verdict"].isin(["yes", "no"])]
-            parts.append(f"{int((g['verdict'] == 'yes').sum())} of {len(g)} claims of the "
-                         f"ledger came out yes ({int((g['verdict'] == 'no').sum())} no, "
-                         f"{int((g['verdict'] == 'untestable').sum())} untestable); its "
-                         f"random-weights control passes {int((ctrl['control_verdict'] == 'yes').sum())}"
-                         f" of the {len(ctrl)} claims whose rule it can take")
+            parts.append(verdict_counts(verdicts.get_group(model)))
         out.append(f"**{model}**: " + "; ".join(parts) + ".")
     return out
