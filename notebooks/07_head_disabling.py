@@ -581,11 +581,15 @@ notebook.table_view(fn_disabling[fn_disabling["mode"] == mode0].drop(columns="mo
 #   fine-tuning run per task. Here every change has a bootstrap interval and a corrected test,
 #   and the tasks of `multi_seed_tasks` are fine-tuned with every seed of `seeds` (the model
 #   table above lists them; the claims ledger of notebook 08 draws no verdict on fewer than 3).
+#   The ledger's tests read the saved per-example predictions and resample the fine-tuning
+#   seeds and the dev examples together; the per-change intervals and tests here describe
+#   one model each.
 # - **Disabling.** "1/L for every token", read as each row of the head's map set to 1/L over
 #   the L real tokens ([CLS] and [SEP] included, padding excluded), at evaluation only.
 # - **FrameNet heads.** Recomputed here from the pre-trained model (the `framenet_k` best
-#   heads of notebook 06's score); "not important" is tested as "no drop that survives Holm",
-#   since one flipped prediction already moves a small dev set.
+#   heads of notebook 06's score); the ledger tests "not important" as equivalence: in every
+#   model neither head's change reaches beyond the metric's margin (1 point; 2 for MCC),
+#   since a drop that merely fails a test is not shown to be absent.
 # - **Beyond the paper.** Zeroing heads (Michel et al.), gate importance and pruning curves
 #   with random orders as the reference; the importance is estimated on train examples
 #   (`importance_split`), not on the dev set it is scored on.
@@ -682,10 +686,11 @@ Markdown(comparison.to_markdown(index=False))
 #
 # The claims ledger's rows for this notebook (criteria and tests fixed in
 # `analysis_utils/ledger/kovaleva.py` before any number is read; notebook 08 gathers every
-# notebook's rows for both models into `results/08_claims.csv`). Gains and drops get the same
-# test and correction, a best-of-72 gain is compared with what the best of 72 gives under the
-# null, and a claim about fine-tuned models needs at least three fine-tuning seeds per task;
-# `untestable` says why in `note`.
+# notebook's rows for both models into `results/08_claims.csv`). The tests resample the
+# fine-tuning seeds and the dev examples (`07_predictions_<task>.npz`); gains and drops get
+# the same two-sided max-T correction over a model's heads or layers, so a best-of-72 gain is
+# compared with what the best of 72 gives under the null; claims about tasks are judged per
+# task, and a task needs at least three fine-tuning seeds; `untestable` says why in `note`.
 
 # %%
 verdicts.show("07")

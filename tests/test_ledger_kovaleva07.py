@@ -297,3 +297,20 @@ def test_07_disabling_numbers_layers_and_heads_from_1():
     assert heads["layer"].min() == 1 and heads["head"].min() == 1
     assert disabling.head_grid(table)[1, 0] == heads.loc[heads["label"] == "2-1",
                                                          "delta"].iloc[0]
+
+
+def test_a_task_with_fewer_than_three_seeds_draws_no_verdict(tmp_path, run):
+    """Each check of a task fine-tuned with fewer than MIN_SEEDS seeds carries why (a task's
+    single per-seed check would otherwise pass for a pooled one); with three, none does."""
+    t2, _ = _folder(tmp_path, seeds=(42, 43))
+    t3, _ = run
+    for rule in (kovaleva._some_head_improves, kovaleva._random_head_helps,
+                 kovaleva._layer_improves, kovaleva._not_detrimental,
+                 kovaleva._framenet_unimportant):
+        few, enough = rule(t2, "model"), rule(t3, "model")
+        assert all("fewer than 3 fine-tuning seeds" in c.untestable
+                   for checks in few.per_task.values() for c in checks), rule.__name__
+        assert not any(c.untestable for checks in enough.per_task.values() for c in checks)
+    for rule in (kovaleva._rte_layer1, kovaleva._same_heads, kovaleva._varying_impact):
+        assert "fewer than 3" in rule(t2, "model").check.untestable
+        assert rule(t3, "model").check.untestable == ""

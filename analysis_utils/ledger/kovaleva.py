@@ -259,6 +259,18 @@ def _all_preds(t: Tables, tasks=None) -> dict[str, _Preds]:
             if tasks is None or task in tasks}
 
 
+def _gate(*ps: _Preds) -> str:
+    """Why a check of these tasks draws no verdict: a task with fewer than MIN_SEEDS
+    fine-tuning seeds (its per-seed outcomes stay in the row's value). Set on the checks
+    themselves: judge_tasks would take a task's one per-seed check for a pooled one."""
+    short = [f"{p.task} {len(p.seeds)}" for p in ps if len(p.seeds) < MIN_SEEDS]
+    if not short:
+        return ""
+    return (f"fewer than {MIN_SEEDS} fine-tuning seeds ({', '.join(short)}): each seed's "
+            "outcome is in the value, no verdict is drawn; raise `seeds` and "
+            "`multi_seed_tasks` in the profile and re-run 06-07")
+
+
 def _resample_seed(task: str) -> int:
     """One stream of dev resamples per task, shared by its fine-tuning seeds (they are scored
     on the same dev examples) and independent between tasks."""
@@ -332,10 +344,11 @@ def _best_head_checks(t: Tables, ps: dict[str, _Preds], side: int, paper: dict |
             gain = (paper or {}).get(task)
             if no_effect:
                 checks.append(Check(r, kind="no effect", null=gain / 100,
-                                    margin=rs.EQUIVALENCE_MARGINS[p.metric], head=k))
+                                    margin=rs.EQUIVALENCE_MARGINS[p.metric], head=k,
+                                    untestable=_gate(p)))
             else:
                 checks.append(Check(r, paper_effect=None if gain is None else gain / 100,
-                                    direction=side, head=k))
+                                    direction=side, head=k, untestable=_gate(p)))
             label = str(p.changes[rows[k]])
             heads.append(label)
             parts.append(f"{task} s{seed}: {label} {_pts(r.margins[k])}")
@@ -414,7 +427,8 @@ def _random_head_helps(t: Tables, which: str) -> Outcome:
         preds = np.stack([p.preds[s][rows].T for s in p.seeds])  # (S, n, 1 + heads)
         r = rs.hierarchical_bootstrap(p.labels, preds, stacked, n_resamples=N_RESAMPLES,
                                       seed=_resample_seed(task))
-        per_task[task] = [Check(r, margin=rs.EQUIVALENCE_MARGINS[p.metric])]
+        per_task[task] = [Check(r, margin=rs.EQUIVALENCE_MARGINS[p.metric],
+                                untestable=_gate(p))]
         seeds = []
         for s in p.seeds:
             est, draws = _draws(t, p, s)
@@ -443,7 +457,8 @@ def _layer_improves(t: Tables, which: str) -> Outcome:
         for seed in p.seeds:
             r = _changes_max_t(t, p, seed, rows)
             k = int(np.argmax(r.margins))
-            checks.append(Check(r, paper_effect=rte if task == "RTE" else None, head=k))
+            checks.append(Check(r, paper_effect=rte if task == "RTE" else None, head=k,
+                                untestable=_gate(p)))
             parts.append(f"{task} s{seed}: {p.changes[rows[k]]} {_pts(r.margins[k])}")
         per_task[task] = checks
     return Outcome(value="best layer per model: " + "; ".join(parts), per_task=per_task,
@@ -472,7 +487,8 @@ def _rte_layer1(t: Tables, which: str) -> Outcome:
         per_seed.append(f"s{s} {_pts(est[k] - est[0])}")
     return Outcome(value=f"{_pts(r.estimate)} pooled over {len(p.seeds)} seeds "
                          f"({'; '.join(per_seed)})",
-                   check=Check(r, paper_effect=KOVALEVA_SECTION46["layer1_rte_gain"] / 100),
+                   check=Check(r, paper_effect=KOVALEVA_SECTION46["layer1_rte_gain"] / 100,
+                               untestable=_gate(p)),
                    unit=_unit({"RTE": p}, pooled=True), seeds=_seeds_of({"RTE": p}),
                    scale=100, suffix=" points", digits=2,
                    note="layer 1 is the first layer (1-based); the same fine-tuned model with "
@@ -491,7 +507,8 @@ def _not_detrimental(t: Tables, which: str) -> Outcome:
         for seed in p.seeds:
             r = _changes_max_t(t, p, seed, rows)
             k = _lowest(r, margin)
-            checks.append(Check(r, kind="no effect", margin=margin, head=k))
+            checks.append(Check(r, kind="no effect", margin=margin, head=k,
+                                untestable=_gate(p)))
             parts.append(f"{task} s{seed}: {p.changes[rows[k]]} {_pts(r.margins[k])}")
         per_task[task] = checks
     return Outcome(value="the change deciding it per model: " + "; ".join(parts),
@@ -552,7 +569,8 @@ def _same_heads(t: Tables, which: str) -> Outcome:
               for a in ps["STS-B"].seeds for b in ps["RTE"].seeds]
     return Outcome(value=f"Spearman {rho:+.2f} between the seed-mean head changes of STS-B "
                          "and RTE",
-                   check=Check(r), unit=_unit(ps, pooled=True), seeds=_seeds_of(ps),
+                   check=Check(r, untestable=_gate(*ps.values())), unit=_unit(ps, pooled=True),
+                   seeds=_seeds_of(ps),
                    digits=2,
                    note=f"each task's dev examples and fine-tuning seeds resampled on their own; "
                         f"descriptive: of the {K_COSTLIEST} costliest heads to disable, STS-B "
@@ -584,7 +602,8 @@ def _varying_impact(t: Tables, which: str) -> Outcome:
     r = rs.from_draws(diff, w_est - b_est, n_clusters=sum(p.n for p in ps.values()))
     return Outcome(value=f"mean Spearman of the head changes: {w_est:+.2f} between seeds of "
                          f"one task, {b_est:+.2f} between tasks",
-                   check=Check(r), unit=_unit(ps), seeds=_seeds_of(ps), digits=2,
+                   check=Check(r, untestable=_gate(*ps.values())), unit=_unit(ps),
+                   seeds=_seeds_of(ps), digits=2,
                    note="statistic: the mean correlation of the per-head changes between "
                         "fine-tuning seeds of one task minus that between tasks; each task's "
                         "dev examples resampled on their own, shared by its seeds")
@@ -610,7 +629,8 @@ def _framenet_unimportant(t: Tables, which: str) -> Outcome:
             else:  # max-T over the watched heads: at most Bonferroni's width
                 r = rs.max_t(est[rows] - est[0], dd, alternative="two-sided", n_clusters=p.n)
                 k = worst = _lowest(r, margin)
-            checks.append(Check(r, kind="no effect", margin=margin, head=k))
+            checks.append(Check(r, kind="no effect", margin=margin, head=k,
+                                untestable=_gate(p)))
             parts.append(f"{task} s{seed}: {watch[worst]} "
                          f"{_pts(est[rows[worst]] - est[0])}")
         per_task[task] = checks
