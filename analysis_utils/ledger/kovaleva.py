@@ -521,15 +521,20 @@ def _not_detrimental(t: Tables, which: str) -> Outcome:
                         "margin)")
 
 
-def _spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """Spearman correlation of each row of ``x`` with the same row of ``y`` (B, K)."""
+def _unit_ranks(x: np.ndarray) -> np.ndarray:
+    """Each row's ranks (ties averaged), centred and scaled to unit length (NaN for a
+    constant row), so that a Spearman correlation is the sum of a product."""
     from scipy.stats import rankdata
 
-    rx, ry = rankdata(x, axis=-1), rankdata(y, axis=-1)
-    rx = rx - rx.mean(-1, keepdims=True)
-    ry = ry - ry.mean(-1, keepdims=True)
+    r = rankdata(x, axis=-1)
+    r = r - r.mean(-1, keepdims=True)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return (rx * ry).sum(-1) / np.sqrt((rx * rx).sum(-1) * (ry * ry).sum(-1))
+        return r / np.sqrt((r * r).sum(-1, keepdims=True))
+
+
+def _spearman_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Spearman correlation of each row of ``x`` with the same row of ``y`` (B, K)."""
+    return (_unit_ranks(x) * _unit_ranks(y)).sum(-1)
 
 
 def _head_deltas(t: Tables, p: _Preds, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -587,11 +592,12 @@ def _varying_impact(t: Tables, which: str) -> Outcome:
         return Outcome(value="\u2013", untestable="needs two tasks and a task with two "
                                                   "fine-tuning seeds")
     d = {m: _head_deltas(t, ps[m[0]], m[1]) for m in models}
+    ranks = {m: (_unit_ranks(e[None])[0], _unit_ranks(dr)) for m, (e, dr) in d.items()}
     within, between = [], []
     for i, a in enumerate(models):
         for b in models[i + 1:]:
-            rho = _spearman_rows(np.stack([d[a][0]]), np.stack([d[b][0]]))[0]
-            draws = _spearman_rows(d[a][1], d[b][1])
+            rho = float((ranks[a][0] * ranks[b][0]).sum())
+            draws = (ranks[a][1] * ranks[b][1]).sum(-1)
             (within if a[0] == b[0] else between).append((rho, draws))
     w_est = float(np.mean([x[0] for x in within]))
     b_est = float(np.mean([x[0] for x in between]))
