@@ -188,11 +188,6 @@ N_RESAMPLES = 10_000
 _METRIC = {"matthews": "mcc"}
 
 
-def _disabling(t: Tables) -> pd.DataFrame:
-    d = t.read("07_disabling.csv")
-    return d[d["mode"] == MODE]
-
-
 @dataclasses.dataclass(frozen=True)
 class _Preds:
     """One task's saved predictions (``07_predictions_<task>.npz``) in the paper's mode:
