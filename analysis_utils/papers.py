@@ -139,6 +139,28 @@ KOVALEVA_SECTIONS42_45 = {
                       "(punctuation)",  # Section 4.5, Figure 7
 }
 
+# --- k06: Kovaleva et al. Sections 4.3-4.5 as the ledger tests them ---------------------------
+#: Section 4.3: "fine-tuned BERT outperforms pre-trained BERT by a significant margin on all the
+#: tasks (with an average of 35.9 points of absolute difference)".
+KOVALEVA_FINETUNE_GAIN_MEAN = 35.9
+#: Section 4.3: the tasks where random init + fine-tuning scores below the pre-trained model
+#: without fine-tuning ("for some tasks (STS-B and QNLI)").
+KOVALEVA_RANDOM_BELOW_PRETRAINED = ("STS-B", "QNLI")
+#: Section 4.3, Figure 5: the task excepted from "the last two layers change most".
+KOVALEVA_DRIFT_EXCEPTION = ("QQP",)
+#: Section 4.4: features whose attention rose with fine-tuning, and on which tasks ("nouns and
+#: direct objects of the main predicates (on the MRPC, RTE and QQP tasks), and negation tokens
+#: (on the QNLI task)").
+KOVALEVA_FEATURE_INCREASE = {"noun": ("MRPC", "RTE", "QQP"), "object": ("MRPC", "RTE", "QQP"),
+                             "negation": ("QNLI",)}
+#: Section 4.5, Figure 7: the type the last layer's [CLS] attends to most, per task ("[SEP]"
+#: except STS-B, RTE and QNLI: "punctuation").
+KOVALEVA_CLS_TARGET = {"MRPC": "sep", "STS-B": "punct", "SST-2": "sep", "QQP": "sep",
+                       "RTE": "punct", "QNLI": "punct", "MNLI": "sep"}
+#: Section 4.4: the single-sentence task whose [SEP] weights are the largest ("SST-2 ... only
+#: one [SEP] token instead of two").
+KOVALEVA_SINGLE_SEP_TASK = "SST-2"
+
 #: Kovaleva et al., Section 4.6 (Figures 8-9): disabling heads and layers.
 KOVALEVA_SECTION46 = {
     "best_head_gain": {"STS-B": 0.1, "MRPC": 1.2},  # points; the range over tasks
@@ -146,4 +168,22 @@ KOVALEVA_SECTION46 = {
     "layer1_rte_gain": 3.2,  # points, disabling layer 1 on RTE
     "layer_cost_max": 0.2,  # points, the largest drop from disabling a layer (QNLI, MNLI)
     "note": "the disabling figures' baselines do not match the paper's own Table 1",
+}
+
+# --- c01: Clark et al. Section 3 as numbers (issue 33) ---------------------------------------
+
+#: The numbers behind :data:`CLARK_SECTION3`'s wording, for the ledger's tests (notebook 01):
+#: thresholds the paper states ("> 50%", "more than 90%", "at most 10%"), its value (3.89
+#: nats) and its BERT-base layer ranges (1-based, of 12).
+CLARK_SECTION3_NUMBERS = {
+    "positional_share": 0.5,  # 3.1: heads that "put >50% of their attention on" prev/next
+    "previous_heads": (2, 4, 7, 8),  # 3.1: the layers of the four previous-token heads
+    "next_heads": (1, 2, 2, 3, 6),  # 3.1: the layers of the five next-token heads
+    "sep_share": 0.5,  # 3.2: "over half of BERT's attention in layers 6-10"
+    "sep_layers": (6, 10),
+    "sep_to_sep": 0.9,  # 3.2: "more than 90%" from [SEP] to the [SEP] tokens
+    "half_to_special": 0.5,  # Figure 2: "more than half of a head's total attention"
+    "gradient_from_layer": 5,  # 3.2: "Starting in layer 5"
+    "broad_max_weight": 0.10,  # 3.3: "at most 10% of their attention mass on any single word"
+    "cls_entropy_last": 3.89,  # 3.3: nats, the last layer's entropy from [CLS]
 }

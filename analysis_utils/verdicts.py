@@ -5,7 +5,11 @@ as a markdown table with every cell in full.
 The notebooks' "paper vs. this run" tables state numbers only; whether a claim held is decided
 here, by the ledger's rules (criterion, reference and test fixed in ``ledger/clark.py`` and
 ``ledger/kovaleva.py``), so a notebook cannot show a verdict of its own that contradicts the
-ledger's (issue 21).
+ledger's (issue 21). Each row shows the unit that was resampled, the interval at the
+family-corrected level, the smallest effect the test could detect (``mde``) and, for claims
+about tasks, each task's verdict; verdicts are ``yes``, ``no``, ``inconclusive`` (the interval
+holds both the null and the paper's effect), ``mixed`` (seeds of one task disagree) and
+``untestable`` (:data:`analysis_utils.ledger.VERDICTS`).
 
 >>> verdicts.show("02")        # the last cell of notebook 02, after run.finish() # doctest: +SKIP
 """

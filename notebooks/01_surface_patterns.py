@@ -63,8 +63,9 @@ from analysis_utils import notebook, verdicts
 from analysis_utils.analyses import gradients, norms, surface
 from analysis_utils.compare import EXACT, IGNORE, within
 from analysis_utils.data import wikitext
-from analysis_utils.engine import interventions
+from analysis_utils.engine import atomic, interventions
 from analysis_utils.heads import head_label
+from analysis_utils.paths import output_dirs
 from analysis_utils.plotting import surface as surface_plots
 
 lm, control, run = notebook.setup("01", globals(), precision=3)
@@ -107,6 +108,13 @@ pd.Series(segset.report).to_frame("value")
 # of attention on two `[SEP]` tokens, `log n` nats of entropy), the "uniform" baselines of
 # the figures and of the paper-vs-run table. Special tokens are found by id, never by
 # string, so `<s>`/`</s>` of RoBERTa-like models work the same way.
+#
+# **Per segment, for the claims ledger.** The segments are overlapping paragraph pairs from
+# about 120 articles, so they are not independent draws: the ledger's tests resample the
+# *articles*. Beside the per-head tables, each segment's own value of every statistic
+# (the example-weighted means above, before the mean over segments) is saved with its
+# article in `01_by_segment_model.npz` and `01_by_segment_control.npz`; the mean over
+# segments of those arrays is the per-head table.
 
 # %%
 store, store_ctrl = notebook.attention_maps(segments, [lm, control], "segments")
@@ -114,10 +122,29 @@ ids = [np.asarray(s.input_ids) for s in segments]
 special = lm.special_ids
 punct_ids = tok.convert_tokens_to_ids([".", ","])
 t0 = time.perf_counter()
-stats = {lbl: surface.surface_statistics(zip(st, ids, strict=True), special["cls"],
-                                         special["sep"], punct_ids)
-         for lbl, st in [("model", store), ("control", store_ctrl)]}
+stats, by_segment = {}, {}
+for lbl, st in [("model", store), ("control", store_ctrl)]:
+    stats[lbl], by_segment[lbl] = surface.surface_statistics(
+        zip(st, ids, strict=True), special["cls"], special["sep"], punct_ids, by_example=True)
 print(f"statistics of both models in one pass each: {time.perf_counter() - t0:.1f} s")
+
+
+def save_arrays(name: str, arrays: dict) -> None:
+    """``results/01_<name>.npz``, written atomically and listed in the provenance."""
+    path = output_dirs()[0] / f"01_{name}.npz"
+    with atomic.replacing(path) as tmp, open(tmp, "wb") as fh:
+        np.savez_compressed(fh, **arrays)
+    run.written.append(path.name)
+
+
+# the text's most frequent word pieces per segment (Clark et al.: "periods and commas are
+# the most common tokens in the data excluding 'the'"), for the ledger's test of that claim
+piece_ids, piece_n = surface.piece_counts(ids, exclude=[i for i in special.values()
+                                                        if i is not None], top=20,
+                                          include=punct_ids)
+pieces = {"piece_ids": piece_ids.astype(np.int32),
+          "piece_tokens": np.asarray(tok.convert_ids_to_tokens(piece_ids.tolist()), dtype=str),
+          "piece_counts": piece_n.astype(np.int32)}
 for lbl, frames in stats.items():
     who = lm.label if lbl == "model" else control.label
     per_head = frames["relative_position"]
@@ -127,6 +154,11 @@ for lbl, frames in stats.items():
     run.table(per_head, f"per_head_{lbl}", key=["layer", "head"],
               tolerance={"*": within(abs=1e-3)},
               caption=f"Section 3 statistics per head; {who}; {data_label}")
+    save_arrays(f"by_segment_{lbl}", {
+        **surface.segment_arrays(by_segment[lbl], [s.article for s in segments]),
+        **(pieces if lbl == "model" else {})})
+print(f"per-segment statistics: {len(segments)} segments from "
+      f"{len({s.article for s in segments})} articles")
 
 # %% [markdown]
 # ## 3.1 Relative position
@@ -229,9 +261,12 @@ else:
               tolerance={"mean_abs_grad": within(rel=0.05), "mean_attention": within(abs=1e-3)},
               caption=f"Mean |d MLM loss / d attention| per layer; {lm.label}; "
                       f"{n_grad_segments} segments; head {mlm_report['head']}")
-    # the same sums per segment, before pooling: the claims ledger resamples the segments
-    # (a bootstrap) to test Figure 3's claim when the head is the checkpoint's own
-    run.table(grad_by_segment.rename(columns={"example": "segment"}), "gradient_by_segment",
+    # the same sums per segment, before pooling, with each segment's article: the claims
+    # ledger resamples the articles (the segments are overlapping paragraph pairs of them) to
+    # test Figure 3's claim when the head is the checkpoint's own
+    grad_by_segment = grad_by_segment.rename(columns={"example": "segment"})
+    grad_by_segment["article"] = [segments[i].article for i in grad_by_segment["segment"]]
+    run.table(grad_by_segment, "gradient_by_segment",
               key=["segment", "layer", "target"],
               # one segment's sum through a fitted head moves with the fit across machines; the
               # pooled table above is the one checked against the golden run
@@ -425,9 +460,12 @@ _ = run.finish()
 # Whether each claim held is decided in one place, the claims ledger, not by the tables above
 # (they state numbers only). Each claim's criterion, reference and test are fixed in
 # `analysis_utils/ledger/clark.py` before any number is read; the same rule runs on the
-# random-weights control (`reference_value`), and p-values are Holm-corrected over this
-# notebook's claims (`p_adjusted`). Notebook 08 gathers every notebook's rows for both models
-# into `results/08_claims.csv`; `untestable` says why in `note`.
+# random-weights control (`reference_value`), and the tests are corrected over this
+# notebook's claims. Each test resamples the Wikipedia *articles* the segments come from
+# (`01_by_segment_*.npz`), since overlapping paragraph pairs of one article are not
+# independent, and a claim about "some head" chooses the best head inside every resample.
+# Notebook 08 gathers every notebook's rows for both models into `results/08_claims.csv`;
+# `untestable` says why in `note`.
 
 # %%
 verdicts.show("01")

@@ -60,9 +60,10 @@ from analysis_utils import notebook, verdicts
 from analysis_utils.analyses import syntax
 from analysis_utils.compare import ARGMAX_SCORES, EXACT, within
 from analysis_utils.data import manifest, treebank
-from analysis_utils.engine import wordmaps
+from analysis_utils.engine import atomic, wordmaps
 from analysis_utils.heads import parse_head_label
 from analysis_utils.plotting import syntax as syntax_plots
+from analysis_utils.report import output_dirs
 
 lm, control, run = notebook.setup("02", globals(), precision=1)
 tok = lm.tokenizer
@@ -161,15 +162,20 @@ store, store_ctrl = notebook.attention_maps(enc.inputs(), [lm, control], "senten
 # %%
 offsets = range(min_offset, max_offset + 1)
 t0 = time.perf_counter()
-scores = {lbl: syntax.score_heads(wordmaps.with_items(kept, st, enc.encoded),
-                                  min_count=min_count, poss_mode=poss_mode)
+scored = {lbl: syntax.score_heads(wordmaps.with_items(kept, st, enc.encoded),
+                                  min_count=min_count, poss_mode=poss_mode,
+                                  return_correct=True, with_special=True)
           for lbl, st in [("model", store), ("control", store_ctrl)]}
+scores = {lbl: df for lbl, (df, _) in scored.items()}
+by_word = {lbl: words for lbl, (_, words) in scored.items()}  # per word, for the ledger
 t_score = time.perf_counter() - t0
-baselines = syntax.offset_baselines(kept, offsets, poss_mode=poss_mode, min_count=min_count)
+baselines, offset_correct = syntax.offset_baselines(kept, offsets, poss_mode=poss_mode,
+                                                    min_count=min_count, return_correct=True)
 all_rels = syntax.offset_baselines(kept, [1], poss_mode=poss_mode)
 small = all_rels[(all_rels["total"] < min_count) & (all_rels["relation"] != syntax.ALL)]
 n_relations = scores["model"]["relation"].nunique() - 1  # "All" is not a relation
-print(f"scoring both models: {t_score:.1f} s (maps read from the cache)")
+print(f"scoring both models: {t_score:.1f} s (maps read from the cache; also scored with "
+      "[CLS]/[SEP] kept as candidates, for the ledger's test of footnote 3)")
 print(f"{n_relations} relations with >= {min_count} words, each a row of Table 1 below "
       f"besides All; {len(small)} rarer relations ({small['total'].sum()} words) get no row "
       "of their own and are still counted in All")
@@ -216,6 +222,40 @@ notebook.table_view(tables["model"][list(shown)].rename(columns=shown), index="r
 # NBVAL_CHECK_OUTPUT
 print(f"control: {control.label}")
 notebook.table_view(tables["control"][list(shown)[:7]], index="relation")
+
+# %% [markdown]
+# ## Per-word data for the claims ledger
+#
+# The tables above count words; the ledger's tests resample *sentences* (the unit EWT was
+# sampled by), pair each head with the offset baseline on the same words and choose the best
+# of the 2 x L x H head-directions inside every resample, so they need each word's outcome.
+# `02_by_word_{model,control}.npz` hold, per scored word (a word under "All" and again under
+# its relation): its sentence and document (the EWT `sent_id` up to its last `-`), its
+# relation, bit-packed correctness of every head-direction and of every fixed offset, which
+# "All" words each head-direction loses when [CLS]/[SEP] are kept as candidates (footnote 3:
+# the paper ignores them), and, for the
+# best `obj` head (the paper's head 8-10), each word's attention to [CLS] and [SEP] with its
+# UPOS. The file's `layout` entry says how to unpack the bits; layers and heads are 1-based.
+
+# %%
+def save_arrays(name: str, arrays: dict) -> None:
+    """``results/02_<name>.npz``, written atomically and listed in the provenance."""
+    path = output_dirs()[0] / f"02_{name}.npz"
+    with atomic.replacing(path) as tmp, open(tmp, "wb") as f:
+        np.savez_compressed(f, **arrays)
+    run.written.append(path.name)
+    print(f"{path.name}: {path.stat().st_size / 1e6:.2f} MB")
+
+
+for lbl in ("model", "control"):
+    best_obj = tables[lbl].set_index("relation")
+    share_head = None
+    if "obj" in best_obj.index:
+        layer, head = parse_head_label(best_obj.loc["obj", "head"])
+        share_head = (layer, head, best_obj.loc["obj", "direction"])
+    save_arrays(f"by_word_{lbl}", syntax.by_word_arrays(
+        by_word[lbl], offset_correct, list(offsets), kept, share_head=share_head))
+del scored, by_word  # the per-word matrices are saved; free their memory
 
 # %% [markdown]
 # ## Where a head clearly beats its baseline, and where it does not

@@ -57,10 +57,11 @@ from analysis_utils import notebook, paths, verdicts
 from analysis_utils.analyses import coref
 from analysis_utils.compare import ARGMAX_SCORES, EXACT, within
 from analysis_utils.data import ontogum
-from analysis_utils.engine import wordmaps
+from analysis_utils.engine import atomic, wordmaps
 from analysis_utils.heads import head_label
 from analysis_utils.plotting import grid as grid_plots
 from analysis_utils.plotting import syntax as syntax_plots
+from analysis_utils.report import output_dirs
 
 lm, control, run = notebook.setup("03", globals(), precision=1)
 tok = lm.tokenizer
@@ -144,10 +145,11 @@ store, store_ctrl = notebook.attention_maps(enc.inputs(), [lm, control], "window
 
 # %%
 t0 = time.perf_counter()
-head_scores = {lbl: coref.antecedent_accuracy(wordmaps.with_items(wins, st, enc.encoded),
-                                              causal=causal)
-               for lbl, st in [("model", store), ("control", store_ctrl)]}
-baselines = coref.baseline_accuracy(wins)
+scored = {lbl: coref.antecedent_accuracy(wordmaps.with_items(wins, st, enc.encoded),
+                                         causal=causal, return_correct=True)
+          for lbl, st in [("model", store), ("control", store_ctrl)]}
+head_scores = {lbl: df for lbl, (df, _) in scored.items()}
+baselines, baseline_correct = coref.baseline_accuracy(wins, return_correct=True)
 print(f"scoring both models and the baselines: {time.perf_counter() - t0:.1f} s "
       "(maps read from the cache)")
 for lbl, df in head_scores.items():  # argmax-based: a near-tie may move one mention elsewhere
@@ -159,6 +161,23 @@ _ = run.table(baselines, "baselines", key=["system", "breakdown", "group"],
               caption=f"Baseline accuracy; {data_label}")
 # the Table 2 style tables below are in %: the same rule for their head rows
 pct = {"*": within(abs=0.05, rel=0.01)}
+
+
+def save_arrays(name: str, arrays: dict) -> None:
+    """``results/03_<name>.npz``, written atomically and listed in the provenance."""
+    path = output_dirs()[0] / f"03_{name}.npz"
+    with atomic.replacing(path) as tmp, open(tmp, "wb") as f:
+        np.savez_compressed(f, **arrays)
+    run.written.append(path.name)
+    print(f"{path.name}: {path.stat().st_size / 1e6:.2f} MB")
+
+
+# Per mention, for the claims ledger's tests, which resample documents (the unit OntoGUM was
+# sampled by) and pair each head with a baseline on the same mentions: each mention's
+# document, window, type and person, every head's correctness (bit-packed) and each
+# baseline's. The file's `layout` entry says how to unpack it; layers and heads 1-based.
+for lbl, (_, mentions) in scored.items():
+    save_arrays(f"by_mention_{lbl}", coref.by_mention_arrays(mentions, baseline_correct))
 
 # %% [markdown]
 # ## Table 2 for this run, with the paper's rows

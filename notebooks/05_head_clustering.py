@@ -16,8 +16,9 @@
 # 1. *Clark Section 6.* Distance between two heads = Jensen-Shannon divergence between their
 #    attention distributions, summed over every token of every Wikipedia segment; all pairs;
 #    2-D metric MDS coloured by layer and marked by behaviour; are heads of one layer closer
-#    to each other than to other layers (permutation test)? How faithful is the 2-D picture
-#    (stress)? The same for the random-weights control.
+#    to each other than to other layers, and heads of one behaviour closer than heads of
+#    different behaviours (permutation tests)? How faithful is the 2-D picture (stress)? The
+#    same for the random-weights control.
 # 2. *Kovaleva Section 4.1.* Five map types (Vertical, Diagonal, Vertical+Diagonal, Block,
 #    Heterogeneous; one example of each below, their Figure 1): a hand-labelled set of maps
 #    drawn by a seeded stratified sample, a transparent rule classifier and two small CNNs
@@ -192,14 +193,41 @@ pd.DataFrame({lbl: b.value_counts() for lbl, b in behaviour.items()}).fillna(0).
 
 # %% [markdown]
 # ## MDS embedding, layer separation and stress
+#
+# The layer test permutes layer labels over the heads: the heads are the population the claim
+# is about, so the permutation null is the right reference. Each permutation's same-layer /
+# other-layer ratio is saved (`05_separation_null.csv`): their spread is the test's standard
+# error, from which the claims ledger reads the smallest effect it could detect.
+# The same test with **behaviour labels** in place of layers asks whether heads that behave
+# alike sit together (Clark et al.: "several clear clusters of heads that behave similarly,
+# often corresponding to behaviors we have already discussed"): over the heads with a
+# surface behaviour (the thresholds above, without the syntax / coreference labels of
+# notebooks 02-03), mean distance between heads of the same behaviour over that between
+# heads of different behaviours, behaviour labels permuted over those heads. It needs at
+# least two behaviours with two heads or more.
 
 # %%
-sep_rows, coords = [], {}
+sep_rows, beh_rows, null_rows, coords = [], [], [], {}
 for lbl, lm_ in (("model", lm), ("control", control)):
     coords[lbl], stress = clustering.mds_embedding(dist[lbl], seed=seed, n_init=mds_n_init)
-    sepr = clustering.layer_separation(dist[lbl], heads["layer"], n_perm=n_perm, seed=seed)
+    sepr = clustering.layer_separation(dist[lbl], heads["layer"], n_perm=n_perm, seed=seed,
+                                       return_null=True)
+    null_rows.append(pd.DataFrame({"model": lbl, "grouping": "layer",
+                                   "permutation": np.arange(1, n_perm + 1),
+                                   "ratio": sepr.pop("null_ratio")}))
     p_text = clustering.format_p(sepr["p_value"], n_perm)
     sep_rows.append({"model": lbl, **sepr, "p": p_text, "stress": stress})
+    # surface behaviour only, in the distance matrix's layer-major order (stats count from 1)
+    k = (stats[lbl]["layer"] - 1) * lm.num_heads + stats[lbl]["head"] - 1
+    surface_only = clustering.behaviour_labels(stats[lbl], thresholds).to_numpy()[np.argsort(k)]
+    behr = clustering.behaviour_separation(dist[lbl], surface_only, n_perm=n_perm, seed=seed,
+                                           return_null=True)
+    null_rows.append(pd.DataFrame({"model": lbl, "grouping": "behaviour",
+                                   "permutation": np.arange(1, n_perm + 1),
+                                   "ratio": behr.pop("null_ratio")}))
+    beh_rows.append({"model": lbl, **behr, "p": clustering.format_p(behr["p_value"], n_perm)
+                     if behr["testable"] else "untestable (fewer than two behaviours with "
+                                                  "two heads or more)"})
     fig = maptype_plots.mds_plot(coords[lbl], heads["layer"], behaviour[lbl], heads=heads["head"],
                                  title=f"Heads of {lm_.label}: MDS of sqrt(summed JS divergence)\n"
                                        f"stress {stress:.2f}; same-layer / other-layer distance "
@@ -213,10 +241,26 @@ run.table(separation, "layer_separation", key=["model"],
                      # across the observed statistic: p by a few / (n_perm + 1)
                      "p_value": within(abs=0.01), "p": IGNORE,
                      "null_mean": within(abs=1e-3), "null_std": within(abs=1e-3, rel=1e-3),
+                     "null_ratio_mean": within(abs=1e-3), "null_ratio_sd": within(abs=1e-3),
                      # SMACOF from random starts: float noise can pick a nearby optimum
                      "stress": within(abs=0.01)},
           caption="Mean sqrt-JS distance between heads of the same layer vs of different layers, "
                   f"permutation test ({n_perm} layer relabellings), Kruskal stress-1 of the 2-D MDS")
+behaviour_sep = pd.DataFrame(beh_rows)
+run.table(behaviour_sep, "behaviour_separation", key=["model"],
+          tolerance={"within": within(rel=1e-4), "between": within(rel=1e-4),
+                     "diff": within(rel=1e-4, abs=1e-6), "ratio": within(abs=1e-3),
+                     "p_value": within(abs=0.01), "p": IGNORE,
+                     "null_mean": within(abs=1e-3), "null_std": within(abs=1e-3, rel=1e-3),
+                     "null_ratio_mean": within(abs=1e-3), "null_ratio_sd": within(abs=1e-3)},
+          caption="Mean sqrt-JS distance between heads of the same surface behaviour vs of "
+                  f"different behaviours, over the heads with a behaviour; permutation test "
+                  f"({n_perm} relabellings)")
+run.table(pd.concat(null_rows, ignore_index=True), "separation_null", markdown=False,
+          key=["model", "grouping", "permutation"],
+          tolerance={"ratio": within(abs=1e-3)},  # the same relabellings; float noise only
+          caption="Permutation null of the same-group / other-group distance ratio")
+display(behaviour_sep[["model", "heads", "groups", "labels", "ratio", "p"]])
 separation
 
 # %% [markdown]
@@ -512,6 +556,7 @@ print(proportions_by_seed.groupby("task", sort=False)[["examples", "truncated", 
 
 # %%
 m_sep = separation.set_index("model")
+m_beh = behaviour_sep.set_index("model")
 vert_share = float((labels["label"] == "Vertical").mean())
 kov = papers.KOVALEVA_SECTION41
 f1 = maptypes.mean_sd_pivot(scores, "classifier", "class", "f1")  # "mean ± sd" text
@@ -524,6 +569,10 @@ comparison = pd.DataFrame([
      f"ratio {m_sep.loc['model', 'ratio']:.3f}, {m_sep.loc['model', 'p']}"],
     ["Clark S6", "same, random-weights control", "not reported",
      f"ratio {m_sep.loc['control', 'ratio']:.3f}, {m_sep.loc['control', 'p']}"],
+    ["Clark S6", "same-behaviour heads closer than other-behaviour heads",
+     "several clear clusters of heads that behave similarly (Figure 6, qualitative)",
+     f"ratio {m_beh.loc['model', 'ratio']:.3f}, {m_beh.loc['model', 'p']}"
+     if m_beh.loc["model", "testable"] else m_beh.loc["model", "p"]],
     ["Clark S6", "Kruskal stress of the 2-D MDS (model / control)", "not reported",
      f"{m_sep.loc['model', 'stress']:.2f} / {m_sep.loc['control', 'stress']:.2f}"],
     ["Kovaleva 4.1", "maps classified", kov["maps_of"], f"pre-trained {lm.label}, all tasks"],

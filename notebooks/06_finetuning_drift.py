@@ -81,20 +81,21 @@ if "google.colab" in sys.modules:
                     "git+https://github.com/bertology-compendium/attention-heads"], check=True)
 
 # %%
+import io
 import time
 
 import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from analysis_utils import notebook, papers, verdicts
+from analysis_utils import notebook, papers, report, verdicts
 from analysis_utils.analyses import drift, features, glue_metrics, maptypes
 from analysis_utils.analyses import framenet as fn_heads
 from analysis_utils.analyses import lr_check as lr_rule
 from analysis_utils.compare import EXACT, IGNORE, from_sd, within
 from analysis_utils.data import framenet, silver
 from analysis_utils.data import labels as sheets
-from analysis_utils.engine import attention, memory, padded
+from analysis_utils.engine import atomic, attention, memory, padded
 from analysis_utils.engine.wordmaps import encode_words
 from analysis_utils.ledger import stats as ledger_stats
 from analysis_utils.plotting import finetuning as ft_plots
@@ -195,7 +196,7 @@ _ = run.table(per_run, "finetune_runs", key=["task", "init", "seed"],
 notebook.table_view(per_run.drop(columns=["from cache"]), digits=1)
 
 # %%
-baseline_rows = []
+baseline_rows, baseline_preds = [], {}
 for task in task_list:
     frozen = ftune.frozen_features_baseline(model, task, C=frozen_C, max_train=limits.get(task),
                                             subset_seed=subset_seed, max_dev=max_dev or None,
@@ -204,6 +205,7 @@ for task in task_list:
                                               max_dev=max_dev or None, max_length=max_tokens,
                                               device=device or None)
     for kind, b in (("frozen features", frozen), ("untrained head", untrained)):
+        baseline_preds[(task, kind)] = b
         baseline_rows.append({"task": task, "baseline": kind,
                               **{m: 100 * v for m, v in b.metrics.items()}})
 baselines = pd.DataFrame(baseline_rows)
@@ -211,6 +213,46 @@ _ = run.table(baselines, "baselines", key=["task", "baseline"],
               tolerance={m: within(abs=1.0) for m in metric_cols},
               caption=f"Table 1's no-fine-tuning column, two readings ({lm.label}, dev x100): a "
                       "logistic/ridge head on frozen [CLS] features, and an untrained head")
+
+# %% [markdown]
+# **Per-example predictions.** The claims ledger tests Table 1 on fine-tuning seeds and dev
+# examples together (a hierarchical bootstrap: seeds and dev examples drawn with replacement),
+# so every model's dev predictions are saved beside the metrics, as each run's cache entry
+# holds them: `results/06_dev_predictions.npz`, per task `labels_<task>` and
+# `pred_<task>_<init>_<seed>` (`init`: `pretrained`, `random`; the two baselines as
+# `untrained_<seed>` and `frozen_0`); class ids as int8, STS-B scores as float32.
+
+# %%
+
+
+def save_arrays(name: str, arrays: dict) -> None:
+    """``results/06_<name>.npz``, written atomically and listed in the provenance."""
+    results, _ = report.output_dirs()
+    path = results / f"06_{name}.npz"
+    buf = io.BytesIO()
+    np.savez_compressed(buf, **arrays)
+    atomic.write_bytes(path, buf.getvalue())
+    run.written.append(path.name)
+
+
+def as_saved(task: str, values) -> np.ndarray:
+    regression = glue_metrics.TASKS[task].is_regression
+    return np.asarray(values, dtype=np.float32 if regression else np.int8)
+
+
+dev_predictions = {}
+for r, ft in fitted.items():
+    labels_r = as_saved(r.task, ft.labels)
+    known = dev_predictions.setdefault(f"labels_{r.task}", labels_r)
+    if not np.array_equal(known, labels_r):
+        raise ValueError(f"{r.task}: runs were scored on different dev sets")
+    dev_predictions[f"pred_{r.task}_{r.init}_{r.seed}"] = as_saved(r.task, ft.predictions)
+for (task, kind), b in baseline_preds.items():
+    if f"labels_{task}" in dev_predictions and len(b.labels) == len(
+            dev_predictions[f"labels_{task}"]):
+        name = f"untrained_{seed_list[0]}" if kind == "untrained head" else "frozen_0"
+        dev_predictions[f"pred_{task}_{name}"] = as_saved(task, b.predictions)
+save_arrays("dev_predictions", dev_predictions)
 
 # %% [markdown]
 # ### Table 1 beside the paper
@@ -397,15 +439,17 @@ run.data.update({t: {"dev examples": len(d["enc"]), "truncated": d["enc"].report
                  for t, d in task_data.items()})
 
 # %%
-cos_parts = {}
+cos_parts, drift_by_example = {}, {}
 for task in task_list:
     pre = stores[(task, "pre-trained")]
     cos_parts[(task, "control")] = drift.cosine_similarity(drift.store_pairs(pre, stores[(task, "control")], None))
     for r in fitted:
         if r.task == task and r.init == "pretrained":
             st = stores[(task, f"fine-tuned s{r.seed}")]
-            cos_parts[(task, f"fine-tuned s{r.seed}")] = drift.cosine_similarity(
-                drift.store_pairs(pre, st, None))
+            per_example = drift.cosine_similarity(drift.store_pairs(pre, st, None),
+                                                  by_example=True)
+            drift_by_example[(task, r.seed)] = drift.drift_by_example(per_example)
+            cos_parts[(task, f"fine-tuned s{r.seed}")] = drift.cosine_table(per_example)
 cosine = drift.stack(cos_parts, names=("task", "compared"))
 _ = run.table(cosine, "drift_cosine", key=["task", "compared", "layer", "head"],
               tolerance={"cosine": within(abs=0.05), "sd": within(abs=0.05), "n_examples": EXACT},
@@ -502,13 +546,14 @@ pad_summary
 # %%
 ft_labels = {t: [f"fine-tuned s{r.seed}" for r in fitted if r.task == t and r.init == "pretrained"]
              for t in task_list}
-feat_parts, cls_parts, rel_parts = {}, {}, {}
+feat_parts, cls_parts, rel_parts, by_example = {}, {}, {}, {}
 for task in task_list:
     aligned = task_data[task]["aligned"]
     for label in ["pre-trained", *ft_labels[task]]:
         stats = features.feature_statistics(stores[(task, label)], aligned, special["cls"],
                                             special["sep"], punct_ids, level=feature_level,
-                                            max_examples=None)
+                                            max_examples=None, by_example=True)
+        by_example[(task, label)] = stats["by_example"]
         feat_parts[(task, label)] = stats["features"]
         cls_parts[(task, label)] = stats["cls_row"]
         rel_parts[(task, label)] = stats["relations"]
@@ -614,6 +659,32 @@ display(adjacent)
 rel_best.pivot_table(index="relation", columns=["model"], values="score", aggfunc="mean")
 
 # %% [markdown]
+# **Per-input statistics for the claims ledger.** The ledger tests Sections 4.3-4.5 on
+# fine-tuning seeds and dev examples together, so what the tables above average is saved per
+# dev example (`results/06_by_example.npz`, keys described in
+# `analysis_utils.analyses.features.per_example_arrays`): each fine-tuned seed's drift per
+# layer (1 - cosine, mean over the layer's heads), the [CLS] and [SEP] scores per layer, the
+# last layer's [CLS] weight per token type, the best heads' scores per feature and relation
+# (with those heads' attention to adjacent words), and, on the tasks where the paper reports
+# heads whose attention to a feature rose with fine-tuning, every head's rise.
+
+# %%
+by_example_arrays = {"clslast_targets": np.array(features.CLS_TARGETS),
+                     "top_groups": np.array(features.TOP_GROUPS),
+                     "relations": np.array(features.TOP_RELATIONS)}
+for task in task_list:
+    rises = tuple(f for f, on in papers.KOVALEVA_FEATURE_INCREASE.items() if task in on)
+    by_example_arrays.update(features.per_example_arrays(
+        task, {m: by_example[(task, m)] for m in ["pre-trained", *ft_labels[task]]}, k=5,
+        increase=rises))
+    seeds_t = [r.seed for r in fitted if r.task == task and r.init == "pretrained"]
+    by_example_arrays[f"seeds_{task}"] = np.array(seeds_t)
+    by_example_arrays[f"drift_{task}"] = np.stack(
+        [drift_by_example[(task, s)] for s in seeds_t]).astype(np.float32)
+save_arrays("by_example", by_example_arrays)
+del by_example
+
+# %% [markdown]
 # ## Map types of the fine-tuned models (Section 4.1 revisited)
 #
 # Notebook 05 chose the 4-conv CNN (out-of-fold macro-F1 over seeds) and classified the
@@ -692,7 +763,11 @@ het
 # reading. The score of a head for a sentence
 # is the largest attention weight between the target and its linked core-element tokens
 # (`framenet_direction`: both directions, as the paper's "token pairs"), on word-level maps;
-# averaged over sentences. The pre-trained model only, as in the paper.
+# averaged over sentences. The pre-trained model only, as in the paper. Whether a head "stands
+# out" is judged by the claims ledger against the head's own null: its largest weight between
+# the target and the words it is *not* linked to, as far away as the links (punctuation aside),
+# in the same sentences (`results/06_framenet_by_sentence.npz`); the z > `n_sd` count below
+# only describes the spread of head scores.
 
 # %%
 t0 = time.perf_counter()
@@ -712,12 +787,16 @@ for name, sel in readings.items():
         exact_encoded, exact_store, exact_per_sentence = encoded, st, per_sentence
         ctrl_store = attention.extract_attention(control, [e.as_input() for e in encoded],
                                                  progress=False)
-        ctrl_table = fn_heads.head_table(fn_heads.sentence_scores(
+        ctrl_per_sentence = fn_heads.sentence_scores(
             fn_heads.iter_links(sel.sentences, ctrl_store, encoded, framenet_level),
-            framenet_direction), n_sd=n_sd)
-        ctrl_scores = fn_heads.head_scores(fn_heads.sentence_scores(
-            fn_heads.iter_links(sel.sentences, ctrl_store, encoded, framenet_level),
-            framenet_direction))
+            framenet_direction)
+        ctrl_table = fn_heads.head_table(ctrl_per_sentence, n_sd=n_sd)
+        ctrl_scores = fn_heads.head_scores(ctrl_per_sentence)
+        # the per-head null of the ledger's test: each head's largest weight between the
+        # target and the words it is not linked to (at least two words away, as the links)
+        exact_unlinked, ctrl_unlinked = (fn_heads.sentence_scores(
+            fn_heads.iter_links(sel.sentences, s_, encoded, framenet_level, unlinked=True),
+            framenet_direction) for s_ in (st, ctrl_store))
 print(f"FrameNet: {readings['exact'].funnel['exemplars']:,} exemplars filtered; readings "
       f"scored in {time.perf_counter() - t0:.0f} s")
 funnel = pd.DataFrame({name: sel.funnel for name, sel in readings.items()})
@@ -745,6 +824,12 @@ _ = run.table(ctrl_table, "framenet_heads_control", key=["head_label"],
                          "z": within(abs=0.5), "rank": IGNORE, "standout": IGNORE,
                          "n_sentences": EXACT},
               caption="The same FrameNet link score per head for the random-weights control")
+# per sentence and head (layers and heads in order, 1-based as L1-H1, L1-H2, ...): the link
+# score of the model and of the control, and the model's score on unlinked words (the null)
+save_arrays("framenet_by_sentence", {"model": exact_per_sentence.astype(np.float32),
+                                     "control": ctrl_per_sentence.astype(np.float32),
+                                     "unlinked": exact_unlinked.astype(np.float32),
+                                     "control_unlinked": ctrl_unlinked.astype(np.float32)})
 standout = exact[exact["standout"]]
 fig = head_grids({f"{lm.label} minus the random-weights control, exact filter "
                   f"({len(readings['exact'])} sentences)": fn_scores["exact"] - ctrl_scores},

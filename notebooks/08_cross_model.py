@@ -375,20 +375,33 @@ _ = run.figure(fig, "summary_panels")
 #
 # One row per claim of either paper that notebooks 01-07 check, per model, built by
 # `analysis_utils.ledger` from the notebooks' own saved tables and saved here as
-# `results/08_claims.csv`. Each claim's **criterion** and **reference** are fixed in code
-# beside it (`analysis_utils/ledger/clark.py`, `kovaleva.py`) before any number is read, and
-# the verdict is a test that could have failed:
+# `results/08_claims.csv`. Each row quotes the paper's words it tests (`quote`, from the
+# claims registry `analysis_utils/claims/registry.toml`); its **criterion** and **reference**
+# are fixed in code beside it (`analysis_utils/ledger/clark.py`, `kovaleva.py`) before any
+# number is read, and the test resamples the unit that was sampled (`unit`: articles,
+# sentences, documents, or fine-tuning seeds with dev examples), choosing the best head again
+# inside every resample where a claim is about the best of many heads. Within a row's family
+# (a notebook's claims) Holm corrects the p-values, and every interval is drawn at the
+# Bonferroni level `0.05 / m` (`m`: the family's tested rows; the `interval` column names its
+# confidence level). The verdicts:
 #
-# - `yes`: the effect points the claimed way and its test passes at 0.05 after Holm over the
-#   claims of the row's family (a notebook's claims); "best of N" claims (the best syntax or
-#   coreference head) are Bonferroni-corrected for the N heads searched first, never compared
-#   with 0; counts of heads are tested against the count chance gives;
-# - the **same rule** runs on the random-weights control wherever its tables were saved
-#   (`control` column): a rule the control also passes gives `untestable`, never `yes`;
-# - claims about fine-tuned models need 3 fine-tuning seeds per task and must hold in every
-#   seed; with fewer (the `seeds` column says how many each task has), a row shows each
-#   seed's outcome under the rule and says `untestable` until 06-07 are re-run with more;
-# - `mixed`: seeds disagree; `untestable`: why is in the row's `note`.
+# - `yes`: the effect lies on the claimed side (Holm's p below 0.05, the interval centred on
+#   that side) and the random-weights control, under the **same rule** wherever its tables
+#   were saved (`control` column), does not earn the same `yes`: if it does, the row reads
+#   `untestable`;
+# - `no`: the paper's effect lies outside the interval (for a claim that gives no size: the
+#   interval lies within an equivalence margin of no effect; for a "no effect" claim: the
+#   interval lies beyond its margin), or the interval lies on the other side: the claim fails
+#   here;
+# - `inconclusive`: the interval holds both no effect and the paper's effect, so this test
+#   could not tell; `mde` is the smallest effect it would have found with 80% power at the
+#   row's level, in the interval's units;
+# - `mixed`: only for seeds of one task that disagree. Claims about tasks are judged per task
+#   (`per_task`), and tasks that differ from one another give `no` ("... on every task") or
+#   `yes` ("... on some task"), never `mixed`; claims about fine-tuned models need 3
+#   fine-tuning seeds per task (the `seeds` column), else `untestable`;
+# - `untestable`: the data cannot decide; why is in the row's `note` (claims of the registry
+#   that no run here can test have rows of their own that say why).
 #
 # The counts below stand beside the control's count under the same rules and what chance
 # alone gives. Claims are worded with BERT's token names: for MPNet, `[CLS]` is `<s>` and
@@ -400,7 +413,8 @@ not_run("claims")
 claims = ledger.build([str(f.path) for f in folders if f.model])
 _ = run.table(claims, "claims", key=["model", "notebook", "claim"],
               tolerance={c: IGNORE for c in ("this_run", "reference_value", "p_value",
-                                               "p_adjusted", "interval", "note")},
+                                               "p_adjusted", "interval", "mde",
+                                               "design_effect", "note")},
               caption="The claims ledger: every claim of notebooks 01-07, per model")
 print(ledger.counts(claims).to_string(index=False))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import math
 
 import numpy as np
 import pandas as pd
@@ -145,6 +146,48 @@ def test_layer_separation():
     noise = noise + noise.T
     np.fill_diagonal(noise, 0)
     assert cl.layer_separation(noise, layers, n_perm=200)["p_value"] > 0.01
+
+
+def test_layer_separation_null_ratio_by_hand():
+    # 4 heads, 2 layers: same-layer pairs (0,1) and (2,3) at 1, the 4 other pairs at 3
+    d = np.array([[0, 1, 3, 3], [1, 0, 3, 3], [3, 3, 0, 1], [3, 3, 1, 0]], dtype=float)
+    res = cl.layer_separation(d, [1, 1, 2, 2], n_perm=300, seed=0, return_null=True)
+    assert (res["within"], res["between"], res["ratio"]) == (1.0, 3.0, pytest.approx(1 / 3))
+    null = res["null_ratio"]
+    assert null.shape == (300,)
+    # a relabelling of 2 + 2 heads pairs them as the layers do (ratio 1/3) or across them:
+    # within = 3, between = (1 + 1 + 3 + 3) / 4 = 2, ratio 1.5
+    assert set(np.round(null, 6)) <= {round(1 / 3, 6), 1.5}
+    assert res["null_ratio_mean"] == pytest.approx(null.mean())
+    assert res["null_ratio_sd"] == pytest.approx(null.std())
+    # the permutation stream and the diff-based p are those of the call without the draws
+    plain = cl.layer_separation(d, [1, 1, 2, 2], n_perm=300, seed=0)
+    assert "null_ratio" not in plain
+    assert plain["p_value"] == res["p_value"] and plain["null_std"] == res["null_std"]
+
+
+def test_behaviour_separation():
+    rng = np.random.default_rng(1)
+    labels = ["broad"] * 5 + ["[CLS]"] * 4 + ["other"] * 6 + ["next token"]
+    centre = {"broad": (0, 0), "[CLS]": (10, 0), "other": (5, 5), "next token": (0, 10)}
+    pts = np.array([centre[x] for x in labels]) + rng.normal(size=(len(labels), 2))
+    dist = np.sqrt(((pts[:, None] - pts[None]) ** 2).sum(-1))
+    res = cl.behaviour_separation(dist, labels, n_perm=200, seed=0, return_null=True)
+    assert (res["heads"], res["groups"], res["testable"]) == (10, 2, True)
+    assert res["labels"] == "broad 5, [CLS] 4, next token 1"
+    assert res["ratio"] < 0.5 and res["p_value"] == pytest.approx(1 / 201)
+    # the same as layer_separation over the labelled heads only
+    keep = [i for i, x in enumerate(labels) if x != "other"]
+    same = cl.layer_separation(dist[np.ix_(keep, keep)], [labels[i] for i in keep],
+                               n_perm=200, seed=0)
+    assert res["ratio"] == same["ratio"] and res["p_value"] == same["p_value"]
+    # one behaviour with two heads or more is no set of clusters: untestable, NaN
+    one = cl.behaviour_separation(dist, ["broad"] * 3 + ["other"] * 12 + ["[CLS]"],
+                                  n_perm=10, return_null=True)
+    assert not one["testable"] and one["groups"] == 1 and math.isnan(one["ratio"])
+    assert one["null_ratio"].shape == (10,)
+    with pytest.raises(ValueError, match="labels"):
+        cl.behaviour_separation(dist, labels[:-1])
 
 
 def test_mds_plot_and_head_index():

@@ -400,3 +400,56 @@ def test_ontogum_dev_counts(gold_data_dir):
     s = coref.windowing_summary(docs, wins)
     assert s["mentions_kept"] + s["mentions_dropped_at_edges"] == 3818
     assert s["evaluable_mentions"] > 1000
+
+
+def test_per_mention_correctness_by_hand(doc, blank_maps):
+    """return_correct: the per-mention arrays behind the counts, in evaluable-mention order
+    (head words 2, 7, 10, 16, 19, 21), for tests that resample documents."""
+    (w,) = coref.windows(doc, ONE_PIECE, max_pieces=100)
+    attn, sp, wp = blank_maps(len(w.words))
+    a = attn[0, 0]
+    P = lambda i: i + 1  # noqa: E731
+    a[P(2), P(0)] = 0.5  # his -> John: right
+    a[P(7), P(3)] = 0.3  # The dog -> dog: right
+    a[P(10), P(1)] = 0.4  # him -> saw: wrong
+    a[P(16), P(21)] = 0.6  # she -> later Mary: wrong
+    a[P(19), P(13)] = 0.4  # It -> left: right
+    a[P(21), P(16)] = 0.2  # Mary -> she: right
+    df, sm = coref.antecedent_accuracy([(w, attn, sp, wp)], return_correct=True)
+    assert df.equals(coref.antecedent_accuracy([(w, attn, sp, wp)]))
+    assert sm.correct.shape == (1, 2, 6) and sm.correct.dtype == bool
+    assert sm.correct[0, 0].tolist() == [True, True, False, False, True, True]
+    # the uniform head: ties go to John (word 0), an antecedent of "his" and "him" only
+    assert sm.correct[0, 1].tolist() == [True, False, True, False, False, False]
+    assert sm.document.tolist() == [doc.doc_id] * 6 and sm.window.tolist() == [0] * 6
+    assert [g["type"] for g in sm.groups] == ["pronoun", "nominal", "pronoun", "pronoun",
+                                              "pronoun", "proper"]
+    # the frame's counts are the per-mention sums
+    allrows = df[df.breakdown == "all"].set_index("head")["correct"]
+    assert allrows.tolist() == sm.correct[0].sum(axis=-1).tolist()
+    b, bc = coref.baseline_accuracy([w], return_correct=True)
+    assert b.equals(coref.baseline_accuracy([w]))
+    got = dict(zip(coref.SYSTEMS, bc.tolist(), strict=True))
+    assert got == {"nearest": [True, False, False, False, False, False],
+                   "head_match": [False, True, False, False, False, True],
+                   "head_match_fallback": [True, True, False, False, False, True],
+                   "rule_based": [True, True, False, False, True, True]}
+
+
+def test_by_mention_arrays_round_trip(doc, blank_maps, tmp_path):
+    (w,) = coref.windows(doc, ONE_PIECE, max_pieces=100)
+    attn, sp, wp = blank_maps(len(w.words))
+    attn[0, 0, 3, 1] = 0.5  # his -> John: head 1-1 right on the first mention
+    _, sm = coref.antecedent_accuracy([(w, attn, sp, wp)], return_correct=True)
+    _, bc = coref.baseline_accuracy([w], return_correct=True)
+    arrays = coref.by_mention_arrays(sm, bc)
+    np.savez_compressed(tmp_path / "x.npz", **arrays)
+    z = np.load(tmp_path / "x.npz")  # no pickles: every array is numbers or unicode
+    hc = np.unpackbits(z["head_correct"], axis=1, count=int(z["n_columns"])).astype(bool)
+    assert hc.shape == (6, 2) and (hc.T == sm.correct.reshape(2, 6)).all()
+    assert z["column_layer"].tolist() == [1, 1] and z["column_head"].tolist() == [1, 2]
+    assert z["baseline_correct"].shape == (6, 4) and z["systems"].tolist() == list(coref.SYSTEMS)
+    assert z["documents"][z["document"]].tolist() == [doc.doc_id] * 6
+    assert z["types"][z["type"]].tolist() == [g["type"] for g in sm.groups]
+    with pytest.raises(ValueError, match="other mentions"):
+        coref.by_mention_arrays(sm, bc[:, :5])

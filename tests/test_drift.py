@@ -206,3 +206,65 @@ def test_zipped_padded_streams_leave_gradients_enabled(tiny_loaded):
     assert torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
     assert len(list(pairs)) == 1 and first[0].shape[-1] == 6
     assert torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
+
+
+# --- per-example variants (the ledger resamples dev examples, issue 33) --------------------
+
+
+def test_cosine_by_example_is_what_the_table_averages():
+    a1 = np.array([[[[1.0, 0.0], [0.0, 1.0]]]])
+    b1 = np.array([[[[1.0, 0.0], [1.0, 0.0]]]])  # cos = 1 / (sqrt2 * sqrt2) = 0.5
+    a2 = np.array([[[[0.5, 0.5], [0.5, 0.5]]]])  # cos with itself = 1
+    per = drift.cosine_similarity([(a1, b1), (a2, a2)], by_example=True)
+    assert per.shape == (2, 1, 1)
+    np.testing.assert_allclose(per[:, 0, 0], [0.5, 1.0])
+    table = drift.cosine_table(per)
+    assert table["cosine"].iloc[0] == pytest.approx(0.75)
+    assert table["sd"].iloc[0] == pytest.approx(0.25)  # ddof 0, as before
+    assert table.equals(drift.cosine_similarity([(a1, b1), (a2, a2)]))
+
+
+def test_drift_by_example_is_one_minus_the_head_mean_per_layer():
+    # 2 inputs, 2 layers, 2 heads: drift = 1 - mean over the layer's heads, per input
+    per = np.array([[[1.0, 0.5], [0.2, 0.4]],
+                    [[0.0, 1.0], [1.0, 1.0]]])
+    d = drift.drift_by_example(per)
+    np.testing.assert_allclose(d, [[0.25, 0.7], [0.5, 0.0]])
+    # the mean over inputs is the layer table's drift
+    frame = drift.cosine_table(per).assign(task="A")
+    layer = drift.drift_by_layer(frame, by=["task"])
+    np.testing.assert_allclose(layer["drift"], d.mean(0))
+
+
+def test_special_token_attention_by_example_keeps_each_input():
+    ids_with = np.array([CLS, COMMA, SEP])
+    ids_without = np.array([CLS, 7, SEP])
+    A = np.full((1, 1, 3, 3), 1 / 3)
+    B = np.zeros((1, 1, 3, 3))
+    B[..., 0] = 1.0
+    per = drift.special_token_attention([(A, ids_with), (B, ids_without)], CLS, SEP, [COMMA],
+                                        by_example=True)
+    assert set(per) == {"cls", "sep", "punct"} and per["cls"].shape == (2, 1, 1)
+    np.testing.assert_allclose(per["cls"][:, 0, 0], [1 / 3, 1.0])
+    np.testing.assert_allclose(per["sep"][:, 0, 0], [1 / 3, 0.0])
+    assert per["punct"][0, 0, 0] == pytest.approx(1 / 3) and np.isnan(per["punct"][1, 0, 0])
+    # the table's score is the mean over the inputs that have the class
+    table = drift.special_token_attention([(A, ids_with), (B, ids_without)], CLS, SEP,
+                                          [COMMA]).set_index("feature")
+    for k in ("cls", "sep", "punct"):
+        assert table.loc[k, "score"] == pytest.approx(np.nanmean(per[k][:, 0, 0]))
+
+
+def test_cls_row_by_example_reads_each_inputs_cls_row():
+    ids = np.array([CLS, 7, COMMA, 8, SEP])
+    A = np.zeros((2, 1, 5, 5))
+    A[1, 0, 0] = [0.1, 0.2, 0.3, 0.0, 0.4]
+    B = np.zeros((2, 1, 3, 3))
+    B[1, 0, 0] = [0.5, 0.25, 0.25]  # no punctuation in this input
+    per = drift.cls_attention_by_type([(A, ids), (B, np.array([CLS, 7, SEP]))], CLS, SEP,
+                                      [COMMA], by_example=True)
+    assert per["sep"].shape == (2, 1)
+    np.testing.assert_allclose(per["sep"][:, 0], [0.4, 0.25])
+    np.testing.assert_allclose(per["cls"][:, 0], [0.1, 0.5])
+    assert per["punct"][0, 0] == pytest.approx(0.3) and np.isnan(per["punct"][1, 0])
+    np.testing.assert_allclose(per["other"][:, 0], [0.2, 0.25])  # largest over the type

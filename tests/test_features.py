@@ -224,3 +224,80 @@ def test_spacy_tags_the_example_as_the_hand_made_doc(tmp_path):
     # an explicitly loaded pipeline has the same identity, hence the same cache entry
     assert silver.tag_texts(texts, nlp=silver.load_nlp(), cache_dir=tmp_path) == docs
     assert len(list((tmp_path / "silver").glob("*.json"))) == 1
+
+
+# --- per-example variants (the ledger resamples dev examples, issue 33) --------------------
+
+
+def test_feature_attention_by_example_and_its_mean():
+    A = np.array([[0.4, 0.2, 0.2, 0.2],
+                  [0.3, 0.1, 0.6, 0.0],
+                  [0.1, 0.1, 0.4, 0.4],
+                  [0.4, 0.4, 0.2, 0.0]])[None, None]
+    masks_a = {"noun": np.array([False, True, True, False]), "object": np.zeros(4, bool)}
+    B = np.full((1, 1, 2, 2), 0.5)
+    masks_b = {"noun": np.array([True, False]), "object": np.zeros(2, bool)}
+    per = features.feature_attention([(A, masks_a), (B, masks_b)], by_example=True)
+    np.testing.assert_allclose(per["noun"][:, 0, 0], [0.35, 0.5])  # r_j max; 1 / 2
+    assert np.isnan(per["object"]).all()
+    table = features.feature_attention([(A, masks_a), (B, masks_b)]).set_index("feature")
+    assert table.loc["noun", "score"] == pytest.approx(per["noun"].mean())
+
+
+def test_relation_attention_by_example():
+    A = np.zeros((1, 2, 3, 3))
+    A[0, 0, 2, 0] = 0.7
+    A[0, 1, 2, 0] = 0.1
+    pairs = {"verb->subject": np.array([[2, 0]])}
+    none = {"verb->subject": np.zeros((0, 2), int)}
+    per = features.relation_attention([(A, pairs), (A, none)], by_example=True)
+    np.testing.assert_allclose(per["verb->subject"][0, 0], [0.7, 0.1])
+    assert np.isnan(per["verb->subject"][1]).all()
+    assert per["subject->verb"][0, 0, 0] == 0.0
+
+
+def test_adjacent_attention_by_hand():
+    m = 4
+    prev = np.zeros((1, 2, m, m))
+    prev[0, 0, np.arange(1, m), np.arange(m - 1)] = 1.0  # every row but the first: previous
+    prev[0, 0, 0, 0] = 1.0
+    prev[0, 1] = 1.0 / m  # uniform: 2 neighbours of 4 inside, 1 at the ends
+    got = features.adjacent_attention(prev)
+    assert got[0, 0] == pytest.approx(3 / 4)
+    assert got[0, 1] == pytest.approx((1 / 4 + 2 / 4 + 2 / 4 + 1 / 4) / 4)
+
+
+def test_top_heads_and_per_example_arrays():
+    rng = np.random.default_rng(0)
+    n, L, H = 3, 2, 3
+
+    def model(shift):
+        feats = {f: rng.random((n, L, H)) for f in (*features.FEATURES, *features.SPECIAL_CLASSES)}
+        feats["noun"][:, 1, 2] = 0.9 + shift  # the best noun head, 2-3
+        feats["negation"][1:] = np.nan  # only input 0 has a negation
+        cls_row = {t: rng.random((n, H)) for t in features.CLS_TARGETS}
+        rels = {r: rng.random((n, L, H)) for r in (*features.RELATIONS,
+                                                   *features.REVERSED.values())}
+        return {"features": feats, "cls_row": cls_row, "relations": rels,
+                "adjacent": rng.random((n, L, H))}
+
+    pre, ft = model(0.0), model(0.05)
+    out = features.per_example_arrays("MRPC", {"pre-trained": pre, "fine-tuned s42": ft}, k=2,
+                                      increase=("noun", "negation"))
+    assert out["models_MRPC"].tolist() == ["pre-trained", "fine-tuned s42"]
+    np.testing.assert_allclose(out["cls_MRPC"][1], ft["features"]["cls"].mean(-1), rtol=1e-3)
+    assert out["clslast_MRPC"].shape == (2, n, len(features.CLS_TARGETS))
+    np.testing.assert_allclose(out["clslast_MRPC"][0, :, 1], pre["cls_row"]["sep"].mean(-1),
+                               rtol=1e-3)
+    g = features.TOP_GROUPS.index("noun")
+    assert out["tophead_MRPC"][1, g, 0].tolist() == [2, 3]
+    np.testing.assert_allclose(out["top_MRPC"][1, :, g, 0], 0.95, rtol=1e-3)
+    # the relation heads' adjacent attention is that of the same heads
+    r, (la, h) = 0, out["relhead_MRPC"][0, 0, 0]
+    np.testing.assert_allclose(out["reladj_MRPC"][0, :, r, 0],
+                               pre["adjacent"][:, la - 1, h - 1], rtol=1e-3)
+    inc = out["increase_MRPC_noun"]
+    assert inc.shape == (1, n, L * H)
+    np.testing.assert_allclose(inc[0], (ft["features"]["noun"] - pre["features"]["noun"])
+                               .reshape(n, -1), atol=1e-3)
+    assert np.isnan(out["increase_MRPC_negation"][0, 1:]).all()

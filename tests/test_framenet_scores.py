@@ -151,3 +151,25 @@ def test_iter_links_scores_match_the_maps(tiny_loaded, tmp_path):
         list(fs.iter_links(sents[:1], store, enc))
     df = fs.example_map(wm, fs.map_labels(enc[0], sents[0].words, tiny_loaded.tokenizer), 1, 0)
     assert df.loc["saw", "unbelievable"] == pytest.approx(wm[1, 0, 2, 4])
+
+
+def test_unlinked_tokens_follow_the_links_distance_rule():
+    s = _sentence(["He", "was", "becoming", "very", "agitated", "today", ",", "then", "calm"],
+                  target=4, linked=[0])
+    # not the target, not linked, more than 2 words away, not punctuation
+    assert fs.unlinked_tokens(s) == [1, 7, 8]
+    assert fs.unlinked_tokens(s, min_gap=3) == [8]
+
+
+def test_unlinked_null_scores_and_empty_sentences(tiny_loaded, tmp_path):
+    sents = [_sentence(["the", "dog", "ran", "and", "sat", "down", "there"], 0, [3]),
+             _sentence(["he", "saw", "cats"], 0, [2])]  # nothing unlinked far enough away
+    enc = [wordmaps.encode_words(tiny_loaded.tokenizer, s.words) for s in sents]
+    store = extract_attention(tiny_loaded, [e.as_input() for e in enc], cache_dir=tmp_path,
+                              progress=False)
+    null = fs.sentence_scores(fs.iter_links(sents, store, enc, "word", unlinked=True), "both")
+    wm = wordmaps.word_maps(store[0], enc[0]).attn
+    # target "the" at word position 1; unlinked words 4, 5, 6 (sat, down, there) at 5, 6, 7
+    want = np.max([np.maximum(wm[:, :, 1, p], wm[:, :, p, 1]) for p in (5, 6, 7)], axis=0)
+    np.testing.assert_allclose(null[0], want, rtol=1e-6)
+    assert np.isnan(null[1]).all()

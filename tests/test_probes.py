@@ -14,6 +14,7 @@ from analysis_utils.analyses.probes import (
     ProbeSentence,
     attention_features,
     distance_features,
+    document_numbers,
     evaluate_uas,
     make_probe_sentence,
     predict_heads,
@@ -21,6 +22,7 @@ from analysis_utils.analyses.probes import (
     right_branching_probe,
     train_probe,
     train_probes,
+    uas_by_sentence,
     uas_counts,
 )
 from analysis_utils.analyses.trees import is_tree
@@ -187,6 +189,46 @@ def test_uas_excludes_punctuation_by_hand():
     fixed = lambda s: np.array(pred)  # noqa: E731
     assert evaluate_uas(fixed, sentences) == pytest.approx(100 * 2 / 3)
     assert evaluate_uas(fixed, sentences, exclude_punct=False) == pytest.approx(50.0)
+
+
+def test_uas_by_sentence_by_hand():
+    # sentence 0: words 1, 2 right, word 3 wrong, word 4 punct (skipped): (2, 3)
+    # sentence 1: word 1 wrong, word 2 right: (1, 2); sentence 2: only punctuation: (0, 0)
+    pred = [2, 0, 1, 3, 0, 1, 0]
+    gold = [2, 0, 2, 2, 2, 1, 0]
+    sent = [0, 0, 0, 0, 1, 1, 2]
+    scored = [True, True, True, False, True, True, False]
+    counts = uas_by_sentence(pred, gold, sent, scored)
+    assert counts.dtype == np.int64
+    np.testing.assert_array_equal(counts, [[2, 3], [1, 2], [0, 0]])
+    # pooled: 3 of 5 scored words, the UAS of the whole set
+    assert 100 * counts[:, 0].sum() / counts[:, 1].sum() == pytest.approx(60.0)
+    # a trailing sentence with no words still gets its row
+    np.testing.assert_array_equal(uas_by_sentence(pred, gold, sent, scored, n_sentences=4)[3],
+                                  [0, 0])
+    with pytest.raises(ValueError, match="n_sentences"):
+        uas_by_sentence(pred, gold, sent, scored, n_sentences=2)
+    with pytest.raises(ValueError, match="per word"):
+        uas_by_sentence(pred[:3], gold, sent, scored)
+
+
+def test_evaluate_uas_by_sentence_matches_the_pooled_uas():
+    sentences = [ProbeSentence(heads=[2, 0, 2, 2], upos=["DET", "NOUN", "VERB", "PUNCT"],
+                               words=list("abc.")),
+                 ProbeSentence(heads=[0, 1], upos=["X", "X"], words=list("ab"))]
+    counts = evaluate_uas(right_branching_probe, sentences, by_sentence=True)
+    # right-branching: [2, 3, 4, 0] -> word 1 right, 2 and 3 wrong (punct skipped): (1, 3);
+    # [2, 0] -> both wrong: (0, 2)
+    np.testing.assert_array_equal(counts, [[1, 3], [0, 2]])
+    assert evaluate_uas(right_branching_probe, sentences) == pytest.approx(
+        100 * counts[:, 0].sum() / counts[:, 1].sum())
+    assert evaluate_uas(right_branching_probe, [], by_sentence=True).shape == (0, 2)
+
+
+def test_document_numbers():
+    np.testing.assert_array_equal(document_numbers(["d1", "d1", "d2", "d1", None, None, "d3"]),
+                                  [1, 1, 2, 1, 3, 4, 5])
+    assert document_numbers([]).shape == (0,)
 
 
 def test_right_branching():

@@ -183,7 +183,8 @@ def _claim(**fields) -> dict:
 
 
 def test_report_readme_rewrites_only_the_blocks_and_check_fails_when_stale(tmp_path, capsys):
-    root = _checkout(tmp_path, [_claim(heads="1-2")])
+    root = _checkout(tmp_path, [_claim(heads="1-2", quote="We find it.", unit="60 documents",
+                                       interval="[+1.0, +2.0] points (95%)")])
     args = ["--root", str(root)]
     assert main(["report", "--check-readme", *args]) == 1
     assert "are stale" in capsys.readouterr().out
@@ -193,9 +194,11 @@ def test_report_readme_rewrites_only_the_blocks_and_check_fails_when_stale(tmp_p
     assert perf.endswith("<!-- runtimes:end -->\n\nafter\n")
     assert "| 01_surface_patterns | default | 1 min 15 s | 900 MB | cpu (2 cores) |" in perf
     readme = (root / "README.md").read_text()
-    assert "- **m (1 x 2)**: 1 claims: 1 yes, 0 no, 0 mixed, 0 untestable." in readme
+    assert "- **m (1 x 2)**: 1 claims: 1 yes, 0 no, 0 inconclusive, 0 mixed, 0 untestable." \
+        in readme
     findings = (root / "book" / "findings.md").read_text()
-    assert "| [01](notebooks/01_a.ipynb#verdicts) | c | x | y | < 0.001 | **yes** | no | " \
+    assert "| [01](notebooks/01_a.ipynb#verdicts) | c | We find it. | x | y | 60 documents | " \
+           "[+1.0, +2.0] points (95%) | < 0.001 | **yes** | no | " \
            '<a href="atlas/m.html#1-2">1-2</a> |' in findings
     layers = (root / "book" / "methods" / "architecture.md").read_text()
     assert "| base | `paths`, `heads`, `papers`, `profiles`, `params` |" not in layers  # no package
@@ -212,7 +215,9 @@ def test_the_ledger_links_each_head_to_the_atlas_and_escapes_pipes(tmp_path):
     row = next(x for x in lines if "a \\| b" in x)  # a pipe inside a cell does not split the row
     assert row.endswith('| <a href="atlas/m.html#1-1">1-1</a>, '
                         '<a href="atlas/m.html#1-2">1-2</a> |')
-    assert lines[-1].endswith("| d | x | y | < 0.001 | **untestable** | \u2013 | \u2013 |")
+    # a ledger without the quote, unit and interval columns (older) shows dashes there
+    assert lines[-1].endswith("| d | \u2013 | x | y | \u2013 | \u2013 | < 0.001 | "
+                              "**untestable** | \u2013 | \u2013 |")
     (root / "figures" / "atlas" / "m.html").unlink()  # no atlas page: heads as plain text
     assert "| 1-1, 1-2 |" in readme_md.ledger_table(root / "results", root)
 
@@ -233,11 +238,16 @@ def test_findings_table_reads_the_claims_ledger(tmp_path):
             {"model": "m (1 x 2)", "notebook": "07", "claim": "c", "paper_value": "x",
              "verdict": "untestable", "control_verdict": "", "p_value": ""},
             {"model": "n (2 x 2)", "notebook": "01", "claim": "a", "paper_value": "> 50%",
-             "verdict": "no", "control_verdict": "no", "p_value": "0.5"}]
+             "verdict": "no", "control_verdict": "no", "p_value": "0.5"},
+            {"model": "n (2 x 2)", "notebook": "02", "claim": "b", "paper_value": "x",
+             "verdict": "inconclusive", "control_verdict": "inconclusive", "p_value": "0.2"}]
     pd.DataFrame(rows).to_csv(results / "08_claims.csv", index=False)
     lines = [re.sub(r" +", " ", x) for x in readme_md.findings_table(results).splitlines()]
-    assert "| m (1 x 2) | 01 | 1 | 0 | 0 | 0 | 0 of 1 |" in lines
-    assert "| m (1 x 2) | 07 | 0 | 0 | 0 | 1 | \u2013 |" in lines
+    assert lines[0] == ("| model | notebook | yes | no | inconclusive | mixed | untestable | "
+                        "control yes |")
+    assert "| m (1 x 2) | 01 | 1 | 0 | 0 | 0 | 0 | 0 of 1 |" in lines
+    assert "| m (1 x 2) | 07 | 0 | 0 | 0 | 0 | 1 | \u2013 |" in lines
+    assert "| n (2 x 2) | 02 | 0 | 0 | 1 | 0 | 0 | 0 of 1 |" in lines
 
 
 def test_layers_table_shows_each_layers_modules():

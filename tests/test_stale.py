@@ -200,3 +200,30 @@ def test_the_graph_resolves_relative_and_from_imports():
     assert imports.imports_of("import p.a.b as q\n", modules) == {"p", "p.a", "p.a.b"}
     assert imports.imports_of("from .b import x\n", modules, "p.a", is_package=True) == {
         "p", "p.a.b"}
+
+
+def test_the_claims_registry_is_an_input_of_notebooks_that_import_claims(repo):
+    """The ledger reads its quote column from ``claims/registry.toml``: a notebook whose import
+    closure holds ``analysis_utils.claims`` is stale when the registry's bytes change (a
+    comment included: it is data, not code); one that does not import it is not."""
+    root, _ = repo
+    claims_dir = root / "analysis_utils" / "claims"
+    claims_dir.mkdir()
+    (claims_dir / "__init__.py").write_text("REGISTRY = 'registry.toml'\n")
+    (claims_dir / "registry.toml").write_text('[[claim]]\nid = "a"\n')
+    commit = _commit(root, "a registry nobody imports")
+    _provenance(root, commit)
+    _commit(root, "rendered")
+    notebook = root / "notebooks" / "01_demo.py"
+    assert "analysis_utils/claims/registry.toml" not in stale.notebook_inputs(notebook, root)
+    (claims_dir / "registry.toml").write_text('[[claim]]\nid = "b"\n')
+    assert not _only(root).stale
+    # the helper, imported lazily by the notebook's module, now imports the registry's package
+    (root / "analysis_utils" / "helper.py").write_text("from . import claims\n" + HELPER)
+    commit = _commit(root, "helper reads the registry")
+    _provenance(root, commit)
+    _commit(root, "rendered again")
+    assert "analysis_utils/claims/registry.toml" in stale.notebook_inputs(notebook, root)
+    assert not _only(root).stale
+    (claims_dir / "registry.toml").write_text('# a comment\n[[claim]]\nid = "b"\n')
+    assert _only(root).changed == ["analysis_utils/claims/registry.toml"]

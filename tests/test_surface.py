@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from analysis_utils.analyses import gradients, surface
@@ -319,3 +320,75 @@ def test_section3_comparison_states_numbers_and_leaves_verdicts_to_the_ledger():
     assert view.loc["entropy from [CLS], last layer", "uniform head"] == "4.50 nats"
     assert view.loc[g.name, "this run"] == "x0.10" and view.loc[g.name, "control"] == "\u2013"
     assert list(surface.COMPARISON_VALUES) == ["model", "control", "uniform head"]
+
+
+# --- per-example statistics (issue 33: the ledger resamples the articles of the segments) ---
+
+
+def test_per_example_statistics_by_hand():
+    # example 0: [CLS] a [SEP] b [SEP], every token on the previous one ([CLS] on itself);
+    # example 1: [CLS] . c (no [SEP]), uniform attention
+    ids0 = np.array([CLS, 2001, SEP, 2002, SEP])
+    ids1 = np.array([CLS, PERIOD, 2003])
+    ex = [(_maps(_shift(5, -1), 1, 2), ids0), (_maps(np.full((3, 3), 1 / 3), 1, 2), ids1)]
+    frames, bx = surface.surface_statistics(iter(ex), CLS, SEP, [PERIOD, COMMA],
+                                            by_example=True)
+    assert bx.n_examples == 2 and bx.values["previous"].shape == (2, 1, 2)
+    # previous: example 0 all 4 eligible tokens on the previous one; example 1 1/3 each
+    np.testing.assert_allclose(bx.values["previous"][:, 0, 0], [1.0, 1 / 3])
+    assert bx.counts["previous"].tolist() == [4, 2]
+    # [SEP] received: in example 0 only row 3 ("b") points at a [SEP] (1 of 5 rows); a
+    # uniform head would put 2/5 there; example 1 has none
+    np.testing.assert_allclose(bx.values["sep"][:, 0, 1], [1 / 5, 0.0])
+    np.testing.assert_allclose(bx.uniform["sep"], [2 / 5, 0.0])
+    np.testing.assert_allclose(bx.values["punct"][:, 0, 0], [0.0, 1 / 3])
+    # [SEP] -> [SEP]: the first [SEP] attends to "a", the second to "b": 0; example 1 has no
+    # [SEP], so no value (NaN, count 0), and it is left out of the pooled mean
+    np.testing.assert_allclose(bx.values["sep_to_sep"][0], 0.0)
+    assert np.isnan(bx.values["sep_to_sep"][1]).all()
+    assert bx.counts["sep_to_sep"].tolist() == [2, 0]
+    np.testing.assert_allclose(bx.values["entropy"][:, 0, 0], [0.0, math.log(3)], atol=1e-12)
+    np.testing.assert_allclose(bx.values["max_weight"][:, 0, 0], [1.0, 1 / 3])
+    # pooled as the frames pool them: example weighting (each example once) ...
+    tables = {"previous": ("relative_position", (1.0 + 1 / 3) / 2),
+              "sep": ("token_class", (1 / 5 + 0) / 2), "sep_to_sep": ("sep_to_sep", 0.0),
+              "entropy": ("entropy", math.log(3) / 2)}
+    for name, (frame, value) in tables.items():
+        np.testing.assert_allclose(frames[frame][name], value, atol=1e-12)
+        np.testing.assert_allclose(bx.pooled(name).ravel(), frames[frame][name], atol=1e-12)
+    # ... and token weighting (4 and 2 previous-eligible tokens)
+    tok, bxt = surface.surface_statistics(iter(ex), CLS, SEP, [PERIOD, COMMA],
+                                          weighting="token", by_example=True)
+    np.testing.assert_allclose(bxt.pooled("previous", "token").ravel(),
+                               (4 * 1.0 + 2 / 3) / 6)
+    np.testing.assert_allclose(tok["relative_position"]["previous"], (4 * 1.0 + 2 / 3) / 6)
+    # the frames do not depend on by_example
+    plain = surface.surface_statistics(iter(ex), CLS, SEP, [PERIOD, COMMA])
+    for k, df in plain.items():
+        pd.testing.assert_frame_equal(df, frames[k])
+
+
+def test_segment_arrays_codes_articles_and_counts():
+    ex = [(_maps(np.eye(n), 2, 3), _ids(n)) for n in (4, 6, 5)]
+    _, bx = surface.surface_statistics(iter(ex), CLS, SEP, [PERIOD, COMMA], by_example=True)
+    arr = surface.segment_arrays(bx, ["Zebra", "Apple", "Zebra"])
+    assert arr["article_names"].tolist() == ["Apple", "Zebra"]
+    assert arr["article"].tolist() == [1, 0, 1] and arr["segment"].tolist() == [0, 1, 2]
+    assert arr["current"].dtype == np.float32 and arr["current"].shape == (3, 2, 3)
+    np.testing.assert_allclose(arr["current"], 1.0)
+    assert arr["count_previous"].tolist() == [3, 5, 4]
+    np.testing.assert_allclose(arr["uniform_cls"], [1 / 4, 1 / 6, 1 / 5], rtol=1e-6)
+    assert set(surface.SEGMENT_STATISTICS) <= set(arr)
+    with pytest.raises(ValueError, match="one article per example"):
+        surface.segment_arrays(bx, ["a", "b"])
+
+
+def test_piece_counts_by_hand():
+    ids, counts = surface.piece_counts([[CLS, 7, PERIOD, 7, SEP], [CLS, PERIOD, COMMA, SEP]],
+                                       exclude=[CLS, SEP], top=3)
+    # totals: 7 twice, . twice, , once; ties by id (7 < 1012)
+    assert ids.tolist() == [7, PERIOD, COMMA]
+    assert counts.tolist() == [[2, 1, 0], [0, 1, 1]]
+    # a piece outside the top is counted when asked for; one never seen is not
+    ids, counts = surface.piece_counts([[7, 7, PERIOD, COMMA]], top=1, include=[COMMA, 9])
+    assert ids.tolist() == [7, COMMA] and counts.tolist() == [[2, 1]]

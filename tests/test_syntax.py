@@ -283,3 +283,69 @@ def test_describe_control_counts_relations_without_all():
                            "30.0% for the best fixed offset (+1); ")
     assert text.endswith("a head beats the fixed-offset baseline for 1 of 2 relations "
                          "(largest margin: amod, 30.0% vs. 20.0%, +10.0 points)")
+
+
+def test_per_word_correctness_by_hand(items, sents):
+    """return_correct: the (D, L, H, W) correctness behind the counts, each word's sentence,
+    and the same words' offset-baseline correctness (O, W), in one order."""
+    df, sw = syntax.score_heads(items, min_count=0, return_correct=True, with_special=True)
+    assert df.equals(syntax.score_heads(items, min_count=0))
+    # A: 7 words under All + 6 under their relation; B: 1 + 0; C: 5 + 4
+    assert sw.correct.shape == (2, 1, 2, 23) and sw.directions == syntax.DIRECTIONS
+    assert sw.sentence.tolist() == [0] * 13 + [1] + [2] * 9
+    assert sw.relation[:7].tolist() == ["All"] * 7 and sw.dependent[:7].tolist() == list(
+        range(7))
+    # head 0 read dep2head on sentence A: every word but the root "sat" finds its head
+    assert sw.correct[0, 0, 0, :7].tolist() == [True, True, False, True, True, True, True]
+    # counts of the frame are sums of the matrix, relation by relation
+    for (rel, direction, head), r in df.set_index(["relation", "direction", "head"]).iterrows():
+        d = syntax.DIRECTIONS.index(direction)
+        assert sw.correct[d, 0, head, sw.relation == rel].sum() == r["correct"]
+    # with [CLS] (0.9) and [SEP] (0.8) as candidates every decorated row picks [CLS]: all
+    # wrong read dep2head; read head2dep, the [CLS] row (0.01) never beats a dependent (0.5)
+    assert not sw.correct_with_special[0].any()
+    assert sw.correct_with_special[1, 0, 1, :7].sum() == sw.correct[1, 0, 1, :7].sum() == 6
+    # where no dependent attends to the word, the tie goes to [CLS] (leftmost): "The"
+    assert sw.correct[1, 0, 0, 0] and not sw.correct_with_special[1, 0, 0, 0]
+    assert sw.special_share.shape == (2, 1, 2, 23)
+    np.testing.assert_allclose(sw.special_share[:, 0, 0, :7].astype(float),
+                               [[0.9] * 7, [0.8] * 7], atol=1e-3)
+    base, oc = syntax.offset_baselines(sents, offsets=[-1, 1], min_count=0,
+                                       return_correct=True)
+    assert base.equals(syntax.offset_baselines(sents, offsets=[-1, 1], min_count=0))
+    assert oc.shape == (2, 23)
+    # right-branching on A: The->cat, cat->sat, the->mat (All entries 0, 1, 4)
+    assert np.flatnonzero(oc[1, :7]).tolist() == [0, 1, 4]
+    assert oc[1, sw.relation == "All"].sum() == base.set_index(["relation", "offset"]).loc[
+        ("All", 1), "correct"]
+
+
+def test_by_word_arrays_round_trip(items, sents, tmp_path):
+    sents = [SimpleNamespace(**vars(s), upos=("X",) * len(s.words)) for s in sents]
+    sents[0].sent_id, sents[1].sent_id, sents[2].sent_id = "doc-a-1", "doc-a-2", "doc-b-1"
+    _, sw = syntax.score_heads(items, min_count=0, return_correct=True, with_special=True)
+    _, oc = syntax.offset_baselines(sents, offsets=[-1, 1], min_count=0, return_correct=True)
+    arrays = syntax.by_word_arrays(sw, oc, [-1, 1], sents, share_head=(0, 0, "dep2head"))
+    np.savez_compressed(tmp_path / "x.npz", **arrays)
+    z = np.load(tmp_path / "x.npz")  # no pickles
+    hc = syntax.unpack_bits(z["head_correct"], z["n_columns"])
+    assert hc.shape == (23, 4)
+    # column d*L*H + (layer-1)*H + (head-1): head2dep, layer 1, head 2 is column 3
+    assert (z["column_direction"][3], z["column_layer"][3], z["column_head"][3]) == (
+        "head2dep", 1, 2)
+    assert (hc[:, 3] == sw.correct[1, 0, 1]).all() and (hc[:, 0] == sw.correct[0, 0, 0]).all()
+    assert (syntax.unpack_bits(z["offset_correct"], 2) == oc.T).all()
+    assert z["documents"][z["document"]].tolist() == ["doc-a"] * 14 + ["doc-b"] * 9
+    assert z["relations"][z["relation"]].tolist() == sw.relation.tolist()
+    assert z["all_rows"].tolist() == [0, 1, 2, 3, 4, 5, 6, 13, 14, 15, 16, 17, 18]
+    lost = syntax.unpack_bits(z["special_lost"], 4)
+    # every dep2head hit of the All words is lost to [CLS]; read head2dep, "The" (no word
+    # attends to it: the tie goes to [CLS]) is lost by head 1-1
+    special = sw.correct_with_special.reshape(4, 23).T[z["all_rows"]]
+    assert lost.shape == (13, 4) and (lost == hc[z["all_rows"]] & ~special).all()
+    assert (lost[:, :2] == hc[z["all_rows"], :2]).all() and lost[0, 2]
+    assert str(z["share_head"]) == "1-1" and float(z["share_cls"][0]) == pytest.approx(0.9,
+                                                                                     abs=1e-3)
+    assert syntax.document_of("weblog-x_ENG_2005-0001") == "weblog-x_ENG_2005"
+    with pytest.raises(ValueError, match="other words"):
+        syntax.by_word_arrays(sw, oc[:, :5], [-1, 1], sents)

@@ -1,6 +1,7 @@
 """Clustering attention heads (Clark et al. 2019, Section 6, Figure 6): Jensen-Shannon
-distances between heads, their 2-D MDS, behaviour labels and a permutation test of whether
-heads of a layer sit together. The distance, its smoothing and what MDS embeds: notebook 05.
+distances between heads, their 2-D MDS, behaviour labels and permutation tests of whether
+heads of a layer (or of a behaviour) sit together. The distance, its smoothing and what MDS
+embeds: notebook 05.
 Head index ``k = layer * num_heads + head`` (0-based), i.e. ``attn.reshape(L*H, n, n)``.
 """
 
@@ -21,6 +22,7 @@ __all__ = [
     "behaviour_labels",
     "DEFAULT_THRESHOLDS",
     "layer_separation",
+    "behaviour_separation",
     "head_index",
     "stream",
     "format_p",
@@ -328,17 +330,21 @@ def format_p(p: float, n_perm: int) -> str:
     return f"p = {p:.2g} ({n_perm} permutations)"
 
 
-def layer_separation(dist: np.ndarray, layers: Sequence[int], n_perm: int = 1000,
-                     seed: int = 0) -> dict:
+def layer_separation(dist: np.ndarray, layers: Sequence, n_perm: int = 1000,
+                     seed: int = 0, *, return_null: bool = False) -> dict:
     """Are heads of the same layer closer to each other than to heads of other layers?
 
     Statistic: ``between - within``, the mean distance over pairs ``i < j`` in different
-    layers minus the mean over pairs in the same layer. Null: layer labels permuted across
-    heads (group sizes kept), ``n_perm`` times with ``numpy.random.default_rng(seed)``.
-    One-sided p-value ``(1 + #{null >= observed}) / (1 + n_perm)``.
+    layers minus the mean over pairs in the same layer (and the ratio ``within / between``,
+    the ledger's statistic). Null: layer labels permuted across heads (group sizes kept),
+    ``n_perm`` times with ``numpy.random.default_rng(seed)``. One-sided p-value ``(1 +
+    #{null >= observed}) / (1 + n_perm)``. ``layers`` may be any labels (see
+    :func:`behaviour_separation`).
 
     Returns ``within, between, ratio (within / between), diff, p_value, n_perm, null_mean,
-    null_std``.
+    null_std`` (of the null ``diff``), ``null_ratio_mean, null_ratio_sd`` (of the null ratio:
+    its sd is the test's standard error, for the minimum detectable effect) and, with
+    ``return_null``, ``null_ratio``: the ``n_perm`` null ratios themselves.
     """
     dist = np.asarray(dist, dtype=np.float64)
     codes = np.unique(np.asarray(layers), return_inverse=True)[1].ravel()
@@ -349,11 +355,66 @@ def layer_separation(dist: np.ndarray, layers: Sequence[int], n_perm: int = 1000
     diff = between - within
     rng = np.random.default_rng(seed)
     null = np.empty(n_perm)
+    ratio = np.empty(n_perm)
     for b in range(n_perm):
         w, bt = _within_between(dist, rng.permutation(codes), iu)
         null[b] = bt - w
+        ratio[b] = w / bt
     p = (1 + int((null >= diff).sum())) / (1 + n_perm)
-    return {"within": within, "between": between, "ratio": within / between, "diff": diff,
-            "p_value": p, "n_perm": n_perm,
-            "null_mean": float(null.mean()) if n_perm else float("nan"),
-            "null_std": float(null.std()) if n_perm else float("nan")}
+    out = {"within": within, "between": between, "ratio": within / between, "diff": diff,
+           "p_value": p, "n_perm": n_perm,
+           "null_mean": float(null.mean()) if n_perm else float("nan"),
+           "null_std": float(null.std()) if n_perm else float("nan"),
+           "null_ratio_mean": float(ratio.mean()) if n_perm else float("nan"),
+           "null_ratio_sd": float(ratio.std()) if n_perm else float("nan")}
+    if return_null:
+        out["null_ratio"] = ratio
+    return out
+
+
+def behaviour_separation(dist: np.ndarray, labels: Sequence[str], n_perm: int = 1000,
+                         seed: int = 0, *, other: str = "other", min_heads: int = 2,
+                         return_null: bool = False) -> dict:
+    """Do heads with the same behaviour sit together (Clark et al.'s "clusters of heads that
+    behave similarly, often corresponding to behaviors we have already discussed")?
+
+    :func:`layer_separation` with behaviour labels in place of layers, over the heads that
+    have a behaviour (label not ``other``): the mean distance between heads of the same
+    behaviour over that between heads of different behaviours, labels permuted across those
+    heads. "Several clusters" needs at least two behaviours with ``min_heads`` heads or more;
+    with fewer, the statistics are NaN and ``testable`` is False.
+
+    Returns :func:`layer_separation`'s keys (over the labelled heads) and ``heads`` (how many
+    heads have a behaviour), ``groups`` (behaviours with ``min_heads`` heads or more),
+    ``labels`` (each behaviour and its head count, most heads first, as text) and
+    ``testable``.
+
+    >>> d = np.array([[0, 1, 5, 5, 9], [1, 0, 5, 5, 9], [5, 5, 0, 1, 9], [5, 5, 1, 0, 9],
+    ...               [9, 9, 9, 9, 0]], dtype=float)
+    >>> r = behaviour_separation(d, ["a", "a", "b", "b", "other"], n_perm=10)
+    >>> r["heads"], r["groups"], r["labels"], round(r["ratio"], 3)
+    (4, 2, 'a 2, b 2', 0.2)
+    """
+    lab = np.asarray(labels, dtype=object)
+    dist = np.asarray(dist, dtype=np.float64)
+    if len(lab) != len(dist):
+        raise ValueError(f"{len(lab)} behaviour labels for a {dist.shape} matrix")
+    keep = lab != other
+    counts = pd.Series(lab[keep]).value_counts(sort=False)
+    counts = counts.sort_values(ascending=False, kind="stable")
+    groups = int((counts >= min_heads).sum())
+    info = {"heads": int(keep.sum()), "groups": groups,
+            "labels": ", ".join(f"{k} {v}" for k, v in counts.items()),
+            "testable": groups >= 2}
+    if groups < 2:
+        nan = float("nan")
+        res = {k: nan for k in ("within", "between", "ratio", "diff", "p_value", "null_mean",
+                                "null_std", "null_ratio_mean", "null_ratio_sd")}
+        res["n_perm"] = n_perm
+        if return_null:
+            res["null_ratio"] = np.full(n_perm, nan)
+        return {**res, **info}
+    idx = np.flatnonzero(keep)
+    res = layer_separation(dist[np.ix_(idx, idx)], lab[idx].astype(str), n_perm=n_perm,
+                           seed=seed, return_null=return_null)
+    return {**res, **info}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -232,14 +233,34 @@ def head_antecedent_predictions(attn: np.ndarray, is_special: np.ndarray,
     return pred
 
 
-def antecedent_accuracy(windows_with_maps: Iterable, causal: bool = False) -> pd.DataFrame:
+class ScoredMentions(NamedTuple):
+    """Per evaluable mention (in window order, then the order of :func:`evaluable_mentions`)
+    what :func:`antecedent_accuracy` built: ``correct`` (L, H, M) bool (layer ``l``, head
+    ``h``, 0-based, picks an antecedent's head word); ``document`` (M,) the
+    ``CorefDocument.doc_id`` of the mention's window; ``window`` (M,) the window's index in
+    its document; ``groups`` the mention's group per breakdown (``{"all", "type", "person",
+    "type_person"}`` -> group label)."""
+
+    correct: np.ndarray
+    document: np.ndarray
+    window: np.ndarray
+    groups: list
+
+
+def antecedent_accuracy(windows_with_maps: Iterable, causal: bool = False,
+                        return_correct: bool = False):
     """Antecedent-selection accuracy of every head.
 
     Items: ``(window, attn, is_special, word_pos)`` or ``(window, maps)``, with ``attn``
     ``(layers, heads, m, m)`` word-level and ``word_pos`` the map position of each window
     word. Returns ``layer, head`` (0-based), ``breakdown`` (all / type / person /
-    type_person), ``group``, ``correct``, ``total``, ``accuracy`` (fraction)."""
+    type_person), ``group``, ``correct``, ``total``, ``accuracy`` (fraction).
+
+    ``return_correct``: return ``(frame, ScoredMentions)``, the per-mention correctness
+    behind the counts with each mention's document, window and groups, for tests that
+    resample documents (:class:`ScoredMentions`)."""
     chunks, groups, shape = [], [], None
+    docs, win_idx = [], []
     for item in windows_with_maps:
         w, attn, is_special, word_pos = unpack_word_maps(item, "window")
         if len(word_pos) != len(w.words):
@@ -260,6 +281,8 @@ def antecedent_accuracy(windows_with_maps: Iterable, causal: bool = False) -> pd
         chunks.append(np.take_along_axis(target[None, None], pred[..., None],
                                          axis=-1)[..., 0])
         groups.extend(_groups(m) for m, _ in ev)
+        docs.extend([w.doc_id] * len(ev))
+        win_idx.extend([w.index] * len(ev))
     if shape is None:
         raise ValueError("no windows given")
     L, H = shape
@@ -274,13 +297,18 @@ def antecedent_accuracy(windows_with_maps: Iterable, causal: bool = False) -> pd
     df = pd.DataFrame(rows, columns=["layer", "head", "breakdown", "group", "correct",
                                      "total"])
     df["accuracy"] = df["correct"] / df["total"]
-    return df
+    if not return_correct:
+        return df
+    return df, ScoredMentions(correct, np.asarray(docs, dtype=object).astype(str),
+                              np.asarray(win_idx, dtype=np.int32), groups)
 
 
-def baseline_accuracy(wins: Iterable[CorefWindow]) -> pd.DataFrame:
+def baseline_accuracy(wins: Iterable[CorefWindow], return_correct: bool = False):
     """Accuracy of the baselines on the same evaluable mentions: ``system, breakdown, group,
     correct, total, accuracy``. Items may be windows or the tuples of
-    :func:`antecedent_accuracy`."""
+    :func:`antecedent_accuracy`. ``return_correct``: return ``(frame, correct)`` with
+    ``correct`` (S, M) bool, one row per system of :data:`SYSTEMS`, the mentions in the order
+    of :func:`antecedent_accuracy`'s ``ScoredMentions``."""
     per_system: dict[str, list[bool]] = {s: [] for s in SYSTEMS}
     groups = []
     for item in wins:
@@ -298,7 +326,7 @@ def baseline_accuracy(wins: Iterable[CorefWindow]) -> pd.DataFrame:
             rows.append((s, b, g, int(c[i]), total))
     df = pd.DataFrame(rows, columns=["system", "breakdown", "group", "correct", "total"])
     df["accuracy"] = df["correct"] / df["total"]
-    return df
+    return (df, correct) if return_correct else df
 
 
 def best_head(head_scores: pd.DataFrame) -> tuple[int, int]:
@@ -363,9 +391,9 @@ def paper_comparison(table: pd.DataFrame) -> pd.DataFrame:
     implied by Table 2, it beats the nearest-mention baseline. Columns: ``claim``, ``paper``,
     ``this run`` (the margin in points; NaN where the group has too few mentions here to have
     a column; the accuracies are in ``paper detail`` / ``detail``). Whether each claim held is
-    the claims ledger's to judge (:mod:`analysis_utils.ledger.clark`: an exact binomial test
-    against the system, corrected over the heads searched, beside the random-weights
-    control)."""
+    the claims ledger's to judge (:mod:`analysis_utils.ledger.clark`: the best head against
+    the system on the same mentions, documents resampled and the head chosen in every
+    resample, beside the random-weights control)."""
     mine = table[table["source"] == "this run"]
     head_row = [i for i in mine.index if str(i).startswith("head ")][0]
     paper_head = [i for i in table.index if str(i).startswith("paper: head ")][0]
@@ -387,3 +415,48 @@ def paper_comparison(table: pd.DataFrame) -> pd.DataFrame:
                         "detail": f"{head_row} {r_head:.1f}% vs. {r_base:.1f}%"})
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+# --- per-mention data for the claims ledger -------------------------------------------------
+
+#: How ``head_correct`` of :func:`by_mention_arrays` is laid out.
+BY_MENTION_LAYOUT = ("head_correct is np.packbits(axis=1) of a (M, L*H) bool matrix: column "
+                     "(layer-1)*H + (head-1), layer and head 1-based as in column_layer / "
+                     "column_head; unpack with np.unpackbits(x, axis=1, count=L*H)"
+                     ".astype(bool). baseline_correct (M, S): column s is systems[s]. Rows: "
+                     "the evaluable mentions in window order")
+
+
+def by_mention_arrays(scored: ScoredMentions, baseline_correct: np.ndarray
+                      ) -> dict[str, np.ndarray]:
+    """The arrays notebook 03 saves per evaluable mention (``03_by_mention_<model>.npz``)
+    from :func:`antecedent_accuracy`'s :class:`ScoredMentions` and
+    :func:`baseline_accuracy`'s ``(S, M)`` correctness on the same windows.
+
+    Keys: ``document`` (M,) int16 codes into ``documents`` (``CorefDocument.doc_id``);
+    ``window`` (M,) int16; ``type`` / ``person`` (M,) int8 codes into ``types`` /
+    ``persons``; ``head_correct`` packbits (see :data:`BY_MENTION_LAYOUT`) with
+    ``column_layer`` / ``column_head`` (1-based); ``baseline_correct`` (M, S) bool with
+    ``systems``."""
+    L, H, M = scored.correct.shape
+    if baseline_correct.shape != (len(SYSTEMS), M):
+        raise ValueError(f"baseline_correct is {baseline_correct.shape}, expected "
+                         f"({len(SYSTEMS)}, {M}): heads and baselines scored other mentions")
+    doc_names, doc_codes = np.unique(scored.document.astype(str), return_inverse=True)
+    out = {"document": doc_codes.astype(np.int16), "documents": doc_names,
+           "window": scored.window.astype(np.int16)}
+    for key, names in (("type", "types"), ("person", "persons")):
+        labels = np.array([g[key] for g in scored.groups], dtype=object).astype(str)
+        if M == 0:
+            labels = np.array([], dtype=str)
+        out[names], codes = np.unique(labels, return_inverse=True)
+        out[key] = codes.astype(np.int8)
+    ly, hd = np.meshgrid(np.arange(L), np.arange(H), indexing="ij")
+    out.update(
+        head_correct=np.packbits(np.ascontiguousarray(scored.correct.reshape(L * H, M).T),
+                                 axis=1),
+        n_columns=np.int32(L * H), column_layer=(ly.ravel() + 1).astype(np.int16),
+        column_head=(hd.ravel() + 1).astype(np.int16),
+        baseline_correct=np.ascontiguousarray(baseline_correct.T),
+        systems=np.asarray(SYSTEMS), layout=np.asarray(BY_MENTION_LAYOUT))
+    return out

@@ -46,7 +46,8 @@ from ..engine.attention import read_entry as _entry
 from . import features as _features
 
 __all__ = [
-    "head_cosine", "store_pairs", "with_token_ids", "cosine_similarity", "padded_cosine",
+    "head_cosine", "store_pairs", "with_token_ids", "cosine_similarity", "cosine_table",
+    "drift_by_example", "padded_cosine",
     "padding_effect",
     "drift_by_layer", "layers_changed_most", "as_grids", "stack", "special_token_attention",
     "cls_attention_by_type", "dev_inputs",
@@ -122,7 +123,8 @@ def with_token_ids(store, token_ids: Sequence[Sequence[int]],
 
 
 def cosine_similarity(pairs: Iterable[tuple[np.ndarray, np.ndarray]],
-                      max_examples: int | None = None) -> pd.DataFrame:
+                      max_examples: int | None = None,
+                      by_example: bool = False) -> pd.DataFrame | np.ndarray:
     """Per-head cosine similarity of two models' maps, averaged over inputs (Figure 5).
 
     pairs: ``(a, b)`` maps of one input, ``(layers, heads, n, n)`` each (:func:`store_pairs`
@@ -131,25 +133,50 @@ def cosine_similarity(pairs: Iterable[tuple[np.ndarray, np.ndarray]],
     variant). Streamed: one pair in memory at a time.
 
     Returns ``layer, head, cosine, sd, n_examples``: mean and standard deviation over inputs.
+    ``by_example=True``: the per-input cosines it averages, ``(n_inputs, layers, heads)``
+    (:func:`cosine_table` makes the table from them; :func:`drift_by_example` the per-input
+    drift of each layer).
     """
-    total = sq = None
-    count = 0
+    per = []
     for i, (a, b) in enumerate(pairs):
         if max_examples is not None and i >= max_examples:
             break
-        c = head_cosine(a, b)
-        total = c if total is None else total + c
-        sq = c * c if sq is None else sq + c * c
-        count += 1
-    if count == 0:
+        per.append(head_cosine(a, b))
+    if not per:
         raise ValueError("no input pairs")
-    mean = total / count
-    sd = np.sqrt(np.maximum(sq / count - mean * mean, 0.0))
+    per = np.stack(per)
+    return per if by_example else cosine_table(per)
+
+
+def cosine_table(per_example: np.ndarray) -> pd.DataFrame:
+    """:func:`cosine_similarity`'s table from its per-input cosines ``(n, layers, heads)``:
+    ``layer, head, cosine, sd, n_examples`` (mean and standard deviation over inputs)."""
+    per = np.asarray(per_example, dtype=np.float64)
+    if per.ndim != 3 or not len(per):
+        raise ValueError(f"per-input cosines must be (n, layers, heads), got {per.shape}")
+    count = len(per)
+    mean = per.sum(axis=0) / count
+    sd = np.sqrt(np.maximum((per * per).sum(axis=0) / count - mean * mean, 0.0))
     L, H = mean.shape
     return pd.DataFrame({"layer": np.repeat(np.arange(1, L + 1), H),
                          "head": np.tile(np.arange(1, H + 1), L),
                          "cosine": mean.reshape(-1), "sd": sd.reshape(-1),
                          "n_examples": count})
+
+
+def drift_by_example(per_example: np.ndarray) -> np.ndarray:
+    """Per-input drift of each layer, ``1 - `` the mean cosine over the layer's heads:
+    ``(n, layers, heads)`` cosines -> ``(n, layers)``. Its mean over inputs is
+    :func:`drift_by_layer`'s ``drift`` (both average heads and inputs).
+
+    >>> c = np.array([[[1.0, 0.5], [0.0, 0.0]]])   # 1 input, 2 layers, 2 heads
+    >>> drift_by_example(c).tolist()
+    [[0.25, 1.0]]
+    """
+    per = np.asarray(per_example, dtype=np.float64)
+    if per.ndim != 3:
+        raise ValueError(f"per-input cosines must be (n, layers, heads), got {per.shape}")
+    return 1.0 - per.mean(axis=-1)
 
 
 def padded_cosine(padded_pairs: Iterable[tuple[np.ndarray, np.ndarray]],
@@ -311,7 +338,8 @@ def _id_examples(examples: Iterable, cls_id, sep_id, punct_ids, max_examples):
 
 def special_token_attention(examples: Iterable, cls_id: int, sep_id: int,
                             punct_ids: Iterable[int] = (),
-                            max_examples: int | None = 1000) -> pd.DataFrame:
+                            max_examples: int | None = 1000,
+                            by_example: bool = False) -> pd.DataFrame | dict[str, np.ndarray]:
     """Attention to [CLS], [SEP] and punctuation per head, one model (Figure 6).
 
     examples: ``(attn, token_ids)`` (:func:`with_token_ids`). Classes by id: ``cls_id``,
@@ -322,24 +350,31 @@ def special_token_attention(examples: Iterable, cls_id: int, sep_id: int,
     the paper's aggregation (largest received attention ``sum_i A[i, j] / n`` over the class's
     tokens, mean over inputs containing one), ``share`` the class's total received attention
     (all its tokens); ``attrs["uniform"]``: a uniform head's score ``1/n``.
+
+    ``by_example=True``: the per-input scores ``score`` averages, ``{"cls" | "sep" | "punct":
+    (n_inputs, layers, heads)}``, NaN for an input without the class (``.mean(-1)``: the
+    per-input, per-layer score over heads that the ledger resamples).
     """
     punct_ids = list(punct_ids)
     return _features.feature_attention(
         _id_examples(examples, cls_id, sep_id, punct_ids, max_examples),
-        features=_features.SPECIAL_CLASSES)
+        features=_features.SPECIAL_CLASSES, by_example=by_example)
 
 
 def cls_attention_by_type(examples: Iterable, cls_id: int, sep_id: int,
                           punct_ids: Iterable[int] = (), layer: int = -1,
-                          max_examples: int | None = 1000) -> pd.DataFrame:
+                          max_examples: int | None = 1000,
+                          by_example: bool = False) -> pd.DataFrame | dict[str, np.ndarray]:
     """Where [CLS] attends in one layer (default the last), by token type (Figure 7).
 
     examples: ``(attn, token_ids)``. Types: ``cls`` (itself), ``sep``, ``punct``, ``other``.
     Returns ``target, layer, head, weight, share, n_examples`` (see
     :func:`analysis_utils.analyses.features.cls_row_attention`); for the linguistic types use
     the ``cls_row`` frame of :func:`analysis_utils.analyses.features.feature_statistics`.
+    ``by_example=True``: the per-input weights ``{target: (n_inputs, heads)}`` that ``weight``
+    averages, NaN for an input without the type.
     """
     punct_ids = list(punct_ids)
     return _features.cls_row_attention(
         _id_examples(examples, cls_id, sep_id, punct_ids, max_examples), layer=layer,
-        targets=("cls", "sep", "punct", "other"))
+        targets=("cls", "sep", "punct", "other"), by_example=by_example)

@@ -57,6 +57,7 @@ attention (:func:`analysis_utils.analyses.surface.relative_position`).
 from __future__ import annotations
 
 import unicodedata
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -85,7 +86,8 @@ __all__ = [
     "FEATURES", "SPECIAL_CLASSES", "NEGATION_LEMMAS", "RELATIONS", "is_negation",
     "token_features", "word_feature_masks", "special_masks", "punctuation_ids", "piece_masks",
     "received_attention", "feature_attention", "cls_row_attention", "layer_mean", "relation_pairs",
-    "relation_attention", "feature_statistics", "feature_counts", "model_kind", "over_seeds",
+    "relation_attention", "adjacent_attention", "feature_statistics", "feature_counts",
+    "model_kind", "over_seeds",
 ]
 
 
@@ -239,11 +241,13 @@ def _long_frame(shape, key: str, values: Mapping[str, tuple[np.ndarray, ...]],
 
 
 class _FeatureAcc:
-    def __init__(self, names=None):
+    def __init__(self, names=None, keep: bool = False):
         self.names = list(names) if names is not None else None
         self.score: dict[str, _MeanOver] = {}
         self.share: dict[str, _MeanOver] = {}
         self.shape = None
+        self.keep = keep  # per-example scores, NaN where the input lacks the feature
+        self.examples: dict[str, list[np.ndarray]] = {}
 
     def add(self, attn: np.ndarray, masks: Mapping[str, np.ndarray],
             received: np.ndarray | None = None) -> None:
@@ -260,6 +264,15 @@ class _FeatureAcc:
                 sel = r[..., mask]
                 self.score[name].add(sel.max(-1), 1.0 / m)
                 self.share[name].add(sel.sum(-1), mask.sum() / m)
+            if self.keep:
+                self.examples.setdefault(name, []).append(
+                    sel.max(-1) if mask.any() else np.full(self.shape, np.nan))
+
+    def by_example(self) -> dict[str, np.ndarray]:
+        """``{feature: (n_inputs, L, H)}`` per-input scores, NaN where the input lacks it."""
+        if self.shape is None:
+            raise ValueError("no examples")
+        return {k: np.stack(v).astype(np.float64) for k, v in self.examples.items()}
 
     def frame(self) -> pd.DataFrame:
         if self.shape is None:
@@ -285,7 +298,8 @@ def _as_pair(example) -> tuple[np.ndarray, dict]:
     return attn, masks
 
 
-def feature_attention(examples: Iterable, features: Sequence[str] | None = None) -> pd.DataFrame:
+def feature_attention(examples: Iterable, features: Sequence[str] | None = None,
+                      by_example: bool = False) -> pd.DataFrame | dict[str, np.ndarray]:
     """The paper's per-head score for every feature (Section 4.4, see the module docstring).
 
     examples: ``(attn, masks)`` pairs (or mappings with those keys): ``attn (L, H, m, m)``
@@ -299,20 +313,25 @@ def feature_attention(examples: Iterable, features: Sequence[str] | None = None)
     token-class statistic); ``n_examples`` how many inputs contain it.
     ``attrs["uniform"]``/``attrs["uniform_share"]``: what a uniform head scores (``1/m`` and
     ``count/m``, averaged the same way).
+
+    ``by_example=True``: what ``score`` averages, per input: ``{feature: (n_inputs, L, H)}``,
+    NaN for the inputs without the feature (``np.nanmean`` over axis 0 gives ``score``).
     """
-    acc = _FeatureAcc(features)
+    acc = _FeatureAcc(features, keep=by_example)
     for ex in examples:
         acc.add(*_as_pair(ex))
-    return acc.frame()
+    return acc.by_example() if by_example else acc.frame()
 
 
 class _ClsRowAcc:
-    def __init__(self, layer: int, names=None):
+    def __init__(self, layer: int, names=None, keep: bool = False):
         self.layer = layer
         self.names = list(names) if names is not None else None
         self.weight: dict[str, _MeanOver] = {}
         self.share: dict[str, _MeanOver] = {}
         self.H = None
+        self.keep = keep
+        self.examples: dict[str, list[np.ndarray]] = {}
 
     def add(self, attn: np.ndarray, masks: Mapping[str, np.ndarray]) -> None:
         cls = np.flatnonzero(np.asarray(masks["cls"], dtype=bool))
@@ -328,6 +347,15 @@ class _ClsRowAcc:
             if mask.any():
                 self.weight[name].add(row[:, mask].max(-1), 1.0 / m)
                 self.share[name].add(row[:, mask].sum(-1), mask.sum() / m)
+            if self.keep:
+                self.examples.setdefault(name, []).append(
+                    row[:, mask].max(-1) if mask.any() else np.full(self.H, np.nan))
+
+    def by_example(self) -> dict[str, np.ndarray]:
+        """``{target: (n_inputs, H)}`` per-input weights, NaN where the input lacks it."""
+        if self.H is None:
+            raise ValueError("no examples")
+        return {k: np.stack(v) for k, v in self.examples.items()}
 
     def frame(self, num_layers: int | None) -> pd.DataFrame:
         if self.H is None:
@@ -348,7 +376,8 @@ class _ClsRowAcc:
 
 
 def cls_row_attention(examples: Iterable, layer: int = -1,
-                      targets: Sequence[str] | None = None) -> pd.DataFrame:
+                      targets: Sequence[str] | None = None,
+                      by_example: bool = False) -> pd.DataFrame | dict[str, np.ndarray]:
     """Attention FROM [CLS] in one layer (default the last) to each token type (Figure 7).
 
     examples: ``(attn, masks)`` pairs as for :func:`feature_attention`; ``masks["cls"]`` flags
@@ -359,14 +388,17 @@ def cls_row_attention(examples: Iterable, layer: int = -1,
     single row, the sum over rows of Section 4.4 is the weight itself, and dividing by the
     length would only rescale each input), ``share`` the mean total weight on the type.
     :func:`layer_mean` averages over heads.
+
+    ``by_example=True``: what ``weight`` averages, per input: ``{target: (n_inputs, H)}``, NaN
+    for the inputs without the type.
     """
-    acc = _ClsRowAcc(layer, targets)
+    acc = _ClsRowAcc(layer, targets, keep=by_example)
     num_layers = None
     for ex in examples:
         attn, masks = _as_pair(ex)
         num_layers = attn.shape[0]
         acc.add(attn, masks)
-    return acc.frame(num_layers)
+    return acc.by_example() if by_example else acc.frame(num_layers)
 
 
 def layer_mean(df: pd.DataFrame, value: str, by: Sequence[str] = ("target",)) -> pd.DataFrame:
@@ -442,13 +474,15 @@ def relation_pairs(aligned, antecedent: str = "nearest") -> dict[str, np.ndarray
 
 
 class _RelationAcc:
-    def __init__(self, reduce: str):
+    def __init__(self, reduce: str, keep: bool = False):
         if reduce not in ("max", "mean"):
             raise ValueError(f"reduce must be 'max' or 'mean', got {reduce!r}")
         self.reduce = reduce
         self.acc: dict[str, _MeanOver] = {}
         self.dist: dict[str, list[int]] = {}
         self.shape = None
+        self.keep = keep
+        self.examples: dict[str, list[np.ndarray]] = {}
 
     def add(self, attn: np.ndarray, pairs: Mapping[str, np.ndarray]) -> None:
         self.shape = attn.shape[:2]
@@ -458,11 +492,21 @@ class _RelationAcc:
             for name, (src, dst) in ((rel, (p[:, 0], p[:, 1])),
                                      (REVERSED.get(rel, f"{rel} (reversed)"), (p[:, 1], p[:, 0]))):
                 self.acc.setdefault(name, _MeanOver())
+                v = None
                 if len(p):
                     w = np.asarray(attn[..., src, dst], dtype=np.float64)  # (L, H, k)
-                    self.acc[name].add(w.max(-1) if self.reduce == "max" else w.mean(-1),
-                                       1.0 / m)
+                    v = w.max(-1) if self.reduce == "max" else w.mean(-1)
+                    self.acc[name].add(v, 1.0 / m)
+                if self.keep:
+                    self.examples.setdefault(name, []).append(
+                        v if v is not None else np.full(self.shape, np.nan))
             self.dist.setdefault(rel, []).extend(np.abs(p[:, 1] - p[:, 0]).tolist())
+
+    def by_example(self) -> dict[str, np.ndarray]:
+        """``{relation: (n_inputs, L, H)}`` per-input scores, NaN where it has no pair."""
+        if self.shape is None:
+            raise ValueError("no examples")
+        return {k: np.stack(v) for k, v in self.examples.items()}
 
     def frame(self) -> pd.DataFrame:
         if self.shape is None:
@@ -481,7 +525,8 @@ class _RelationAcc:
         return df
 
 
-def relation_attention(examples: Iterable, reduce: str = "max") -> pd.DataFrame:
+def relation_attention(examples: Iterable, reduce: str = "max",
+                       by_example: bool = False) -> pd.DataFrame | dict[str, np.ndarray]:
     """Per-head attention along relation pairs (Section 4.5; see the module docstring).
 
     examples: ``(attn, pairs)`` with ``attn (L, H, m, m)`` and ``pairs``:
@@ -489,12 +534,36 @@ def relation_attention(examples: Iterable, reduce: str = "max") -> pd.DataFrame:
     scored in both directions (``verb->subject`` and ``subject->verb``, ...). Returns
     ``relation, layer, head, score, n_examples``; ``attrs``: ``uniform`` (a uniform head:
     ``1/m``), ``pairs``, ``mean_distance`` and ``adjacent_share`` (pairs one word apart).
+
+    ``by_example=True``: what ``score`` averages, per input: ``{relation: (n_inputs, L, H)}``,
+    NaN for the inputs without a pair of the relation.
     """
-    acc = _RelationAcc(reduce)
+    acc = _RelationAcc(reduce, keep=by_example)
     for ex in examples:
         attn, pairs = ex if not isinstance(ex, Mapping) else (ex["attn"], ex["pairs"])
         acc.add(np.asarray(attn), pairs)
-    return acc.frame()
+    return acc.by_example() if by_example else acc.frame()
+
+
+def adjacent_attention(attn: np.ndarray) -> np.ndarray:
+    """``attn (L, H, m, m)`` -> ``(L, H)``: the weight each row puts on its previous and next
+    position together, averaged over the rows (Kovaleva's Diagonal pattern; the first and last
+    rows have one neighbour). A head that always attends to the previous token scores
+    ``(m - 1) / m``.
+
+    >>> a = np.zeros((1, 1, 3, 3)); a[0, 0, [1, 2], [0, 1]] = 1; a[0, 0, 0, 0] = 1
+    >>> adjacent_attention(a)
+    array([[0.66666667]])
+    """
+    a = np.asarray(attn, dtype=np.float64)
+    if a.ndim != 4 or a.shape[-1] != a.shape[-2]:
+        raise ValueError(f"attention must be (layers, heads, m, m), got shape {a.shape}")
+    m = a.shape[-1]
+    if m < 2:
+        return np.zeros(a.shape[:2])
+    prev = np.diagonal(a, offset=-1, axis1=-2, axis2=-1).sum(-1)
+    nxt = np.diagonal(a, offset=1, axis1=-2, axis2=-1).sum(-1)
+    return (prev + nxt) / m
 
 
 # ---------------------------------------------------------------------------------------
@@ -504,7 +573,8 @@ def relation_attention(examples: Iterable, reduce: str = "max") -> pd.DataFrame:
 def feature_statistics(store, aligned: Sequence, cls_id: int, sep_id: int,
                        punct_ids: Iterable[int] = (), *, level: str = "word",
                        max_examples: int | None = 1000, cls_layer: int = -1,
-                       antecedent: str = "nearest", reduce: str = "max") -> dict[str, pd.DataFrame]:
+                       antecedent: str = "nearest", reduce: str = "max",
+                       by_example: bool = False) -> dict:
     """Every Section 4.4-4.5 statistic of one model in ONE pass over its maps.
 
     store: an AttentionStore (or any sequence of ``(L, H, n, n)`` piece-level maps) extracted
@@ -516,6 +586,11 @@ def feature_statistics(store, aligned: Sequence, cls_id: int, sep_id: int,
 
     Returns ``{"features": feature_attention (linguistic features, [CLS], [SEP], punctuation),
     "cls_row": cls_row_attention in layer cls_layer, "relations": relation_attention}``.
+    ``by_example=True`` adds ``"by_example"``: from the same pass, what each frame averages
+    per input (``feature_attention(..., by_example=True)`` etc.): ``{"features": {feature:
+    (n, L, H)}, "cls_row": {target: (n, H)}, "relations": {relation: (n, L, H)}, "adjacent":
+    (n, L, H)}`` (:func:`adjacent_attention` of every input; NaN where an input lacks a
+    feature, a target or a pair).
     """
     if level not in LEVELS:
         raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
@@ -523,9 +598,10 @@ def feature_statistics(store, aligned: Sequence, cls_id: int, sep_id: int,
         raise ValueError(f"store has {len(store)} inputs, aligned {len(aligned)}: they must "
                          "come from the same encoded examples")
     n = len(aligned) if max_examples is None else min(max_examples, len(aligned))
-    feats = _FeatureAcc((*FEATURES, *SPECIAL_CLASSES))
-    cls_row = _ClsRowAcc(cls_layer, (*SPECIAL_CLASSES, *FEATURES))
-    rels = _RelationAcc(reduce)
+    feats = _FeatureAcc((*FEATURES, *SPECIAL_CLASSES), keep=by_example)
+    cls_row = _ClsRowAcc(cls_layer, (*SPECIAL_CLASSES, *FEATURES), keep=by_example)
+    rels = _RelationAcc(reduce, keep=by_example)
+    adjacent = []
     punct_ids = list(punct_ids)
     num_layers = None
     for i in range(n):
@@ -549,8 +625,14 @@ def feature_statistics(store, aligned: Sequence, cls_id: int, sep_id: int,
         feats.add(attn, masks)
         cls_row.add(attn, masks)
         rels.add(attn, pairs)
-    return {"features": feats.frame(), "cls_row": cls_row.frame(num_layers),
-            "relations": rels.frame()}
+        if by_example:
+            adjacent.append(adjacent_attention(attn))
+    out = {"features": feats.frame(), "cls_row": cls_row.frame(num_layers),
+           "relations": rels.frame()}
+    if by_example:
+        out["by_example"] = {"features": feats.by_example(), "cls_row": cls_row.by_example(),
+                             "relations": rels.by_example(), "adjacent": np.stack(adjacent)}
+    return out
 
 
 def _first_pieces(pairs: np.ndarray, tok2word: np.ndarray) -> np.ndarray:
@@ -559,3 +641,105 @@ def _first_pieces(pairs: np.ndarray, tok2word: np.ndarray) -> np.ndarray:
     for t in range(len(tok2word) - 1, -1, -1):
         first[tok2word[t]] = t
     return first[pairs] if len(pairs) else pairs
+
+
+# ---------------------------------------------------------------------------------------
+# per-input statistics for the claims ledger (resampled over seeds and dev examples)
+
+#: The token types of the last layer's [CLS] row, in the order the per-input arrays keep them.
+CLS_TARGETS = (*SPECIAL_CLASSES, *FEATURES)
+#: The types whose best heads are kept per input (the linguistic features, then [CLS], [SEP]).
+TOP_GROUPS = (*FEATURES, "cls", "sep")
+#: The relations whose best heads are kept per input (the processed token attends).
+TOP_RELATIONS = RELATIONS
+
+
+def top_heads(values: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` heads of highest mean over inputs (NaN inputs skipped) and their per-input
+    values: ``values (n, L, H)`` -> ``((n, k), (k, 2))``, the second the heads' 1-based
+    ``(layer, head)``, best first (ties: lower layer, then lower head). A head with no input
+    (all NaN) ranks last.
+
+    >>> v = np.array([[[0.1, 0.5], [0.3, np.nan]], [[0.1, 0.7], [0.1, np.nan]]])
+    >>> vals, heads = top_heads(v, 2)
+    >>> heads.tolist(), vals[:, 0].tolist()
+    ([[1, 2], [2, 1]], [0.5, 0.7])
+    """
+    v = np.asarray(values, dtype=np.float64)
+    if v.ndim != 3:
+        raise ValueError(f"values must be (n, layers, heads), got {v.shape}")
+    n, L, H = v.shape
+    flat = v.reshape(n, L * H)
+    with warnings.catch_warnings():  # a head with no input: NaN mean, ranked last
+        warnings.simplefilter("ignore", RuntimeWarning)
+        mean = np.nanmean(flat, axis=0)
+    mean = np.where(np.isfinite(mean), mean, -np.inf)
+    order = np.lexsort((np.arange(L * H), -mean))[:min(k, L * H)]
+    heads = np.stack([order // H + 1, order % H + 1], axis=1)
+    return flat[:, order], heads
+
+
+def per_example_arrays(task: str, models: Mapping[str, Mapping], k: int = 5,
+                       increase: Sequence[str] = ()) -> dict[str, np.ndarray]:
+    """The per-input statistics of one task that the ledger resamples (notebook 06's
+    ``06_by_example.npz``), from :func:`feature_statistics`'s ``by_example`` of each model
+    (``models``: ``{label: by_example}``, the pre-trained model first, then each fine-tuned
+    seed), all on the same inputs. Keys (``<t>`` the task; ``M`` models, ``n`` inputs):
+
+    - ``models_<t>`` (M,): the labels; ``cls_<t>``, ``sep_<t>`` (M, n, L): the Section 4.4
+      score of [CLS] / [SEP] per input and layer, mean over the layer's heads;
+    - ``clslast_<t>`` (M, n, T): the weight of the last layer's [CLS] row on each type of
+      :data:`CLS_TARGETS` (largest over its tokens), mean over heads, NaN where absent;
+    - ``top_<t>`` (M, n, G, k) and ``tophead_<t>`` (M, G, k, 2): for each type of
+      :data:`TOP_GROUPS`, the per-input scores of the model's ``k`` best heads by mean score
+      and their 1-based (layer, head) (:func:`top_heads`);
+    - ``rel_<t>``, ``reladj_<t>`` (M, n, R, k), ``relhead_<t>`` (M, R, k, 2): the same for
+      the relations of :data:`TOP_RELATIONS`, with those heads' :func:`adjacent_attention`;
+    - ``increase_<t>_<feature>`` (M - 1, n, L * H) for each feature in ``increase``: every
+      head's score in each fine-tuned model minus the pre-trained model's (heads in layer
+      order, 1-based ``layer * H + head`` order), NaN where the input lacks the feature.
+
+    Floats are float16 (about 3 significant digits, far below the resampling error), so the
+    file of a full run stays near 3 MB.
+    """
+    labels = list(models)
+    if not labels:
+        raise ValueError("no models")
+    ex = [models[m] for m in labels]
+    n = len(ex[0]["adjacent"])
+    if any(len(e["adjacent"]) != n for e in ex):
+        raise ValueError("the models were not scored on the same inputs")
+    f16 = np.float16  # 3 significant digits: the file stays small (results/ is committed)
+    out = {f"models_{task}": np.array(labels),
+           f"cls_{task}": np.stack([e["features"]["cls"].mean(-1) for e in ex]).astype(f16),
+           f"sep_{task}": np.stack([e["features"]["sep"].mean(-1) for e in ex]).astype(f16),
+           f"clslast_{task}": np.stack([np.stack([e["cls_row"][t].mean(-1)
+                                                  for t in CLS_TARGETS], axis=-1)
+                                        for e in ex]).astype(f16)}
+    tops, top_heads_, rels, adjs, rel_heads = [], [], [], [], []
+    for e in ex:
+        vals, heads = zip(*(top_heads(e["features"][g], k) for g in TOP_GROUPS), strict=True)
+        tops.append(np.stack(vals, axis=1))
+        top_heads_.append(np.stack(heads))
+        rv, ra, rh = [], [], []
+        adj = np.asarray(e["adjacent"], dtype=np.float64).reshape(n, -1)
+        for r in TOP_RELATIONS:
+            v, h = top_heads(e["relations"][r], k)
+            idx = (h[:, 0] - 1) * e["relations"][r].shape[2] + h[:, 1] - 1
+            rv.append(v)
+            ra.append(adj[:, idx])
+            rh.append(h)
+        rels.append(np.stack(rv, axis=1))
+        adjs.append(np.stack(ra, axis=1))
+        rel_heads.append(np.stack(rh))
+    out[f"top_{task}"] = np.stack(tops).astype(np.float16)
+    out[f"tophead_{task}"] = np.stack(top_heads_).astype(np.int16)
+    out[f"rel_{task}"] = np.stack(rels).astype(np.float16)
+    out[f"reladj_{task}"] = np.stack(adjs).astype(np.float16)
+    out[f"relhead_{task}"] = np.stack(rel_heads).astype(np.int16)
+    for feat in increase:
+        pre = np.asarray(ex[0]["features"][feat], dtype=np.float64).reshape(n, -1)
+        out[f"increase_{task}_{feat}"] = np.stack(
+            [np.asarray(e["features"][feat], dtype=np.float64).reshape(n, -1) - pre
+             for e in ex[1:]]).astype(np.float16)
+    return out

@@ -24,6 +24,7 @@ are 0-based and ``head_label`` is the papers' 1-based ``"layer-head"``.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -85,8 +86,11 @@ def sentence_scores(links: Iterable, direction: str = "both") -> np.ndarray:
     """Scores of every head for every sentence: ``(n_sentences, layers, heads)``.
 
     links: ``(attn, target_pos, element_pos)`` per sentence (what :func:`iter_links` yields).
+    A sentence with no element position (``iter_links(..., unlinked=True)`` where no other
+    word qualifies) scores NaN in every head.
     """
-    out = [link_score(a, t, e, direction) for a, t, e in links]
+    out = [link_score(a, t, e, direction) if len(e) else np.full(np.shape(a)[:2], np.nan)
+           for a, t, e in links]
     if not out:
         raise ValueError("no sentences to score")
     return np.stack(out)
@@ -202,11 +206,42 @@ def link_positions(sentence, enc: EncodedWords, level: str = "word") -> tuple[li
     return ([p for i in target for p in pieces[i]], [p for i in elements for p in pieces[i]])
 
 
-def iter_links(sentences: Sequence, store, encoded: Sequence[EncodedWords], level: str = "word"):
+def unlinked_tokens(sentence, min_gap: int | None = None) -> list[int]:
+    """The words of a sentence that its target is *not* linked to, as far from the target as
+    the links must be: not the target, not a linked element's token, more than ``min_gap``
+    words away (the filter's rule for the links, :data:`analysis_utils.data.framenet.MIN_GAP`),
+    and not punctuation (a sink many heads attend to whatever the frame). The per-head null
+    of the ledger's FrameNet test: a head that follows frame links attends more between the
+    target and its elements than between the target and these words.
+
+    >>> from types import SimpleNamespace as NS
+    >>> s = NS(words=("He", "was", "becoming", "very", "agitated", "today", "."), target=4,
+    ...        linked_tokens=(0,))
+    >>> unlinked_tokens(s)
+    [1]
+    """
+    if min_gap is None:
+        from ..data.framenet import MIN_GAP as min_gap
+    linked = set(sentence.linked_tokens)
+    return [i for i, w in enumerate(sentence.words)
+            if i != sentence.target and i not in linked and abs(i - sentence.target) > min_gap
+            and not all(unicodedata.category(c).startswith("P") for c in w)]
+
+
+def _positions(enc: EncodedWords, tokens: Sequence[int], level: str) -> list[int]:
+    if level == "word":
+        return [int(enc.word_pos[i]) for i in tokens]
+    want = set(tokens)
+    return [t for t, w in enumerate(enc.word_ids) if w is not None and w in want]
+
+
+def iter_links(sentences: Sequence, store, encoded: Sequence[EncodedWords], level: str = "word",
+               unlinked: bool = False):
     """``(attn, target_pos, element_pos)`` per sentence, the input of :func:`sentence_scores`,
     read one sentence at a time from an AttentionStore (or any sequence of piece-level maps)
     extracted from ``[e.as_input() for e in encoded]``; ``encoded[i]`` belongs to
-    ``sentences[i]``."""
+    ``sentences[i]``. ``unlinked=True``: the positions of :func:`unlinked_tokens` in place of
+    the linked elements' (possibly none), for the per-head null."""
     if not len(sentences) == len(encoded) == len(store):
         raise ValueError(f"{len(sentences)} sentences, {len(encoded)} encodings and "
                          f"{len(store)} stored maps: they must match one to one")
@@ -214,7 +249,10 @@ def iter_links(sentences: Sequence, store, encoded: Sequence[EncodedWords], leve
         attn = _entry(store, i)
         if level == "word":
             attn = word_maps(attn, enc).attn
-        yield (attn, *link_positions(s, enc, level))
+        target, elements = link_positions(s, enc, level)
+        if unlinked:
+            elements = _positions(enc, unlinked_tokens(s), level)
+        yield attn, target, elements
 
 
 def map_labels(enc: EncodedWords, words: Sequence[str], tokenizer=None) -> list[str]:

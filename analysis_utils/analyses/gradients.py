@@ -588,18 +588,22 @@ def pooled_ratio(sums: np.ndarray, counts: np.ndarray, target: int, other: int,
     to ``target`` over that to ``other``, each pooled over the examples (``sums`` and
     ``counts``: arrays (examples, layers, targets), as ``by_example`` gives them), then the
     mean over the layers. ``weights``: how often each example counts (a bootstrap draw);
-    None: once each, which is :func:`attention_gradient_importance`'s own pooled ratio.
+    None: once each, which is :func:`attention_gradient_importance`'s own pooled ratio;
+    ``(B, examples)`` counts of B draws at once give the ``(B,)`` ratios.
 
     >>> s = np.array([[[1.0, 4.0]], [[3.0, 4.0]]]); c = np.ones_like(s)
     >>> pooled_ratio(s, c, 0, 1), pooled_ratio(s, c, 0, 1, np.array([2, 0]))
     (0.5, 0.25)
+    >>> pooled_ratio(s, c, 0, 1, np.array([[2, 0], [0, 2]])).tolist()
+    [0.25, 0.75]
     """
     w = np.ones(len(sums)) if weights is None else np.asarray(weights, dtype=float)
-    s = np.tensordot(w, sums, axes=1)  # (layers, targets)
+    s = np.tensordot(w, sums, axes=1)  # (layers, targets), or (B, layers, targets)
     c = np.tensordot(w, counts, axes=1)
     with np.errstate(divide="ignore", invalid="ignore"):
         mean = s / c
-        return float(np.mean(mean[:, target] / mean[:, other]))
+        r = np.mean(mean[..., target] / mean[..., other], axis=-1)
+    return float(r) if np.ndim(r) == 0 else r
 
 
 def head_is_informative(report: dict, margin: float = 0.05) -> bool:

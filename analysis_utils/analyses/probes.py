@@ -2,7 +2,7 @@
 Table 3): features (:func:`attention_features`), graph-based head selectors
 (:class:`AttentionOnlyProbe`, :class:`AttentionGloveProbe`, :class:`DistanceGloveProbe`,
 :func:`right_branching`), training (:func:`train_probe`; :func:`train_probes` for several probes
-on one stream) and UAS (:func:`evaluate_uas`). For
+on one stream) and UAS (:func:`evaluate_uas`; per sentence :func:`uas_by_sentence`). For
 dependent ``i`` the candidates are ROOT (0) and word ``j`` (``j + 1``), the word itself
 excluded; a probe returns scores ``(n, n + 1)``, gold heads use the same numbering. The probes,
 ROOT, OOV words, training and decoding: notebook 04.
@@ -499,20 +499,77 @@ def evaluate_uas(
     exclude_punct: bool = True,
     decode: str = "argmax",
     num_threads: int | None = 1,
-) -> float:
+    by_sentence: bool = False,
+) -> float | np.ndarray:
     """UAS in percent (0-100) over all scored words of ``sentences`` (micro-average).
 
     Punctuation (UPOS ``PUNCT``) is excluded from scoring when ``exclude_punct``; it still
     takes part in decoding. ``sentences`` may be an iterable or a factory, streamed once.
+    ``by_sentence``: return each sentence's ``(correct, scored)`` counts instead, an
+    ``(n_sentences, 2)`` int64 array in stream order (the UAS is ``100 * sum(correct) /
+    sum(scored)``), the per-unit data a bootstrap over dev sentences resamples.
     """
-    correct = scored = 0
+    rows = []
     with torch_threads(num_threads):
         for sentence in _iterate(sentences):
             pred = predict_heads(probe, sentence, decode=decode)
-            c, s = uas_counts(pred, sentence.heads, sentence.upos, exclude_punct)
-            correct += c
-            scored += s
+            rows.append(uas_counts(pred, sentence.heads, sentence.upos, exclude_punct))
+    counts = np.asarray(rows, dtype=np.int64).reshape(-1, 2)
+    if by_sentence:
+        return counts
+    correct, scored = counts.sum(axis=0)
     return 100.0 * correct / scored if scored else float("nan")
+
+
+def uas_by_sentence(pred: Sequence[int], gold: Sequence[int], sentence: Sequence[int],
+                    scored: Sequence[bool], n_sentences: int | None = None) -> np.ndarray:
+    """Per-sentence UAS counts from per-word predictions: an ``(n_sentences, 2)`` int64 array
+    whose row ``k`` holds sentence ``k``'s correct head attachments and its scored words
+    (``scored``: False for punctuation, which is not counted).
+
+    ``pred``, ``gold``: predicted and gold heads of every word (1-based, 0 = ROOT);
+    ``sentence``: each word's 0-based sentence index; ``n_sentences``: the number of rows
+    (default ``max(sentence) + 1``; a sentence with no scored word gets ``(0, 0)``).
+
+    >>> uas_by_sentence([2, 0, 1, 0], [2, 0, 3, 0], [0, 0, 1, 1], [True, True, True, False])
+    array([[2, 2],
+           [0, 1]])
+    """
+    pred, gold = np.asarray(pred), np.asarray(gold)
+    sent = np.asarray(sentence, dtype=np.int64)
+    keep = np.asarray(scored, dtype=bool)
+    if not (pred.shape == gold.shape == sent.shape == keep.shape) or pred.ndim != 1:
+        raise ValueError(f"pred, gold, sentence and scored must be (n,) per word, got "
+                         f"{pred.shape}, {gold.shape}, {sent.shape}, {keep.shape}")
+    if len(sent) and sent.min() < 0:
+        raise ValueError("sentence indices must be >= 0")
+    n = int(sent.max()) + 1 if n_sentences is None and len(sent) else int(n_sentences or 0)
+    if len(sent) and sent.max() >= n:
+        raise ValueError(f"a sentence index ({int(sent.max())}) is >= n_sentences ({n})")
+    correct = np.bincount(sent[keep], weights=(pred == gold)[keep], minlength=n)
+    total = np.bincount(sent[keep], minlength=n)
+    return np.stack([correct, total], axis=1).astype(np.int64)
+
+
+def document_numbers(doc_ids: Sequence[str | None]) -> np.ndarray:
+    """1-based document numbers of a sequence of sentences, in order of first appearance,
+    from each sentence's document id (UD's ``newdoc id``); a sentence without one (``None``)
+    is a document of its own. The unit a bootstrap over a treebank's dev set draws.
+
+    >>> document_numbers(["a", "a", "b", None, "a"]).tolist()
+    [1, 1, 2, 3, 1]
+    """
+    numbers: dict[str, int] = {}
+    out, last = [], 0
+    for d in doc_ids:
+        if d is None or d not in numbers:
+            last += 1
+            if d is not None:
+                numbers[d] = last
+            out.append(last)
+        else:
+            out.append(numbers[d])
+    return np.asarray(out, dtype=np.int64)
 
 
 def right_branching_probe(sentence: ProbeSentence) -> np.ndarray:

@@ -8,6 +8,7 @@ per head, ``layer`` and ``head`` 1-based (head ``layer-head`` reads as in the pa
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -59,11 +60,20 @@ class _Mean:
         self.weighting = weighting
         self.total = None
         self.denom = 0.0
+        # per example (by_example only): (the example's mean, its eligible tokens), or
+        # (None, 0) for an example with none; ``begin`` opens each example's slot
+        self.examples: list[tuple[np.ndarray | float | None, int]] | None = None
+
+    def begin(self) -> None:
+        if self.examples is not None:
+            self.examples.append((None, 0))
 
     def add(self, total, count: int) -> None:
         if count <= 0:
             return
         total = np.asarray(total, dtype=np.float64)
+        if self.examples is not None:
+            self.examples[-1] = (total / count, int(count))
         if self.weighting == "example":
             total, count = total / count, 1
         self.total = total if self.total is None else self.total + total
@@ -125,8 +135,15 @@ class _Stat:
         self.uni = {k: _Mean(weighting) for k in self.names}
         self.shape = None
 
+    def keep_examples(self) -> None:
+        """Also keep each example's own mean (for :class:`ByExample`)."""
+        for m in (*self.acc.values(), *self.uni.values()):
+            m.examples = []
+
     def add(self, attn: np.ndarray, ids: np.ndarray | None) -> None:
         self.shape = attn.shape[:2]
+        for m in (*self.acc.values(), *self.uni.values()):
+            m.begin()
         self._add(attn, ids, attn.shape[-1])
 
     def _add(self, attn, ids, n):  # pragma: no cover - abstract
@@ -227,6 +244,71 @@ def _run(stats: dict[str, _Stat], examples: Iterable) -> dict[str, pd.DataFrame]
     return {k: s.frame() for k, s in stats.items()}
 
 
+@dataclass(frozen=True)
+class ByExample:
+    """Each example's own value of every statistic, before the average over examples (what a
+    test needs to resample the units the examples were drawn from, e.g. Wikipedia articles).
+
+    ``values[name]``: ``(examples, layers, heads)``, the example's mean of the statistic over
+    its eligible attending tokens (NaN where it has none, e.g. ``sep_to_sep`` in an example
+    without [SEP]); ``counts[name]``: ``(examples,)`` those tokens; ``uniform[name]``:
+    ``(examples,)`` what a head attending uniformly over the example's tokens scores.
+    :meth:`pooled` averages them as the frames of :func:`surface_statistics` do.
+    """
+
+    values: dict[str, np.ndarray]
+    counts: dict[str, np.ndarray]
+    uniform: dict[str, np.ndarray]
+
+    @property
+    def n_examples(self) -> int:
+        return len(next(iter(self.counts.values())))
+
+    def pooled(self, name: str, weighting: str = "example") -> np.ndarray:
+        """``(layers, heads)``: the frames' column ``name`` from the per-example values:
+        the mean over the examples that have eligible tokens (``"example"``), or their
+        token-weighted mean (``"token"``)."""
+        return pool(self.values[name], self.counts[name], weighting)
+
+
+def pool(values, counts, weighting: str = "example") -> np.ndarray:
+    """Per-example means ``values`` ``(examples, ...)`` with their eligible-token ``counts``
+    ``(examples,)`` averaged as the surface frames average them: over the examples with a
+    count (``"example"``), or weighted by the counts (``"token"``). Rows of a count-0 example
+    (NaN) are left out either way.
+
+    >>> v, c = [[0.2], [0.6], [np.nan]], [1, 3, 0]
+    >>> pool(v, c).round(3).tolist(), pool(v, c, "token").round(3).tolist()
+    ([0.4], [0.5])
+    """
+    if weighting not in WEIGHTINGS:
+        raise ValueError(f"weighting must be one of {WEIGHTINGS}, got {weighting!r}")
+    v = np.asarray(values, dtype=np.float64)
+    c = np.asarray(counts, dtype=np.float64)
+    if c.shape != v.shape[:1]:
+        raise ValueError(f"counts must be ({len(v)},), one per example, got {c.shape}")
+    w = (c > 0).astype(np.float64) if weighting == "example" else c
+    if not w.any():
+        raise ValueError("no example has an eligible token")
+    v = np.where((c > 0).reshape((-1,) + (1,) * (v.ndim - 1)), v, 0.0)
+    return np.tensordot(w, v, axes=1) / w.sum()
+
+
+def _by_example(stats: dict[str, _Stat]) -> ByExample:
+    values, counts, uniform = {}, {}, {}
+    for s in stats.values():
+        shape = s.shape if s.shape is not None else (0, 0)
+        for name in s.names:
+            rows = s.acc[name].examples
+            values[name] = np.stack([np.full(shape, np.nan) if v is None else
+                                     np.broadcast_to(v, shape) for v, _ in rows]) \
+                if rows else np.empty((0, *shape))
+            counts[name] = np.array([c for _, c in rows], dtype=np.int64)
+            uniform[name] = np.array([np.nan if v is None else float(v)
+                                      for v, _ in s.uni[name].examples])
+    return ByExample(values, counts, uniform)
+
+
 # ---------------------------------------------------------------------------------------
 # Section 3.1: relative position
 
@@ -324,8 +406,8 @@ def entropy(examples: Iterable, cls_id: int | None = None,
 
 
 def surface_statistics(examples: Iterable, cls_id: int | None, sep_id: int | None,
-                       punct_ids: Sequence[int] | None,
-                       weighting: str = "example") -> dict[str, pd.DataFrame]:
+                       punct_ids: Sequence[int] | None, weighting: str = "example",
+                       by_example: bool = False):
     """All Section 3 statistics in ONE pass over the corpus (each map is read once).
 
     Returns ``{"relative_position", "token_class", "sep_to_sep", "entropy"}`` -> the frames
@@ -344,6 +426,10 @@ def surface_statistics(examples: Iterable, cls_id: int | None, sep_id: int | Non
     ``weighting``: ``"example"`` (default, the authors' notebook) or ``"token"``; see
     notebook 01. :func:`uniform_baselines` computes the ``attrs["uniform"]`` numbers from token
     ids alone.
+
+    ``by_example=True`` returns ``(frames, ByExample)``: beside the frames, each example's own
+    value of every statistic (:class:`ByExample`, whose :meth:`~ByExample.pooled` gives the
+    frames' columns back), from the same single pass.
     """
     stats: dict[str, _Stat] = {
         "relative_position": _RelativePosition(weighting),
@@ -352,7 +438,75 @@ def surface_statistics(examples: Iterable, cls_id: int | None, sep_id: int | Non
     }
     if sep_id is not None:
         stats["sep_to_sep"] = _SepToSep(sep_id, weighting)
-    return _run(stats, examples)
+    if not by_example:
+        return _run(stats, examples)
+    for st in stats.values():
+        st.keep_examples()
+    frames = _run(stats, examples)
+    return frames, _by_example(stats)
+
+
+#: The per-segment statistics notebook 01 saves for the claims ledger (``01_by_segment_*.npz``).
+SEGMENT_STATISTICS = ("current", "previous", "next", "cls", "sep", "punct", "sep_to_sep",
+                      "rest_to_sep", "entropy", "entropy_cls", "max_weight")
+
+
+def segment_arrays(bx: ByExample, articles: Sequence[str],
+                   names: Sequence[str] = SEGMENT_STATISTICS) -> dict[str, np.ndarray]:
+    """The arrays of ``01_by_segment_*.npz`` from :class:`ByExample` and each example's
+    article (``Segment.article``): ``segment`` (n,) the example's index, ``article`` (n,) its
+    article's code into ``article_names`` (sorted), and per statistic ``name`` the
+    ``(n, layers, heads)`` float32 values (layer and head ``l - 1``, ``h - 1``: numbered from
+    1 as everywhere else), ``count_<name>`` (n,) the eligible attending tokens behind each
+    (what :func:`pool` needs to pool them as the per-head table does) and
+    ``uniform_<name>`` (n,) a uniform head's value."""
+    arts = np.asarray(list(articles), dtype=str)
+    if arts.shape != (bx.n_examples,):
+        raise ValueError(f"one article per example needed: {bx.n_examples} examples, "
+                         f"{arts.shape} articles")
+    names_, codes = np.unique(arts, return_inverse=True)
+    out = {"segment": np.arange(bx.n_examples, dtype=np.int32),
+           "article": codes.astype(np.int32), "article_names": names_}
+    for name in names:
+        out[name] = bx.values[name].astype(np.float32)
+        out[f"count_{name}"] = bx.counts[name].astype(np.int32)
+        out[f"uniform_{name}"] = bx.uniform[name].astype(np.float32)
+    return out
+
+
+def piece_counts(token_ids: Iterable[Sequence[int]], exclude: Sequence[int] = (),
+                 top: int = 20, include: Sequence[int] = ()) -> tuple[np.ndarray, np.ndarray]:
+    """How often each of the ``top`` most frequent word pieces occurs in each example (Clark
+    et al.: "periods and commas are the most common tokens in the data excluding 'the'").
+
+    token_ids: one id sequence per example; ``exclude``: ids not counted (the special
+    tokens); ``include``: ids counted even when they are not among the ``top`` (appended, in
+    the order given). Returns ``(ids, counts (examples, len(ids)))``, the ``top`` ids in
+    order of their total count (ties by id), so a test can resample the examples' units.
+
+    >>> piece_counts([[1, 5, 5, 7], [5, 7, 7, 2]], exclude=[1, 2], top=2)
+    (array([5, 7]), array([[2, 1],
+           [1, 2]]))
+    """
+    seqs = [np.asarray(ids, dtype=np.int64) for ids in token_ids]
+    if not seqs:
+        raise ValueError("no examples")
+    flat = np.concatenate(seqs)
+    row = np.repeat(np.arange(len(seqs)), [len(x) for x in seqs])
+    keep = ~np.isin(flat, np.asarray(list(exclude), dtype=np.int64))
+    flat, row = flat[keep], row[keep]
+    vocab, code = np.unique(flat, return_inverse=True)
+    total = np.bincount(code, minlength=len(vocab))
+    order = np.lexsort((vocab, -total))[:top]
+    extra = [int(np.searchsorted(vocab, i)) for i in include
+             if i in set(vocab.tolist()) and int(np.searchsorted(vocab, i)) not in set(order)]
+    order = np.concatenate([order, np.asarray(extra, dtype=order.dtype)])
+    rank = np.full(len(vocab), -1)
+    rank[order] = np.arange(len(order))
+    r = rank[code]
+    table = np.zeros((len(seqs), len(order)), dtype=np.int64)
+    np.add.at(table, (row[r >= 0], r[r >= 0]), 1)
+    return vocab[order], table
 
 
 # ---------------------------------------------------------------------------------------

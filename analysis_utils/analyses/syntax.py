@@ -9,6 +9,7 @@ ROOT, relation and possessive conventions: notebook 02.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -151,9 +152,49 @@ def _group_counts(correct: np.ndarray, rel_codes: np.ndarray, n_rel: int) -> np.
     return np.rint(flat @ onehot).astype(np.int64).reshape(*correct.shape[:-1], n_rel)
 
 
+class ScoredWords(NamedTuple):
+    """Per scored word (one entry of :func:`scoring_entries`: a word under "All", and again
+    under its relation) what :func:`score_heads` built: ``correct`` (D, L, H, W) bool, the
+    head of direction ``directions[d]``, layer ``l``, head ``h`` (0-based) finds the word's
+    gold head; ``sentence`` (W,) the index of the word's sentence in the input order;
+    ``dependent`` (W,) the scored word (0-based in its sentence); ``relation`` (W,) str.
+    With ``with_special``: ``correct_with_special`` (D, L, H, W), the same with [CLS] and
+    [SEP] kept as candidates (a word whose most-attended position is one of them is a miss),
+    and ``special_share`` (2, L, H, W) float16, the attention from the word (its row) to the
+    first special position ([CLS]) and to the last ([SEP])."""
+
+    correct: np.ndarray
+    sentence: np.ndarray
+    dependent: np.ndarray
+    relation: np.ndarray
+    directions: tuple[str, ...]
+    correct_with_special: np.ndarray | None = None
+    special_share: np.ndarray | None = None
+
+
+def _with_special(attn, is_special, word_pos, dep, gold, directions):
+    """(D, L, H, k) correct with [CLS]/[SEP] among the candidates, and (2, L, H, k) the
+    attention of each scored word's row to the first and the last special position."""
+    m = attn.shape[-1]
+    pos_dep = word_pos[dep]
+    gold_pos = np.where(gold >= 0, word_pos[np.maximum(gold, 0)], -2)
+    out = []
+    for d in directions:
+        full = head_predictions(attn, np.zeros(m, dtype=bool), d)  # self excluded only
+        out.append(full[..., pos_dep] == gold_pos)
+    sp = np.flatnonzero(is_special)
+    if len(sp):
+        rows = np.asarray(attn, dtype=np.float32)[:, :, pos_dep]  # (L, H, k, m)
+        share = np.stack([rows[..., sp[0]], rows[..., sp[-1]]])
+    else:
+        share = np.zeros((2, *attn.shape[:2], len(dep)), dtype=np.float32)
+    return np.stack(out), share.astype(np.float16)
+
+
 def score_heads(sentences_with_maps: Iterable, min_count: int = 100,
                 directions: Sequence[str] = DIRECTIONS, poss_mode: str = "ud",
-                collapse_subtypes: bool = False) -> pd.DataFrame:
+                collapse_subtypes: bool = False, return_correct: bool = False,
+                with_special: bool = False):
     """Accuracy of every attention head, both directions, per relation.
 
     sentences_with_maps: items ``(sentence, attn, is_special, word_pos)`` or
@@ -164,14 +205,24 @@ def score_heads(sentences_with_maps: Iterable, min_count: int = 100,
     Returns a DataFrame ``relation, layer, head, direction, correct, total, accuracy`` (layer
     and head 0-based, accuracy a fraction), one row per relation x layer x head x direction,
     keeping relations with at least ``min_count`` scored words; ``"All"`` is always kept.
+
+    ``return_correct``: return ``(frame, ScoredWords)``, the per-word correctness behind the
+    counts (every scored word, whatever ``min_count``) with each word's sentence index, for
+    tests that resample sentences (:class:`ScoredWords`); ``with_special`` adds the scoring
+    with [CLS]/[SEP] kept as candidates (Clark's footnote 3) and each word's attention to
+    them (costs about one more pass over the maps).
     """
     for d in directions:
         if d not in DIRECTIONS:
             raise ValueError(f"unknown direction {d!r}")
     chunks: list[np.ndarray] = []
     all_rels: list[str] = []
+    sent_idx: list[np.ndarray] = []
+    dep_idx: list[np.ndarray] = []
+    special_chunks: list[np.ndarray] = []
+    share_chunks: list[np.ndarray] = []
     shape = None
-    for item in sentences_with_maps:
+    for k_sent, item in enumerate(sentences_with_maps):
         sent, attn, is_special, word_pos = unpack_word_maps(item, "sentence")
         n = len(sent.heads)
         if len(word_pos) != n:
@@ -187,6 +238,13 @@ def score_heads(sentences_with_maps: Iterable, min_count: int = 100,
         # (D, L, H, k); ROOT (gold -1) never matches, not even a -1 "no candidate"
         chunks.append((preds[..., dep] == gold) & (gold >= 0))
         all_rels.extend(rels)
+        if return_correct:
+            sent_idx.append(np.full(len(dep), k_sent, dtype=np.int32))
+            dep_idx.append(dep.astype(np.int32))
+            if with_special:
+                c_sp, share = _with_special(attn, is_special, word_pos, dep, gold, directions)
+                special_chunks.append(c_sp)
+                share_chunks.append(share)
     if shape is None:
         raise ValueError("no sentences given")
     correct = np.concatenate(chunks, axis=-1)
@@ -208,9 +266,16 @@ def score_heads(sentences_with_maps: Iterable, min_count: int = 100,
         "total": totals[rr],
     })
     df["accuracy"] = df["correct"] / df["total"]
-    return df.sort_values(["relation", "direction", "layer", "head"],
-                          key=lambda s: s.map(_rel_order_key(names, totals))
-                          if s.name == "relation" else s).reset_index(drop=True)
+    df = df.sort_values(["relation", "direction", "layer", "head"],
+                        key=lambda s: s.map(_rel_order_key(names, totals))
+                        if s.name == "relation" else s).reset_index(drop=True)
+    if not return_correct:
+        return df
+    return df, ScoredWords(
+        correct=correct, sentence=np.concatenate(sent_idx), dependent=np.concatenate(dep_idx),
+        relation=names[codes], directions=tuple(directions),
+        correct_with_special=np.concatenate(special_chunks, axis=-1) if with_special else None,
+        special_share=np.concatenate(share_chunks, axis=-1) if with_special else None)
 
 
 def _rel_order_key(names, totals):
@@ -223,14 +288,18 @@ def _rel_order_key(names, totals):
 
 def offset_baselines(sentences: Iterable, offsets: Iterable[int] = range(-3, 4),
                      poss_mode: str = "ud", collapse_subtypes: bool = False,
-                     min_count: int = 0) -> pd.DataFrame:
+                     min_count: int = 0, return_correct: bool = False):
     """Fixed-offset baseline: dependent ``i`` predicts word ``i + k`` as its head (a miss
     when ``i + k`` falls outside the sentence; never ROOT, so root words are always wrong,
     as for the heads). ``k = +1`` is the right-branching baseline.
 
     Items may be sentences or the same tuples :func:`score_heads` takes. Returns
     ``relation, offset, correct, total, accuracy`` (fraction), relations with at least
-    ``min_count`` words (``"All"`` always kept)."""
+    ``min_count`` words (``"All"`` always kept).
+
+    ``return_correct``: return ``(frame, correct)`` with ``correct`` (O, W) bool per offset
+    and scored word, the words in the order of :func:`score_heads`' ``ScoredWords`` for the
+    same sentences, ``poss_mode`` and ``collapse_subtypes``."""
     offsets = np.asarray(list(offsets), dtype=np.int64)
     correct_parts, rel_parts = [], []
     for item in sentences:
@@ -255,7 +324,7 @@ def offset_baselines(sentences: Iterable, offsets: Iterable[int] = range(-3, 4),
             rows.append((names[r], int(k), int(counts[o, r]), int(totals[r])))
     df = pd.DataFrame(rows, columns=["relation", "offset", "correct", "total"])
     df["accuracy"] = df["correct"] / df["total"]
-    return df
+    return (df, correct) if return_correct else df
 
 
 def best_baseline(baselines: pd.DataFrame) -> pd.DataFrame:
@@ -398,7 +467,8 @@ def paper_comparison(table: pd.DataFrame) -> pd.DataFrame:
     ``paper margin`` (points), this run's ``head``, ``direction``, ``accuracy``, ``baseline``,
     ``margin``; blanks ("–", NaN) without a counterpart. Accuracies in %. Whether the paper's
     finding held is the claims ledger's to judge (:mod:`analysis_utils.ledger.clark`: the best
-    head against its baseline under a binomial test, beside the random-weights control)."""
+    head against its baseline on the same words, sentences resampled and the head chosen in
+    every resample, beside the random-weights control)."""
     t = table.set_index("relation")
     rows = []
     for sd, (p_head, p_acc, p_base, _, p_dir) in CLARK_TABLE1.items():
@@ -416,3 +486,92 @@ def paper_comparison(table: pd.DataFrame) -> pd.DataFrame:
                         "baseline": np.nan, "margin": np.nan})
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+# --- per-word data for the claims ledger ----------------------------------------------------
+
+#: How the columns of ``head_correct`` in :func:`by_word_arrays` are laid out.
+BY_WORD_LAYOUT = ("head_correct is np.packbits(axis=1) of a (W, D*L*H) bool matrix: column "
+                  "d*L*H + (layer-1)*H + (head-1) for direction directions[d], layer and head "
+                  "1-based as in column_layer / column_head; unpack with np.unpackbits(x, "
+                  "axis=1, count=D*L*H).astype(bool). Rows: every scored word (a word under "
+                  "'All' and again under its relation), in sentence order")
+
+
+def document_of(sent_id: str) -> str:
+    """EWT's document of a sentence: its ``sent_id`` up to the last ``-``
+    (``"weblog-x_ENG_2005-0001"`` -> ``"weblog-x_ENG_2005"``)."""
+    return str(sent_id).rsplit("-", 1)[0]
+
+
+def by_word_arrays(scored: ScoredWords, offset_correct: np.ndarray, offsets: Sequence[int],
+                   sentences: Sequence, share_head: tuple[int, int, str] | None = None
+                   ) -> dict[str, np.ndarray]:
+    """The arrays notebook 02 saves per scored word (``02_by_word_<model>.npz``) from
+    :func:`score_heads`' :class:`ScoredWords` and :func:`offset_baselines`' ``(O, W)``
+    correctness for the same ``sentences`` (which give the document of each word).
+
+    Keys: ``sentence`` (W,) int32; ``document`` (W,) int32 codes into ``documents``;
+    ``relation`` (W,) int16 codes into ``relations``; ``dependent`` (W,) int16;
+    ``head_correct`` packbits (see :data:`BY_WORD_LAYOUT`) with ``directions``,
+    ``column_direction`` / ``column_layer`` / ``column_head`` (1-based) and ``layout``;
+    ``offset_correct`` packbits of (W, O) with ``offsets``. With
+    ``scored.correct_with_special``: ``special_lost`` packbits of (A, D*L*H), the same
+    columns, True where keeping [CLS]/[SEP] as candidates turns a right word wrong (right
+    with them = ``head_correct[all_rows] & ~special_lost``), for the A rows of ``all_rows``
+    (the "All" words). With ``share_head`` ``(layer, head, direction)`` (0-based, e.g. the best head of
+    a relation): ``share_cls`` / ``share_sep`` (A,) float16, the attention from each "All"
+    word to [CLS] and to [SEP] in that head, ``upos`` codes into ``upos_names``, and
+    ``share_head`` ("L-H", 1-based) with ``share_direction``."""
+    correct = scored.correct
+    D, L, H, W = correct.shape
+    if offset_correct.shape != (len(offsets), W):
+        raise ValueError(f"offset_correct is {offset_correct.shape}, expected "
+                         f"({len(offsets)}, {W}): baselines and heads scored other words")
+    docs = np.array([document_of(s.sent_id) for s in sentences], dtype=object).astype(str)
+    doc_names, doc_codes = np.unique(docs[scored.sentence], return_inverse=True)
+    rel_names, rel_codes = np.unique(scored.relation.astype(str), return_inverse=True)
+    flat = np.ascontiguousarray(correct.reshape(D * L * H, W).T)  # (W, D*L*H)
+    d, ly, hd = np.meshgrid(np.arange(D), np.arange(L), np.arange(H), indexing="ij")
+    out = {
+        "sentence": scored.sentence.astype(np.int32),
+        "document": doc_codes.astype(np.int32), "documents": doc_names,
+        "relation": rel_codes.astype(np.int16), "relations": rel_names,
+        "dependent": scored.dependent.astype(np.int16),
+        "head_correct": np.packbits(flat, axis=1), "n_columns": np.int32(D * L * H),
+        "directions": np.asarray(scored.directions),
+        "column_direction": np.asarray(scored.directions)[d.ravel()],
+        "column_layer": (ly.ravel() + 1).astype(np.int16),
+        "column_head": (hd.ravel() + 1).astype(np.int16),
+        "layout": np.asarray(BY_WORD_LAYOUT),
+        "offset_correct": np.packbits(np.ascontiguousarray(offset_correct.T), axis=1),
+        "offsets": np.asarray(list(offsets), dtype=np.int16),
+    }
+    all_rows = np.flatnonzero(scored.relation == ALL)
+    out["all_rows"] = all_rows.astype(np.int32)
+    if scored.correct_with_special is not None:
+        # keeping [CLS]/[SEP] as candidates can only turn a right word wrong (a word that
+        # still wins the argmax is the same word), so the losses alone say it, and compress
+        sp = scored.correct_with_special.reshape(D * L * H, W)[:, all_rows].T
+        lost = flat[all_rows] & ~sp
+        if (sp & ~flat[all_rows]).any():
+            raise ValueError("a word is right only with [CLS]/[SEP] as candidates: the two "
+                             "scorings do not belong together")
+        out["special_lost"] = np.packbits(np.ascontiguousarray(lost), axis=1)
+    if share_head is not None and scored.special_share is not None:
+        layer, head, direction = share_head
+        upos = np.array([sentences[s].upos[w] for s, w in
+                         zip(scored.sentence[all_rows], scored.dependent[all_rows],
+                             strict=True)], dtype=object).astype(str)
+        upos_names, upos_codes = np.unique(upos, return_inverse=True)
+        out.update(share_cls=scored.special_share[0, layer, head, all_rows],
+                   share_sep=scored.special_share[1, layer, head, all_rows],
+                   upos=upos_codes.astype(np.int8), upos_names=upos_names,
+                   share_head=np.asarray(head_label(layer, head)),
+                   share_direction=np.asarray(direction))
+    return out
+
+
+def unpack_bits(packed: np.ndarray, n_columns: int) -> np.ndarray:
+    """``np.packbits(x, axis=1)`` back to the (rows, n_columns) bool matrix."""
+    return np.unpackbits(packed, axis=1, count=int(n_columns)).astype(bool)

@@ -1,12 +1,15 @@
 """The claims registry: every empirical claim of Clark et al. 2019 and Kovaleva et al. 2019 in
 the sections notebooks 01-07 cover, each with the paper's sentence verbatim, the notebook that
-measures it, the criterion in the paper's own terms, the unit that was sampled, and the ledger
-rows (``results/08_claims.csv``) that test it, if any.
+measures it, the criterion in the paper's own terms and the unit that was sampled.
 
 The data are ``registry.toml`` beside this module (its header documents every field). This
-module reads and validates them; ``python -m analysis_utils.claims`` prints the counts, the
-entries the ledger tests, the gap list (testable entries no ledger row tests yet) and the
-untestable entries with their reasons. No notebook imports this package.
+module reads and validates them; the ledger's ``quote`` column is read from here
+(:func:`quotes`), so notebooks import this package through :mod:`analysis_utils.ledger`:
+importing it reads nothing (the registry is read on first use; the papers' texts only by
+:func:`paper_texts`, which the tests call). Which ledger rows test an entry is said by the
+ledger's claims (``Claim.registry``), not here: :mod:`.coverage` derives it.
+``python -m analysis_utils.claims`` prints the counts, the entries the ledger tests, the gap
+list (testable entries no ledger row tests yet) and the untestable entries with their reasons.
 
 Quotes are checked against the papers' texts (:func:`check_quotes`), which live outside the
 repository, in ``../shared/papers/`` beside it or wherever ``$BERTOLOGY_PAPERS_DIR`` points.
@@ -25,8 +28,8 @@ fine-tuning, 4.4 attention to linguistic features, 4.5 token-to-token attention,
 heads, 5 Discussion, 6 Conclusion.
 
 >>> entries = load()                                        # doctest: +SKIP
->>> [e.id for e in entries if e.pending][:2]                # doctest: +SKIP
-['clark-3.1-current-token', 'clark-3.1-positional-early']
+>>> quotes()["clark-3.1-current-token"]                     # doctest: +SKIP
+'We find that most heads put little attention on the current token.'
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ import os
 import re
 import tomllib
 from dataclasses import dataclass, fields
+from functools import lru_cache
 from pathlib import Path
 
 REGISTRY = Path(__file__).with_name("registry.toml")
@@ -53,7 +57,6 @@ NOTEBOOKS = tuple(f"{i:02d}" for i in range(1, 8))
 PIECE_SEPARATOR = " [...] "
 MIN_QUOTE_WORDS = 3
 _ID = re.compile(r"^(clark|kovaleva)-[a-z0-9][a-z0-9.-]*$")
-_LEDGER_REF = re.compile(r"^(0[1-7]): (\S.*)$")
 
 
 @dataclass(frozen=True)
@@ -73,19 +76,8 @@ class Entry:
     scope: str
     testable: str
     untestable_reason: str
-    ledger_claims: tuple[str, ...]
     ledger_mismatch: str
     note: str
-
-    @property
-    def tested(self) -> bool:
-        """Some ledger row tests it."""
-        return bool(self.ledger_claims)
-
-    @property
-    def pending(self) -> bool:
-        """Testable here, but no ledger row tests it yet: the gap list."""
-        return self.testable == "yes" and not self.ledger_claims
 
     @property
     def untestable(self) -> bool:
@@ -93,7 +85,7 @@ class Entry:
 
 
 FIELDS = tuple(f.name for f in fields(Entry))
-_LISTS = ("notebooks", "ledger_claims")
+_LISTS = ("notebooks",)
 
 
 class RegistryError(ValueError):
@@ -101,17 +93,9 @@ class RegistryError(ValueError):
 
 
 def ledger_key(notebook: str, claim: str) -> str:
-    """How a registry entry names a ledger row: ``"02: a head tracks det better ..."``
+    """How the registry's printout names a ledger row: ``"02: a head tracks det better ..."``
     (the row's notebook, zero-padded, and its claim text)."""
     return f"{int(notebook):02d}: {claim}"
-
-
-def parse_ledger_key(key: str) -> tuple[str, str]:
-    """``"02: claim text"`` -> ``("02", "claim text")``; anything else raises."""
-    m = _LEDGER_REF.match(key)
-    if not m:
-        raise RegistryError(f"ledger reference {key!r} is not 'NN: claim text' (NN 01-07)")
-    return m.group(1), m.group(2)
 
 
 def _entry(raw: dict, where: str) -> Entry:
@@ -153,8 +137,20 @@ def parse(text: str) -> list[Entry]:
 
 
 def load(path: str | Path = REGISTRY) -> list[Entry]:
-    """The registry's entries, validated."""
-    return parse(Path(path).read_text(encoding="utf-8"))
+    """The registry's entries, validated (read again only when the file changes)."""
+    p = Path(path)
+    st = p.stat()
+    return list(_load(str(p.resolve()), st.st_mtime_ns, st.st_size))
+
+
+@lru_cache(maxsize=4)
+def _load(path: str, mtime_ns: int, size: int) -> tuple[Entry, ...]:
+    return tuple(parse(Path(path).read_text(encoding="utf-8")))
+
+
+def quotes(path: str | Path = REGISTRY) -> dict[str, str]:
+    """``{entry id: the paper's words}``: the ledger's ``quote`` column."""
+    return {e.id: normalise(e.quote) for e in load(path)}
 
 
 def problems(entries: list[Entry]) -> list[str]:
@@ -197,20 +193,6 @@ def problems(entries: list[Entry]) -> list[str]:
         if bad or len(set(e.notebooks)) != len(e.notebooks):
             out.append(f"{who}: notebooks {list(e.notebooks)} must be distinct values of "
                        f"{NOTEBOOKS}")
-        for ref in e.ledger_claims:
-            try:
-                nb, _ = parse_ledger_key(ref)
-            except RegistryError as err:
-                out.append(f"{who}: {err}")
-                continue
-            if nb not in e.notebooks:
-                out.append(f"{who}: ledger row {ref!r} is from notebook {nb}, which is not in "
-                           f"notebooks {list(e.notebooks)}")
-        if len(set(e.ledger_claims)) != len(e.ledger_claims):
-            out.append(f"{who}: a ledger row is listed twice")
-        if e.ledger_mismatch.strip() and not e.ledger_claims:
-            out.append(f"{who}: ledger_mismatch without ledger_claims (a mismatch note "
-                       "describes rows that test the entry)")
         if PIECE_SEPARATOR.strip() in e.quote and PIECE_SEPARATOR not in normalise(e.quote):
             out.append(f"{who}: write the piece separator as {PIECE_SEPARATOR!r}")
     return out
@@ -276,24 +258,6 @@ def check_quotes(entries: list[Entry], texts: dict[str, str]) -> list[str]:
     return out
 
 
-def ledger_keys(ledger) -> set[str]:
-    """The ``"NN: claim"`` keys of a ledger table (``results/08_claims.csv`` read by pandas,
-    with ``notebook`` read as text or number)."""
-    return {ledger_key(str(nb), str(c)) for nb, c in zip(ledger["notebook"], ledger["claim"],
-                                                         strict=True)}
-
-
-def unregistered(entries: list[Entry], keys: set[str]) -> list[str]:
-    """Ledger keys that no registry entry lists: rows without a quote."""
-    listed = {k for e in entries for k in e.ledger_claims}
-    return sorted(keys - listed)
-
-
-def dangling(entries: list[Entry], keys: set[str]) -> list[str]:
-    """``"<id>: <ref>"`` for every ledger reference that is not a row of the ledger."""
-    return [f"{e.id}: {ref}" for e in entries for ref in e.ledger_claims if ref not in keys]
-
-
 def frame(entries: list[Entry] | None = None):
     """The registry as a pandas table (lists joined by ``"; "``)."""
     import pandas as pd
@@ -305,7 +269,6 @@ def frame(entries: list[Entry] | None = None):
 
 
 __all__ = ["Entry", "FIELDS", "KINDS", "LEDGER_PAPER", "NOTEBOOKS", "PAPER_FILES", "PAPERS_ENV",
-           "REGISTRY", "RegistryError", "SOURCES", "TESTABLE", "check_quotes", "dangling",
-           "find_quote", "frame", "ledger_key", "ledger_keys", "load", "normalise",
-           "paper_texts", "papers_dir", "parse", "parse_ledger_key", "problems",
-           "unregistered"]
+           "REGISTRY", "RegistryError", "SOURCES", "TESTABLE", "check_quotes", "find_quote",
+           "frame", "ledger_key", "load", "normalise", "paper_texts", "papers_dir", "parse",
+           "problems", "quotes"]

@@ -16,17 +16,62 @@ from pathlib import Path
 
 import pandas as pd
 
+from .. import claims as registry
 from .. import paths
 from . import clark, kovaleva
-from .core import ALPHA, COLUMNS, MIN_SEEDS, VERDICTS, Claim, Outcome, Tables, evaluate
+from .core import (
+    ALPHA,
+    COLUMNS,
+    LEDGER_NOTEBOOK,
+    MIN_SEEDS,
+    VERDICTS,
+    Check,
+    Claim,
+    Outcome,
+    Tables,
+    evaluate,
+)
 
-__all__ = ["build", "notebook_rows", "VIEW_COLUMNS", "claims", "counts", "wide", "findings_markdown", "ALPHA", "COLUMNS", "MIN_SEEDS", "VERDICTS", "Claim",
-           "Outcome", "Tables", "evaluate"]
+__all__ = ["build", "notebook_rows", "VIEW_COLUMNS", "claims", "registry_claims", "counts",
+           "wide", "findings_markdown", "ALPHA", "COLUMNS", "MIN_SEEDS", "VERDICTS", "Check",
+           "Claim", "Outcome", "Tables", "evaluate"]
 
 
 def claims() -> list[Claim]:
-    """Every claim the ledger judges, in notebook order."""
-    return clark.claims() + kovaleva.claims()
+    """Every claim the ledger judges, per paper in notebook order: the rules of
+    :mod:`.clark` and :mod:`.kovaleva`, and a row reading ``untestable`` for every untestable
+    entry of the claims registry that no rule names (:func:`registry_claims`)."""
+    rules = clark.claims() + kovaleva.claims()
+    extra = registry_claims({i for c in rules for i in c.registry})
+    out = []
+    for paper in dict.fromkeys([c.paper for c in rules] + [c.paper for c in extra]):
+        mine = [c for c in rules if c.paper == paper] + [c for c in extra if c.paper == paper]
+        out += sorted(mine, key=lambda c: c.notebook)  # stable: the rules' order within one
+    return out
+
+
+def _untestable_rule(reason: str):
+    def rule(t: Tables, which: str) -> Outcome:
+        return Outcome(value="\u2013", untestable=reason)
+    return rule
+
+
+def registry_claims(named: set[str] = frozenset()) -> list[Claim]:
+    """A ledger row for every entry of the claims registry marked ``testable = "untestable"``
+    whose id is not in ``named`` (the ids the rules' claims name): it reads ``untestable``
+    with the entry's reason, in the entry's first notebook (the ledger's own, 08, when the
+    entry names none), with no control and no table needed."""
+    out = []
+    for e in registry.load():
+        if not e.untestable or e.id in named:
+            continue
+        out.append(Claim(
+            e.notebooks[0] if e.notebooks else LEDGER_NOTEBOOK, registry.LEDGER_PAPER[e.paper],
+            e.section, e.claim, "\u2013", e.criterion,
+            "none: the claims registry marks it untestable here",
+            f"none: {e.untestable_reason}", _untestable_rule(e.untestable_reason), (),
+            control=False, registry=(e.id,)))
+    return out
 
 
 def build(folders: Sequence[str] | str, root: str | Path | None = None) -> pd.DataFrame:
@@ -45,9 +90,11 @@ def build(folders: Sequence[str] | str, root: str | Path | None = None) -> pd.Da
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
 
 
-#: The columns a notebook shows of its own ledger rows (:func:`notebook_rows`).
-VIEW_COLUMNS = ["section", "claim", "paper_value", "this_run", "reference_value", "p_adjusted",
-                "seeds", "verdict", "note"]
+#: The columns a notebook shows of its own ledger rows (:func:`notebook_rows`): what was
+#: found, on what unit, the interval at the family's level and the smallest effect the test
+#: could see, each task's verdict, the verdict and why.
+VIEW_COLUMNS = ["section", "claim", "paper_value", "this_run", "reference_value", "unit",
+                "interval", "mde", "p_adjusted", "seeds", "per_task", "verdict", "note"]
 
 
 def notebook_rows(prefix: str, folder: str | Path) -> pd.DataFrame:
@@ -68,14 +115,24 @@ def notebook_rows(prefix: str, folder: str | Path) -> pd.DataFrame:
     return evaluate(own, t)
 
 
+#: Control verdicts that mean the rule ran on the control's tables.
+_CONTROL_RAN = ("yes", "no", "inconclusive", "mixed")
+
+
+def _tested_rows(g: pd.DataFrame) -> pd.DataFrame:
+    """Rows with a test (a Holm family named), or, in an older ledger, a p-value."""
+    col = "family" if "family" in g else "p_value"
+    return g[g[col].fillna("") != ""]
+
+
 def counts(ledger: pd.DataFrame) -> pd.DataFrame:
-    """Per model: verdict counts, how many of the same claims the random-weights control also
-    passes under the same rules (of those it could be run on), and how many ``yes`` chance
-    alone would give (at most ``ALPHA`` per claim with a test)."""
+    """Per model: verdict counts (:data:`VERDICTS`), how many of the same claims the
+    random-weights control also passes under the same rules (of those it could be run on), and
+    how many ``yes`` chance alone would give (at most ``ALPHA`` per claim with a test)."""
     rows = []
     for model, g in ledger.groupby("model", sort=False):
-        ctrl = g[g["control_verdict"].isin(["yes", "no"])]
-        tested = g[g["p_value"] != ""]
+        ctrl = g[g["control_verdict"].isin(_CONTROL_RAN)]
+        tested = _tested_rows(g)
         rows.append({"model": model, **{v: int((g["verdict"] == v).sum()) for v in VERDICTS},
                      "claims": len(g),
                      "control yes (same rules)": f"{int((ctrl['control_verdict'] == 'yes').sum())}"
@@ -105,11 +162,11 @@ def wide(ledger: pd.DataFrame) -> pd.DataFrame:
 
 def findings_markdown(ledger: pd.DataFrame) -> str:
     """The README's findings table, generated from the ledger: per model and notebook, how
-    many claims came out yes / no / mixed / untestable, and the control's yes under the same
-    rules."""
+    many claims came out yes / no / inconclusive / mixed / untestable (:data:`VERDICTS`), and
+    the control's yes under the same rules."""
     rows = []
     for (model, nb), g in ledger.groupby(["model", "notebook"], sort=False):
-        ctrl = g[g["control_verdict"].isin(["yes", "no"])]
+        ctrl = g[g["control_verdict"].isin(_CONTROL_RAN)]
         rows.append({"model": model, "notebook": nb,
                      **{v: int((g["verdict"] == v).sum()) for v in VERDICTS},
                      "control yes": (f"{int((ctrl['control_verdict'] == 'yes').sum())} of "

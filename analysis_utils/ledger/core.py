@@ -3,21 +3,34 @@ read, one rule applied alike to the model and to its random-weights control, fam
 correction, and the verdict.
 
 A :class:`Claim` carries its wording, the paper's value, the ``criterion`` and ``reference``
-as fixed text, and a ``rule``: a function of a :class:`Tables` folder and ``which``
-(``"model"`` or ``"control"``) that returns an :class:`Outcome`. The same rule is run on the
-control's tables wherever the notebook saved them, so a rule that the random-weights model
-also passes can never yield ``yes``.
+as fixed text, the claims registry entries it tests (``registry``: the row's ``quote``), and a
+``rule``: a function of a :class:`Tables` folder and ``which`` (``"model"`` or ``"control"``)
+that returns an :class:`Outcome`. The same rule is run on the control's tables wherever the
+notebook saved them, so a rule that the random-weights model also passes can never yield
+``yes``.
 
-Verdicts (:func:`verdict`):
+A rule does not decide its verdict: it returns one :class:`Check` (``Outcome.check``: a
+resampled test on the unit that was sampled) or, for claims about tasks, a list of Checks per
+task (``Outcome.per_task``), and :func:`evaluate` judges them at the family-corrected level
+``a = ALPHA / m`` (``m``: the tested rows of the row's Holm family, by default its notebook's
+claims) with :mod:`.resample`'s rules. Verdicts (:data:`VERDICTS`):
 
-- ``yes``: the effect is in the claimed direction and its test passes at ``ALPHA`` after Holm
-  over the claims of the row's ``family`` (or, for interval rules, the interval lies inside
-  the band), and the control does not pass the same rule;
-- ``no``: the test does not pass (where the estimate points the claimed way, the note says
-  so: "not shown" is not "reversed");
-- ``mixed``: seeds disagree;
+- ``yes``: the effect lies on the claimed side (Holm's adjusted p below ``ALPHA`` and the
+  interval at level ``a`` centred on that side, or, per task, the interval excluding the
+  null), and the control does not earn ``yes`` under the same rule;
+- ``no``: the paper's effect lies outside the interval (for a claim with no size: the interval
+  lies within the equivalence margin; for a "no effect" claim: the interval lies beyond the
+  margin), or the interval lies wholly on the other side: a claim that fails here;
+- ``inconclusive``: the interval holds both the null and the paper's effect: this test could
+  not tell (the ``mde`` column says how large an effect it could have seen);
+- ``mixed``: fine-tuning seeds of one task disagree (nothing else: tasks that differ give
+  ``no`` or ``yes`` by the claim's scope);
 - ``untestable``: the data cannot decide (why in ``note``): fewer than ``MIN_SEEDS``
-  fine-tuning seeds, a control that passes the same rule, a claim with no counterpart here.
+  fine-tuning seeds, a control that earns the same ``yes``, a claim with no counterpart here.
+
+Rules not yet moved to Checks (``effect``/``p``/``passes``/``per_seed``) are judged as before:
+``yes`` when the effect points the claimed way and Holm's p (or the rule's interval) passes,
+``mixed`` when ``per_seed`` disagrees, else ``no``.
 """
 
 from __future__ import annotations
@@ -37,10 +50,12 @@ ALPHA = 0.05
 #: Fine-tuned models: a verdict needs at least this many fine-tuning seeds per task.
 MIN_SEEDS = 3
 
-COLUMNS = ["model", "notebook", "paper", "section", "claim", "paper_value", "this_run",
-           "criterion", "reference", "reference_value", "test", "p_value", "p_adjusted",
-           "family", "interval", "seeds", "verdict", "control_verdict", "heads", "note"]
-VERDICTS = ("yes", "no", "mixed", "untestable")
+COLUMNS = ["model", "notebook", "paper", "section", "claim", "quote", "paper_value",
+           "this_run", "criterion", "reference", "reference_value", "test", "unit", "p_value",
+           "p_adjusted", "family", "interval", "mde", "design_effect", "seeds", "per_task",
+           "verdict", "control_verdict", "heads", "note"]
+#: The five verdicts, in the ledger's order (:data:`.resample.VERDICTS5`).
+VERDICTS = ("yes", "no", "inconclusive", "mixed", "untestable")
 
 
 class Tables:
@@ -108,7 +123,10 @@ class Outcome:
     # judges each Check's interval at the family-corrected level (``ALPHA / m``) with
     # :func:`~.resample.judge_effect` / :func:`~.resample.judge_no_effect` and, for
     # ``per_task``, :func:`~.resample.judge_tasks` with ``scope``. ``effect``/``p``/``passes``
-    # are then ignored.
+    # are then ignored, and evaluate() writes the ``interval`` (at ``1 - a``, its level named),
+    # ``mde``, ``design_effect`` and ``per_task`` cells from the results, in ``scale`` x the
+    # statistic with ``digits`` decimals (more where a width would show < 2 significant digits)
+    # and ``suffix`` ("%" after each number, " points" once after the interval).
     check: Check | None = None
     per_task: dict[str, list[Check]] = field(default_factory=dict)
     scope: str = ""  # "every" | "some": how per_task verdicts combine
@@ -126,7 +144,8 @@ class Check:
     ``design_effect``); ``kind``: ``"effect"`` (judge_effect: ``null``, ``paper_effect`` on the
     statistic's scale, ``direction`` +1 above / -1 below, ``margin`` for claims with no size)
     or ``"no effect"`` (judge_no_effect: the band ``null +- margin``); ``head``: for a
-    MaxOverHeads, judge head ``head``'s simultaneous interval instead of the best one's;
+    MaxOverHeads, judge head ``head``'s simultaneous interval (and its own max-T p-value)
+    instead of the best one's;
     ``untestable``: why this entry cannot be judged (the entry then reads ``untestable``)."""
 
     result: object = None
@@ -137,6 +156,20 @@ class Check:
     margin: float | None = None
     head: int | None = None
     untestable: str = ""
+
+    def __post_init__(self):
+        if self.kind not in CHECK_KINDS:
+            raise TypeError(f"Check.kind must be one of {CHECK_KINDS}, got {self.kind!r}")
+        if self.direction not in (1, -1):
+            raise TypeError(f"Check.direction must be +1 or -1, got {self.direction!r}")
+        if self.kind == "no effect" and not self.untestable and not (
+                self.margin is not None and self.margin > 0):
+            raise TypeError("a 'no effect' Check needs margin > 0: the band null +- margin "
+                            "that the claim calls no effect")
+
+
+#: What a :class:`Check` can claim: an effect (``judge_effect``) or none (``judge_no_effect``).
+CHECK_KINDS = ("effect", "no effect")
 
 
 @dataclass(frozen=True)
@@ -192,6 +225,8 @@ def verdict(o: Outcome, p_adj: float, control: Outcome | None,
 
 
 _UNREADABLE = "the saved tables cannot answer it"
+_CONTROL_TOO = ("the random-weights control passes the same rule, so the rule cannot tell "
+                "trained attention from none")
 
 
 def _apply(c: Claim, tables: Tables, which: str) -> Outcome | None:
@@ -205,13 +240,275 @@ def _apply(c: Claim, tables: Tables, which: str) -> Outcome | None:
                                                  f"{c.notebook}")
 
 
+# --- judging resampled Checks --------------------------------------------------------------
+
+
+def _is_new(o: Outcome) -> bool:
+    """The rule left its verdict to :func:`evaluate` (a Check, or Checks per task)."""
+    return o.check is not None or bool(o.per_task)
+
+
+def _tested(o: Outcome | None) -> bool:
+    """The row counts in its family's ``m``: it has a Check, Checks per task or a p-value."""
+    if o is None:
+        return False
+    if not _is_new(o):  # an old-style rule: as before, a row with a p-value
+        return bool(np.isfinite(o.p))
+    if o.untestable:
+        return False
+    if o.check is not None:
+        return not o.check.untestable
+    return True
+
+
+def _head_p(r, k: int) -> float:
+    """Head ``k``'s max-T p-value from a :class:`~.resample.MaxOverHeads` (single step: its
+    own studentised margin against the resampled maximum), for a Check that judges a head other
+    than the best."""
+    se = float(r.ses[k])
+    if not se > 0:
+        return float("nan")
+    t = float(r.margins[k]) / se
+    t = {"two-sided": abs(t), "greater": t, "less": -t}[r.alternative]
+    draws = np.asarray(r.max_draws, dtype=float)
+    return float(min(1.0, (1 + np.sum(draws >= t)) / (len(draws) + 1)))
+
+
+def _check_p(ch: Check) -> float:
+    """The p-value Holm corrects for a Check's row (NaN when it has none)."""
+    if ch.untestable or ch.result is None:
+        return float("nan")
+    if ch.head is not None and hasattr(ch.result, "max_draws"):
+        return _head_p(ch.result, ch.head)
+    return float(getattr(ch.result, "p_value", float("nan")))
+
+
+def _interval(ch: Check, alpha: float) -> tuple[float, float]:
+    r = ch.result
+    lo, hi = r.head_interval(ch.head, alpha) if ch.head is not None else r.interval_at(alpha)
+    return float(lo), float(hi)
+
+
+def _mde(ch: Check, alpha: float) -> float:
+    """The smallest effect the Check's test finds with 80% power at ``alpha`` (NaN when its
+    result has no standard error): :meth:`Resampled.mde`; for the best of K heads the max-T
+    critical value at ``1 - alpha`` in place of the normal one."""
+    from .resample import Resampled, minimum_detectable_effect
+
+    r = ch.result
+    if r is None or ch.untestable:
+        return float("nan")
+    try:
+        if isinstance(r, Resampled):
+            return float(r.mde(alpha))
+        se = float(r.ses[ch.head]) if ch.head is not None and hasattr(r, "ses") else \
+            float(getattr(r, "se", float("nan")))
+        if hasattr(r, "max_draws"):
+            return minimum_detectable_effect(
+                se, critical=float(np.quantile(np.asarray(r.max_draws, dtype=float),
+                                               1 - alpha)))
+        return minimum_detectable_effect(se, alpha=alpha,
+                                         alternative=getattr(r, "alternative", "two-sided"))
+    except (ValueError, TypeError, IndexError):
+        return float("nan")
+
+
+def _judge(ch: Check, a: float, p_adjusted: float | None):
+    """A Check's :class:`~.resample.Judgement` at the family-corrected level ``a``: an effect
+    claim from its ``1 - a`` interval (and Holm's ``p_adjusted`` for ``yes``, where the row has
+    one); a no-effect claim from its ``1 - 2a`` interval (TOST, for ``yes``) and its ``1 - a``
+    interval (for ``no``). An interval that cannot be judged (not finite: a one-sided test)
+    gives ``untestable`` with the reason."""
+    from .resample import Judgement, judge_effect, judge_no_effect
+
+    if ch.untestable:
+        return Judgement("untestable", ch.untestable)
+    if ch.result is None:
+        return Judgement("untestable", "the rule gave no resampled result to judge")
+    if p_adjusted is not None and not np.isfinite(p_adjusted):
+        p_adjusted = None
+    try:
+        if ch.kind == "effect":
+            lo, hi = _interval(ch, a)
+            return judge_effect(lo, hi, null=ch.null, paper_effect=ch.paper_effect,
+                                direction=ch.direction, margin=ch.margin,
+                                p_adjusted=p_adjusted, alpha=ALPHA)
+        lo90, hi90 = _interval(ch, min(2 * a, 0.5))
+        alo, ahi = _interval(ch, a)
+        return judge_no_effect(lo90, hi90, margin=ch.margin, null=ch.null, alpha_lo=alo,
+                               alpha_hi=ahi)
+    except ValueError as err:
+        return Judgement("untestable", f"the test's interval cannot be judged ({err}); call "
+                                       "the test two-sided")
+
+
+def level(a: float) -> str:
+    """The confidence level ``1 - a`` as a percentage with the digits it needs:
+    ``0.05 -> "95%"``, ``0.05 / 6 -> "99.2%"``, ``0.05 / 5000 -> "99.999%"``."""
+    x = 100 * (1 - a)
+    d = 1
+    while round(x, d) >= 100 and d < 6:
+        d += 1
+    return f"{x:.{d}f}".rstrip("0").rstrip(".") + "%"
+
+
+def _digits(o: Outcome, size: float) -> int:
+    """The Outcome's digits, or more where ``size`` (an interval's width, an MDE; in the
+    statistic's units) would otherwise show fewer than two significant digits (a fraction
+    shown with the default ``scale=1, digits=1``)."""
+    v = abs(o.scale * size)
+    if not (math.isfinite(v) and v > 0):
+        return o.digits
+    return max(o.digits, min(6, math.ceil(-math.log10(v)) + 1))
+
+
+def _num(x: float, o: Outcome, digits: int, signed: bool = True) -> str:
+    v = o.scale * x
+    text = f"{v:+.{digits}f}" if signed else f"{v:.{digits}f}"
+    return text + (o.suffix if o.suffix and not o.suffix.startswith(" ") else "")
+
+
+def _span(lo: float, hi: float, o: Outcome) -> str:
+    """``[+1.2, +3.4] points`` in the Outcome's scale, digits and suffix (``%`` after each
+    number); ``""`` when not finite."""
+    if not (math.isfinite(lo) and math.isfinite(hi)):
+        return ""
+    d = _digits(o, hi - lo)
+    tail = o.suffix if o.suffix.startswith(" ") else ""
+    return f"[{_num(lo, o, d)}, {_num(hi, o, d)}]{tail}"
+
+
+def _amount(x: float, o: Outcome) -> str:
+    """An MDE in the Outcome's units (``2.3 points``); ``""`` when not finite."""
+    if not math.isfinite(x):
+        return ""
+    return _num(x, o, _digits(o, x), signed=False) + (o.suffix if o.suffix.startswith(" ")
+                                                      else "")
+
+
+def _deff(r) -> str:
+    d = getattr(r, "design_effect", float("nan"))
+    try:
+        d = float(d)
+    except (TypeError, ValueError):
+        return ""
+    return f"{d:.2f}" if math.isfinite(d) else ""
+
+
+@dataclass
+class _Judged:
+    """One outcome judged: the verdict and its reason, and the cells the judging fills."""
+
+    verdict: str
+    reason: str = ""
+    interval: str | None = None  # None: keep the rule's own text
+    mde: str = ""
+    design_effect: str = ""
+    per_task: str = ""
+
+
+def _per_task_text(per_task: dict[str, list[Check]], entries: dict[str, list[str]],
+                   tasks: dict[str, str]) -> str:
+    """``"STS-B yes; MRPC no; RTE mixed (yes, no, yes) (3 seeds)"``: each task's verdict, the
+    seeds' own where they disagree, and how many entries each task has."""
+    sizes = {t: len(v) for t, v in per_task.items()}
+    same = len(set(sizes.values())) == 1
+    parts = []
+    for t, v in tasks.items():
+        text = f"{t} {v}"
+        if v == "mixed":
+            text += f" ({', '.join(entries[t])})"
+        if not same and sizes[t] > 1:
+            text += f" ({sizes[t]} seeds)"
+        parts.append(text)
+    n = next(iter(sizes.values()))
+    tail = f" ({n} seeds)" if same and n > 1 else (" (seeds pooled)" if same else "")
+    return "; ".join(parts) + tail
+
+
+def _judge_outcome(o: Outcome, a: float, p_adj: float, is_control: bool = False) -> _Judged:
+    """A rule's outcome judged at the family-corrected level ``a`` (Holm's ``p_adj`` for a
+    single Check's ``yes``), without the control gate."""
+    if o.untestable:
+        return _Judged("untestable", o.untestable)
+    if o.check is not None:
+        ch = o.check
+        j = _judge(ch, a, p_adj)
+        out = _Judged(j.verdict, j.reason)
+        if ch.result is not None and not ch.untestable:
+            try:
+                lo, hi = _interval(ch, a)
+                text = _span(lo, hi, o)
+                out.interval = f"{text} ({level(a)})" if text else ""
+            except ValueError:
+                out.interval = ""
+            out.mde = _amount(_mde(ch, a), o)
+            out.design_effect = _deff(ch.result)
+        return out
+    if o.per_task:
+        from .resample import judge_tasks
+
+        if o.scope not in ("every", "some"):
+            return _Judged("untestable", f"the rule gives per-task checks but no scope "
+                                         f"('every' or 'some'), got {o.scope!r}")
+        entries = {t: [_judge(ch, a, None).verdict for ch in checks]
+                   for t, checks in o.per_task.items()}
+        v, tasks, why = judge_tasks(entries, o.scope, MIN_SEEDS)
+        mdes = [_mde(ch, a) for checks in o.per_task.values() for ch in checks]
+        mdes = [m for m in mdes if math.isfinite(m)]
+        out = _Judged(v, why, per_task=_per_task_text(o.per_task, entries, tasks),
+                      mde=_amount(max(mdes), o) if mdes else "")
+        pooled = {t: c[0] for t, c in o.per_task.items()
+                  if len(c) == 1 and c[0].result is not None and not c[0].untestable}
+        if pooled and len(pooled) == len(o.per_task):
+            try:
+                spans = [f"{t} {_span(*_interval(ch, a), o)}" for t, ch in pooled.items()]
+                out.interval = "; ".join(spans) + f" ({level(a)})"
+            except ValueError:
+                pass
+        return out
+    # an old-style rule: effect / p / passes / per_seed (a control's seeds are not counted)
+    if o.per_seed and len(set(o.per_seed)) > 1 and not is_control:
+        return _Judged("mixed", f"{sum(o.per_seed)} of {len(o.per_seed)} seeds pass")
+    ok = _passes(o, p_adj)
+    if not ok and o.passes is None and o.effect:
+        return _Judged("no", f"the estimate points the claimed way but its test does not "
+                             f"reach {ALPHA} (p {fmt_p(p_adj)} after correction): not shown, "
+                             "rather than reversed")
+    return _Judged("yes" if ok else "no")
+
+
+def _row_p(o: Outcome | None) -> float:
+    """The p-value Holm corrects for a row: its Check's, or the old-style rule's ``p``; NaN
+    for per-task rows, untestable rows and rules with an interval only."""
+    if o is None:
+        return float("nan")
+    if not _is_new(o):
+        return float(o.p)
+    if o.untestable or o.per_task:
+        return float("nan")
+    return _check_p(o.check)
+
+
+def _holm_counting_tested(p: np.ndarray, tested: np.ndarray) -> np.ndarray:
+    """Holm over a family's p-values where every tested row counts in ``m``: a tested row
+    without a p-value (Checks per task) enters as p = 1, which raises every other row's
+    multiplier by one and is itself shown as blank."""
+    q = np.where(tested & ~np.isfinite(p), 1.0, p)
+    adj = holm(q)
+    return np.where(np.isfinite(p), adj, np.nan)
+
+
 def evaluate(claims: list[Claim], tables: Tables, control: bool = True) -> pd.DataFrame:
     """The ledger rows of ``claims`` for one folder: each rule on the model's tables and, where
-    the claim says so, on the control's; Holm within each family; verdicts."""
+    the claim says so, on the control's; within each family Holm over the rows' p-values and
+    the level ``a = ALPHA / m`` (``m``: the family's tested rows) at which every Check's
+    interval is judged; verdicts, the control gate, and the ``quote`` of each row from the
+    claims registry. Pure: nothing is written."""
     rows, outs = [], []
     for c in claims:
         missing = [n for n in c.needs if not tables.has(n)]
-        if missing or c.notebook not in tables.notebooks:
+        if missing or not _present(c.notebook, tables):
             continue
         o = _apply(c, tables, "model")
         if o is None:
@@ -224,29 +521,68 @@ def evaluate(claims: list[Claim], tables: Tables, control: bool = True) -> pd.Da
                 co = None
         outs.append((c, o, co))
     fam = [c.family or f"notebook {c.notebook} claims" for c, _, _ in outs]
-    p_model = np.array([o.p for _, o, _ in outs], dtype=float)
-    p_ctrl = np.array([co.p if co is not None else np.nan for _, _, co in outs], dtype=float)
+    p_model = np.array([_row_p(o) for _, o, _ in outs], dtype=float)
+    p_ctrl = np.array([_row_p(co) for _, _, co in outs], dtype=float)
+    t_model = np.array([_tested(o) for _, o, _ in outs], dtype=bool)
+    t_ctrl = np.array([_tested(co) for _, _, co in outs], dtype=bool)
     adj_model, adj_ctrl = np.full(len(outs), np.nan), np.full(len(outs), np.nan)
-    for f in set(fam):
+    m_of = np.zeros(len(outs), dtype=int)
+    for f in dict.fromkeys(fam):
         idx = np.array([i for i, x in enumerate(fam) if x == f])
-        adj_model[idx] = holm(p_model[idx])
-        adj_ctrl[idx] = holm(p_ctrl[idx])
+        adj_model[idx] = _holm_counting_tested(p_model[idx], t_model[idx])
+        adj_ctrl[idx] = _holm_counting_tested(p_ctrl[idx], t_ctrl[idx])
+        m_of[idx] = max(int(t_model[idx].sum()), 1)
+    quotes = _quotes()
     for i, (c, o, co) in enumerate(outs):
-        v, why = verdict(o, adj_model[i], co, adj_ctrl[i])
-        cv = ""
-        if co is not None:
-            cv = "untestable" if co.untestable else ("yes" if _passes(co, adj_ctrl[i]) else "no")
+        a = ALPHA / m_of[i]
+        j = _judge_outcome(o, a, adj_model[i])
+        cj = _judge_outcome(co, a, adj_ctrl[i], True) if co is not None else None
+        v, why = j.verdict, j.reason
+        if v == "yes" and cj is not None and cj.verdict == "yes":
+            v, why = "untestable", _CONTROL_TOO
         note = "; ".join(x for x in (o.note, why) if x)
+        tested = _tested(o)
         rows.append({
             "model": tables.label(), "notebook": c.notebook, "paper": c.paper,
-            "section": c.section, "claim": c.claim, "paper_value": c.paper_value,
-            "this_run": o.value, "criterion": c.criterion, "reference": c.reference,
-            "reference_value": co.value if co is not None else "", "test": c.test,
-            "p_value": fmt_p(o.p), "p_adjusted": fmt_p(adj_model[i]),
-            "family": f"{fam[i]} (Holm)" if np.isfinite(o.p) else "",
-            "interval": o.interval, "seeds": o.seeds, "verdict": v, "control_verdict": cv,
-            "heads": o.heads, "note": note})
+            "section": c.section, "claim": c.claim, "quote": _quote(c, quotes),
+            "paper_value": c.paper_value, "this_run": o.value, "criterion": c.criterion,
+            "reference": c.reference, "reference_value": co.value if co is not None else "",
+            "test": c.test, "unit": o.unit, "p_value": fmt_p(p_model[i]),
+            "p_adjusted": fmt_p(adj_model[i]),
+            "family": (f"{fam[i]} (Holm, m = {m_of[i]})" if tested and _is_new(o)
+                       else f"{fam[i]} (Holm)" if np.isfinite(p_model[i]) else ""),
+            "interval": o.interval if j.interval is None else j.interval,
+            "mde": j.mde, "design_effect": j.design_effect, "seeds": o.seeds,
+            "per_task": j.per_task, "verdict": v,
+            "control_verdict": cj.verdict if cj is not None else "", "heads": o.heads,
+            "note": note})
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+#: The notebook of the ledger itself: registry claims no notebook measures are its rows.
+LEDGER_NOTEBOOK = "08"
+
+
+def _present(notebook: str, tables: Tables) -> bool:
+    """Whether a claim of ``notebook`` has a row in this folder: the notebook's provenance is
+    there; claims of the ledger's own notebook (08, registry entries no notebook measures)
+    appear in every folder that holds a run, since the ledger is built before 08 writes its
+    provenance and 08 covers every model."""
+    if notebook == LEDGER_NOTEBOOK:
+        return bool(tables.notebooks)
+    return notebook in tables.notebooks
+
+
+def _quotes() -> dict[str, str]:
+    from .. import claims as registry
+
+    return registry.quotes()
+
+
+def _quote(c: Claim, quotes: dict[str, str]) -> str:
+    """The paper's words the row tests: its registry entries' quotes, ``" | "`` between
+    several; an id the registry lacks is named so, never dropped silently."""
+    return " | ".join(quotes.get(i, f"(no registry entry {i!r})") for i in c.registry)
 
 
 def pct(x: float, digits: int = 1) -> str:

@@ -556,8 +556,9 @@ def claims(ledger_dir: Path, model_name: str, num_layers: int, num_heads: int) -
     in its ``heads`` column ("3-9, 2-5": ``heads``) and a head of the paper's model (BERT-base)
     in its ``paper_value`` ("4-10: 70.4 vs. 70.2": ``paper_heads``, numbers that mean another
     model's head, never this one's). Returns ``{"source", "note", "rows": [{"heads",
-    "paper_heads", "claim", "paper_value", "this_run", "verdict", "control_verdict", "test",
-    "p_value", "p_adjusted", "family", "note", "notebook", "paper", "criterion"}]}``."""
+    "paper_heads", "claim", "quote", "paper_value", "this_run", "verdict", "control_verdict",
+    "test", "unit", "p_value", "p_adjusted", "family", "interval", "mde", "per_task", "note",
+    "notebook", "paper", "criterion"}]}`` (a column an older ledger lacks reads ``""``)."""
     path = ledger_dir / LEDGER
     if not path.exists():
         return {"source": None, "rows": [],
@@ -569,8 +570,9 @@ def claims(ledger_dir: Path, model_name: str, num_layers: int, num_heads: int) -
         raise AtlasError(f"results/{LEDGER} lacks column(s) {missing}; re-run notebook 08 to "
                          "rewrite the ledger")
     df = df[(df["model"] == model_name) | df["model"].str.startswith(f"{model_name} (")]
-    keep = ("claim", "paper_value", "this_run", "verdict", "control_verdict", "test",
-            "p_value", "p_adjusted", "family", "note", "notebook", "paper", "criterion")
+    keep = ("claim", "quote", "paper_value", "this_run", "verdict", "control_verdict", "test",
+            "unit", "p_value", "p_adjusted", "family", "interval", "mde", "per_task", "note",
+            "notebook", "paper", "criterion")
     rows = []
     for _, r in df.iterrows():
         named = heads_named(r["heads"], num_layers, num_heads)

@@ -117,8 +117,8 @@ def _ledger(results: str | Path | None) -> pd.DataFrame:
 def findings_table(results: str | Path | None = None) -> str:
     """The findings at a glance (README): per model and notebook, how many claims of the
     claims ledger (``results/08_claims.csv``, see :mod:`analysis_utils.ledger`) came out
-    yes / no / mixed / untestable, beside the random-weights control's yes under the same
-    rules."""
+    yes / no / inconclusive / mixed / untestable, beside the random-weights control's yes under
+    the same rules."""
     from .. import ledger
 
     return ledger.findings_markdown(_ledger(results)) + "\n"
@@ -142,10 +142,12 @@ def registry_line() -> str:
     papers' claims it quotes, how many a ledger row tests, how many wait for one and how many
     are untestable here (an untestable claim may also have a row that reads so)."""
     from .. import claims
+    from ..claims import coverage
 
     entries = claims.load()
-    tested = sum(e.tested for e in entries)
-    pending = sum(e.pending for e in entries)
+    rows = coverage.rows_by_entry()
+    tested = sum(coverage.tested(e, rows) for e in entries)
+    pending = sum(coverage.pending(e, rows) for e in entries)
     untestable = sum(e.untestable for e in entries)
     return (f"- **The claims registry**: {len(entries)} claims quoted from the papers; "
             f"{tested} tested by a ledger row, {pending} waiting for one, {untestable} "
@@ -212,8 +214,9 @@ def ledger_table(results: str | Path | None = None, root: str | Path | None = No
     """The book's findings: every row of the claims ledger, one table per model, each row
     linked to the Verdicts section of the notebook that checks it (the model's own rendered
     notebook: ``notebooks/`` or ``notebooks/base/``) and, where it names heads, to the head
-    atlas at each of them. ``root``: the checkout whose notebooks and atlas pages the links
-    name (default: this one)."""
+    atlas at each of them; with the paper's words (``quote``), the unit that was resampled and
+    the interval at the family's level (blank in a ledger that predates them). ``root``: the
+    checkout whose notebooks and atlas pages the links name (default: this one)."""
     root = Path(root) if root is not None else paths.REPO_ROOT
     df = _ledger(results)
     found = runs(results)
@@ -228,13 +231,16 @@ def ledger_table(results: str | Path | None = None, root: str | Path | None = No
         if atlas:
             parts += [f"Heads link to the head atlas of {run.model}, "
                       f'<a href="{atlas}">{atlas}</a>.', ""]
-        parts += ["| notebook | claim | paper | this run | p (Holm) | verdict | control | "
-                  "heads |", "|---|---|---|---|---|---|---|---|"]
+        parts += ["| notebook | claim | the paper's words | paper | this run | unit | "
+                  "interval | p (Holm) | verdict | control | heads |",
+                  "|---|---|---|---|---|---|---|---|---|---|---|"]
         for _, row in g.iterrows():
             page = run.notebook_page(row["notebook"], root)
             parts.append("| " + " | ".join([
                 f"[{row['notebook']}]({page}#verdicts)", _cell(row["claim"]),
-                _cell(row["paper_value"]), _cell(row["this_run"]), _cell(row["p_adjusted"]),
+                _cell(row.get("quote", "")) or "\u2013", _cell(row["paper_value"]),
+                _cell(row["this_run"]), _cell(row.get("unit", "")) or "\u2013",
+                _cell(row.get("interval", "")) or "\u2013", _cell(row["p_adjusted"]),
                 f"**{row['verdict']}**", _cell(row["control_verdict"]) or "\u2013",
                 _head_links(row["heads"], run, atlas) or "\u2013"]) + " |")
         parts.append("")

@@ -7,8 +7,9 @@ would render it now differs from what rendered it then:
 
 - its source ``notebooks/NN_*.py`` or any module of the package it imports, transitively
   (:mod:`analysis_utils.imports`; lazy imports inside functions included), or the data
-  manifest ``analysis_utils/data/data_manifest.json``, differs between that commit and the
-  working tree. Python files are compared as code: comments, docstrings and layout do not
+  manifest ``analysis_utils/data/data_manifest.json``, or a data file a module it imports reads
+  (:data:`MODULE_DATA`: the claims registry ``analysis_utils/claims/registry.toml``, read
+  through the ledger's ``quote`` column), differs between that commit and the working tree. Python files are compared as code: comments, docstrings and layout do not
   count (a notebook's Markdown cells are comments of its percent-format source, and
   jupytext re-syncs them without running anything); other files byte for byte;
 - the parameters it ran with are not those its profile gives now (the notebook's parameters
@@ -35,6 +36,9 @@ from pathlib import Path
 from . import imports
 
 MANIFEST = "analysis_utils/data/data_manifest.json"
+#: Data files a package module reads, relative to the package folder: an input of every
+#: notebook whose import closure holds the module (module relative to the package too).
+MODULE_DATA: dict[str, tuple[str, ...]] = {"claims": ("claims/registry.toml",)}
 #: Judged through the recorded parameters instead (see the module docstring).
 NOT_AS_FILES = ("analysis_utils/profiles.py",)
 
@@ -128,13 +132,17 @@ class _Revision:
 def notebook_inputs(source: Path, repo: Path, graph: dict[str, set[str]] | None = None,
                     package: str = imports.PACKAGE) -> list[str]:
     """Repository-relative paths of what rendering ``source`` (a ``notebooks/NN_*.py``) reads
-    as code or settings: the source itself, every package module it imports transitively, and
-    the data manifest, less :data:`NOT_AS_FILES`; sorted."""
+    as code or settings: the source itself, every package module it imports transitively, the
+    data manifest, and the data files of :data:`MODULE_DATA` whose module it imports, less
+    :data:`NOT_AS_FILES`; sorted."""
     modules = imports.package_modules(repo, package)
     graph = graph if graph is not None else imports.import_graph(repo, package)
     direct = imports.imports_of(source.read_text(), modules, filename=str(source))
-    files = {modules[m].relative_to(repo).as_posix() for m in imports.closure(direct, graph)}
+    closure = imports.closure(direct, graph)
+    files = {modules[m].relative_to(repo).as_posix() for m in closure}
     files |= {source.relative_to(repo).as_posix(), MANIFEST}
+    files |= {f"{package}/{data}" for module, data_files in MODULE_DATA.items()
+              if f"{package}.{module}" in closure for data in data_files}
     return sorted(files - set(NOT_AS_FILES))
 
 

@@ -511,11 +511,16 @@
       dl.appendChild(el("dt", {}, k));
       dl.appendChild(el("dd", cls ? { class: cls } : {}, v));
     };
+    add("the paper's words", r.quote);
     add("paper (BERT-base)", r.paper_value);
     add("this run", r.this_run);
     add("verdict", r.verdict, /^(yes|held)/i.test(r.verdict) ? "verdict-yes" : /^(no|not)/i.test(r.verdict) ? "verdict-no" : "");
+    add("per task", r.per_task);
     add("control's verdict", r.control_verdict);
     add("test", r.test);
+    add("resampled unit", r.unit);
+    add("interval", r.interval);
+    add("smallest detectable effect", r.mde);
     add("p", r.p_value);
     add("corrected p", r.p_adjusted + (r.family ? " (" + r.family + ")" : ""));
     add("criterion", r.criterion);

@@ -1,0 +1,292 @@
+"""The ledger's rules for notebooks 02 (Clark 4.2, Table 1) and 03 (Clark 4.3, Table 2) on
+hand-made run folders: each rule's Check (kind, null, paper effect, margin) and its
+estimate against a margin worked out by hand; the paired test sharper than an unpaired one;
+document clustering widening 03's interval.
+
+The 02 folder (8 sentences in 4 documents, 1 layer x 2 heads, so 4 head-directions:
+columns 0 = dep2head 1-1, 1 = dep2head 1-2, 2 = head2dep 1-1, 3 = head2dep 1-2; offsets -1
+and +1). Each sentence ``s`` holds the rows All (word 0), All (word 1), det (0), det (1),
+obj (1), case (0)::
+
+    All   col 0 right for s < 6 (12/16 = .75); col 1 for s < 2 (.25); +1 right for s < 4 (.5)
+    det   col 0 always (1.0); col 1 on word 0 (.5); cols 2, 3 for s < 2 (.25);
+          +1 right for even s (.5)
+    obj   col 1 for s % 4 != 0 (.75); +1 for s < 2 (.25)
+    case  col 2 for s < 4 (.5); -1 for s < 6 (.75)
+
+With [CLS]/[SEP] kept as candidates, col 0 loses the All words of s = 0 (2/16 = .125) and col
+1 those of s < 2 (4/16 = .25): losses (.125, .25, 0, 0), median .0625. Word 1 is a DET (a
+non-noun), word 0 a NOUN; in head 1-1 word 1 puts .7 on [SEP] for s < 4, .5 after (mean .6).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+from analysis_utils.analyses import coref, syntax
+from analysis_utils.ledger import clark, core
+from analysis_utils.ledger.resample import cluster_bootstrap, max_over_heads
+from analysis_utils.papers import CLARK_TABLE1, CLARK_TABLE2
+
+RELS = ("All", "All", "det", "det", "obj", "case")
+DEPS = (0, 1, 0, 1, 1, 0)
+N_SENT = 8
+
+
+def _words():
+    rows = [(s, rel, dep) for s in range(N_SENT) for rel, dep in zip(RELS, DEPS, strict=True)]
+    W = len(rows)
+    c = np.zeros((2, 1, 2, W), dtype=bool)  # (direction, layer, head, word)
+    off = np.zeros((2, W), dtype=bool)  # offsets -1, +1
+    share = np.zeros((2, 1, 2, W), dtype=np.float16)
+    for i, (s, rel, dep) in enumerate(rows):
+        if rel == "All":
+            c[0, 0, 0, i] = s < 6
+            c[0, 0, 1, i] = s < 2
+            off[1, i] = s < 4
+            share[1, 0, 0, i] = (0.7 if s < 4 else 0.5) if dep == 1 else 0.1
+        elif rel == "det":
+            c[0, 0, 0, i] = True
+            c[0, 0, 1, i] = dep == 0
+            c[1, 0, :, i] = s < 2
+            off[1, i] = s % 2 == 0
+        elif rel == "obj":
+            c[0, 0, 1, i] = s % 4 != 0
+            off[1, i] = s < 2
+        else:  # case
+            c[1, 0, 0, i] = s < 4
+            off[0, i] = s < 6
+    special = c.copy()
+    for i, (s, rel, _dep) in enumerate(rows):
+        if rel == "All":
+            special[0, 0, 0, i] &= s != 0
+            special[0, 0, 1, i] &= s >= 2
+    sw = syntax.ScoredWords(c, np.array([r[0] for r in rows], dtype=np.int32),
+                            np.array([r[2] for r in rows], dtype=np.int32),
+                            np.array([r[1] for r in rows]), syntax.DIRECTIONS, special, share)
+    sents = [SimpleNamespace(sent_id=f"doc{s // 2}-{s % 2 + 1}", upos=("NOUN", "DET"))
+             for s in range(N_SENT)]
+    return syntax.by_word_arrays(sw, off, [-1, 1], sents, share_head=(0, 0, "dep2head"))
+
+
+def _provenance(folder, prefix, params):
+    ident = {"name": "tiny", "num_layers": 1, "num_heads": 2}
+    (folder / f"{prefix}_provenance.json").write_text(json.dumps(
+        {"parameters": params, "models": {"model": ident}}))
+
+
+@pytest.fixture()
+def t02(tmp_path):
+    f = tmp_path / "run02"
+    f.mkdir()
+    _provenance(f, "02", {"min_count": 1})
+    arrays = _words()
+    for which in ("model", "control"):
+        np.savez_compressed(f / f"02_by_word_{which}.npz", **arrays)
+    return core.Tables(f)
+
+
+def _claim(start, notebook):
+    return next(c for c in clark.claims() if c.notebook == notebook
+                and c.claim.startswith(start))
+
+
+def test_a_table1_row_is_the_best_head_against_the_best_offset_on_sentences(t02):
+    c = _claim("a head tracks det better", "02")
+    assert c.registry == ("clark-4.2-table1-det", "clark-4.2-specialised-heads")
+    o = c.rule(t02, "model")
+    ch = o.check
+    acc, base = CLARK_TABLE1["det"][1:3]
+    assert (ch.kind, ch.null, ch.direction) == ("effect", 0.0, 1)
+    assert ch.paper_effect == pytest.approx((acc - base) / 100)
+    r = ch.result
+    assert r.best == 0 and r.estimate == pytest.approx(1.0 - 0.5)  # col 0 vs. offset +1
+    assert r.n_clusters == N_SENT and o.unit == "8 sentences" and o.heads == "1-1"
+    assert o.value.startswith("det 1-1 dep2head: 100.0 vs. offset +1 50.0 (+50.0)")
+    assert "4 EWT documents" in o.note and o.scale == 100
+    assert not _claim("a head tracks prep better", "02").rule(t02, "model").check
+    assert "no UD relation" in _claim("a head tracks prep", "02").rule(t02, "model").untestable
+
+
+def test_no_single_head_is_a_no_effect_claim_against_right_branching(t02):
+    c = _claim("no single head does well", "02")
+    assert c.registry == ("clark-4.2-no-single-head-overall",) and not c.control
+    o = c.rule(t02, "model")
+    ch = o.check
+    assert ch.kind == "no effect" and ch.null == 0.0
+    # the margin: the largest margin of an unbolded Table 1 row (nsubj 58.5 - 45.5)
+    assert ch.margin == pytest.approx(0.13) == clark.NOT_MUCH
+    assert ch.paper_effect == pytest.approx((34.5 - 26.3) / 100)
+    assert ch.result.best == 0 and ch.result.estimate == pytest.approx(0.75 - 0.5)
+
+
+def test_the_paired_test_is_sharper_than_an_unpaired_one(t02):
+    """All words: head 1-1 right in sentences 0-5, right-branching in 0-3: the two agree on
+    sentences 0-3 and 6-7, so the paired margin varies far less than two separate means."""
+    r = _claim("no single head does well", "02").rule(t02, "model").check.result
+    z = np.load(t02.path / "02_by_word_model.npz")
+    rows = z["all_rows"]
+    head = syntax.unpack_bits(z["head_correct"], 4)[rows, 0].astype(float)
+    base = syntax.unpack_bits(z["offset_correct"], 2)[rows, 1].astype(float)
+    sent = z["sentence"][rows]
+    unpaired = math.hypot(cluster_bootstrap(head, sent).se, cluster_bootstrap(base, sent).se)
+    # by hand: per sentence, paired differences 0,0,0,0,1,1,0,0: var .25 * .75 / 8
+    assert r.se == pytest.approx(math.sqrt(0.1875 / 8), rel=0.1)
+    assert unpaired == pytest.approx(math.sqrt((0.1875 + 0.25) / 8), rel=0.1)
+    assert r.se < 0.75 * unpaired
+
+
+def test_relations_over_75_are_judged_per_relation(t02):
+    c = _claim("heads find direct objects", "02")
+    assert c.registry == ("clark-1-relations-over-75",)
+    o = c.rule(t02, "model")
+    assert o.scope == "every"
+    assert set(o.per_task) == {"obj (dobj)", "det", "case (pobj)", "nmod:poss (poss)"}
+    # det: head 1-1 is right on every word, so no resample varies it (max-T cannot
+    # studentise it): its accuracy itself is tested against 75%
+    det = o.per_task["det"][0]
+    assert det.null == 0.75 and det.result.estimate == pytest.approx(1.0)
+    assert det.paper_effect == pytest.approx(0.943)
+    obj = o.per_task["obj (dobj)"][0]
+    assert obj.null == 0.0 and obj.result.estimate == pytest.approx(0.75 - 0.75)
+    assert obj.paper_effect == pytest.approx((86.8 - 75) / 100)
+    assert o.per_task["case (pobj)"][0].result.estimate == pytest.approx(0.5 - 0.75)
+    assert "no nmod:poss words" in o.per_task["nmod:poss (poss)"][0].untestable
+
+
+def test_direction_compares_each_directions_best_head_on_the_same_words(t02):
+    c = _claim("for every relation of Table 1 but pobj", "02")
+    assert c.registry == ("clark-4.2-direction",)
+    o = c.rule(t02, "model")
+    det = o.per_task["det"][0]
+    assert det.result.estimate == pytest.approx(1.0 - 0.25)  # dep2head 1-1 vs. head2dep
+    assert det.null == 0.0 and det.paper_effect is None and det.margin == 0.01
+    # case: the paper's pobj reversed; head2dep 1-1 (.5) beats every dep2head head (0)
+    assert o.per_task["case (pobj)"][0].result.estimate == pytest.approx(0.0 - 0.5)
+    assert "prep" not in " ".join(o.per_task)
+
+
+def test_only_slightly_reads_the_third_smallest_margin(t02):
+    c = _claim("for many relations BERT only slightly", "02")
+    assert c.registry == ("clark-4.2-only-slightly",) and not c.control
+    o = c.rule(t02, "model")
+    # det +.5, obj .75 - .25 = +.5, case .5 - .75 = -.25: ceil(3/3) = 1st smallest
+    assert o.check.result.estimate == pytest.approx(-0.25)
+    assert (o.check.null, o.check.direction) == (pytest.approx(0.13), -1)
+    assert o.value.startswith("1 of 3 relations")
+
+
+def test_non_nouns_of_the_best_obj_head_and_the_special_tokens(t02):
+    o = _claim("in the direct-object head", "02").rule(t02, "model")
+    assert o.check.null == 0.5 and o.check.result.estimate == pytest.approx(0.6, abs=1e-3)
+    assert o.heads == "1-1" and "on [CLS]" in o.value and "model note" not in o.note
+    ig = _claim("ignoring [SEP] and [CLS]", "02")
+    assert ig.registry == ("clark-4.1-ignore-special",)
+    o = ig.rule(t02, "model")
+    assert o.check.kind == "no effect" and o.check.margin == 0.01
+    assert o.check.result.estimate == pytest.approx((0.0 + 0.125) / 2)  # median of 4
+
+
+def test_a_missing_per_word_file_names_the_notebook(tmp_path):
+    f = tmp_path / "old"
+    f.mkdir()
+    _provenance(f, "02", {})
+    with pytest.raises(FileNotFoundError, match="notebook 02"):
+        _claim("a head tracks det", "02").rule(core.Tables(f), "model")
+
+
+# --- 03 -------------------------------------------------------------------------------------
+# 6 documents of 10 mentions, 1 layer x 3 heads. Head 1-1 is right on every mention of
+# documents 0-2 and on none of 3-5 (.5, all of it between documents); head 1-2 on mentions
+# 0-3 of each document (.4); head 1-3 never. Head-word match is right on mentions 0 and 5
+# (.2), nearest on mention 0 (.1), rule-based on 0-5 (.6). Mentions 0-3 are nominal.
+
+def _mentions():
+    M, per = 60, 10
+    idx = np.arange(M) % per
+    doc = np.arange(M) // per
+    c = np.zeros((1, 3, M), dtype=bool)
+    c[0, 0] = doc < 3
+    c[0, 1] = idx < 4
+    base = np.zeros((len(coref.SYSTEMS), M), dtype=bool)
+    sys_ = {s: i for i, s in enumerate(coref.SYSTEMS)}
+    base[sys_["head_match"]] = (idx == 0) | (idx == 5)
+    base[sys_["nearest"]] = idx == 0
+    base[sys_["rule_based"]] = idx < 6
+    base[sys_["head_match_fallback"]] = idx < 2
+    groups = [{"all": "All", "type": "nominal" if i < 4 else "pronoun", "person": "3",
+               "type_person": "x"} for i in idx]
+    sm = coref.ScoredMentions(c, np.array([f"d{d}" for d in doc]), np.zeros(M, np.int32),
+                              groups)
+    return coref.by_mention_arrays(sm, base)
+
+
+@pytest.fixture()
+def t03(tmp_path):
+    f = tmp_path / "run03"
+    f.mkdir()
+    _provenance(f, "03", {})
+    for which in ("model", "control"):
+        np.savez_compressed(f / f"03_by_mention_{which}.npz", **_mentions())
+    return core.Tables(f)
+
+
+def test_over_10_points_is_a_null_of_10_points(t03):
+    c = _claim("the best head beats head-word match by over 10", "03")
+    assert c.registry == ("clark-4.3-over-10-points",)
+    o = c.rule(t03, "model")
+    ch = o.check
+    assert ch.null == 0.0 and ch.result.best == 0
+    assert ch.result.estimate == pytest.approx(0.5 - 0.2 - 0.10)  # margin beyond +10
+    paper = (CLARK_TABLE2["head 5-4"][0] - CLARK_TABLE2["head_match"][0]) / 100
+    assert ch.paper_effect == pytest.approx(paper - 0.10)  # 65 - 52 - 10 = +3
+    assert o.unit == "6 documents" and o.heads == "1-1"
+    close = _claim("the best head comes within 5 points", "03").rule(t03, "model").check
+    assert close.result.estimate == pytest.approx(0.5 - 0.6 + 0.05)
+    assert close.paper_effect == pytest.approx((65 - 69) / 100 + 0.05)
+    near = _claim("the best head beats the nearest", "03").rule(t03, "model").check
+    assert near.result.estimate == pytest.approx(0.5 - 0.1)
+
+
+def test_document_clustering_widens_the_interval(t03):
+    """Head 1-1's hits are whole documents: resampling 6 documents sees that; treating the
+    60 mentions as independent does not (design effect well above 1)."""
+    r = _claim("the best head beats the nearest", "03").rule(t03, "model").check.result
+    z = np.load(t03.path / "03_by_mention_model.npz")
+    hc = syntax.unpack_bits(z["head_correct"], 3).astype(float)
+    near = z["baseline_correct"][:, list(z["systems"]).index("nearest")].astype(float)
+    iid = max_over_heads(hc, near, np.arange(len(near)))
+    assert r.hi - r.lo > 1.5 * (iid.hi - iid.lo)
+    assert r.design_effect > 2
+
+
+def test_nominal_lead_against_the_lead_on_all_mentions(t03):
+    c = _claim("the best head is particularly good with nominal", "03")
+    assert c.registry == ("clark-4.3-nominal",)
+    ch = c.rule(t03, "model").check
+    # head 1-1 on nominal: .5 vs. head match .25 (+.25); on all .5 vs. .2 (+.3)
+    assert ch.result.estimate == pytest.approx(0.25 - 0.3)
+    assert ch.paper_effect == pytest.approx(((58 - 40) - (65 - 52)) / 100)
+
+
+def test_shared_resamples_equal_a_cluster_bootstrap_for_a_group_of_every_sentence():
+    rng = np.random.default_rng(1)
+    sentence = np.repeat(np.arange(30), 3)
+    values = (rng.random((90, 4)) < 0.4).astype(float)
+
+    def gap(m):
+        return m[..., :2].max(axis=-1) - m[..., 2:].max(axis=-1)
+
+    one = clark._shared_resamples(sentence, {"x": (np.arange(90), values, gap)},
+                                  n_resamples=500)["x"]
+    ref = cluster_bootstrap(values, sentence, statistic=gap, n_resamples=500)
+    assert one.estimate == pytest.approx(ref.estimate)
+    np.testing.assert_allclose(one.draws, ref.draws)
+    # a group in one sentence cannot be resampled: the reason, not a crash
+    assert "too little data" in clark._shared_resamples(
+        sentence, {"y": (np.arange(3), values[:3], gap)}, n_resamples=10)["y"]
