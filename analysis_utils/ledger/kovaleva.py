@@ -8,6 +8,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import warnings
+import zlib
 
 import numpy as np
 import pandas as pd
@@ -30,13 +31,11 @@ from ..papers import (
 from . import resample as rs
 from . import stats
 from .core import (
-    ALPHA,
     MIN_SEEDS,
     Check,
     Claim,
     Outcome,
     Tables,
-    fmt_p,
     heterogeneous_band,
     pct,
 )
@@ -44,9 +43,6 @@ from .depth import share_note
 
 KOVALEVA = "Kovaleva et al. 2019"
 MODE = "uniform"
-#: FrameNet heads are "unimportant" when no disabling lowers the metric by more than this
-#: (points): the lower end of every 95% interval stays above -EQUIVALENCE_MARGIN.
-EQUIVALENCE_MARGIN = 1.0
 #: "The heads a task relies on": the K heads whose disabling costs most.
 K_COSTLIEST = 5
 
@@ -698,19 +694,9 @@ def _heterogeneous_finetuned(t: Tables, which: str) -> Outcome:
 # resamples the dev examples (and, pooled, the fine-tuning seeds) itself. Gains and drops get
 # the same two-sided max-T correction over a model's heads or layers; claims about tasks are
 # judged per task (``per_task``, seeds of one task disagreeing is ``mixed``, nothing else).
-# The imports stay in this block: the other blocks of this module are edited concurrently.
 
-import functools  # noqa: E402
-import zlib  # noqa: E402
-
-from . import resample as rs  # noqa: E402
-from .core import Check  # noqa: E402
-
-#: Resamples of the dev examples per test (the max-T critical values at the family-corrected
-#: level 0.05 / m rest on the far tail: 10,000 keeps ~50 draws beyond it at m = 10).
-N_RESAMPLES = 10_000
-#: GLUE metric names (analysis_utils.data.glue_metrics) -> resample.METRICS names.
-_METRIC = {"matthews": "mcc"}
+# N_RESAMPLES and _METRIC (GLUE metric names -> resample.METRICS names) are 06's: 10,000
+# resamples keep ~50 draws beyond the max-T critical value at the family level 0.05 / 10.
 
 
 @dataclasses.dataclass(frozen=True)
@@ -744,7 +730,7 @@ class _Preds:
 
 
 @functools.lru_cache(maxsize=16)
-def _npz(path: str, mtime: float) -> dict:
+def _load07(path: str, mtime: float) -> dict:
     with np.load(path, allow_pickle=False) as z:
         return {k: z[k] for k in z.files}
 
@@ -759,7 +745,7 @@ def _prediction_tasks(t: Tables) -> list[str]:
 
 def _preds(t: Tables, task: str) -> _Preds:
     p = t.path / f"07_predictions_{task}.npz"
-    z = _npz(str(p), p.stat().st_mtime)
+    z = _load07(str(p), p.stat().st_mtime)
     preds = {int(k.split("_")[1]): z[k] for k in z
              if k.startswith("pred_") and k.split("_", 2)[2] == MODE}
     if not preds:
@@ -799,7 +785,7 @@ def _resample_seed(task: str) -> int:
 
 @functools.lru_cache(maxsize=32)
 def _draws_cached(path: str, mtime: float, seed: int, n_resamples: int):
-    z = _npz(path, mtime)
+    z = _load07(path, mtime)
     task = path.rsplit("07_predictions_", 1)[1][:-len(".npz")]
     metric = str(z["metric"])
     est, draws = rs.metric_draws(z["labels"], z[f"pred_{seed}_{MODE}"],
@@ -846,7 +832,7 @@ def _pts(x: float) -> str:
     return f"{100 * x:+.2f}"
 
 
-def _seeds_of(ps: dict[str, _Preds]) -> str:
+def _seeds07(ps: dict[str, _Preds]) -> str:
     return _seeds_text({task: len(p.seeds) for task, p in ps.items()})
 
 
@@ -883,7 +869,7 @@ def _some_head_improves(t: Tables, which: str) -> Outcome:
     per_task, parts, heads = _best_head_checks(t, ps, +1,
                                                KOVALEVA_SECTION46["best_head_gain"])
     return Outcome(value="largest gain per model: " + "; ".join(parts), per_task=per_task,
-                   scope="every", unit=_unit(ps), seeds=_seeds_of(ps),
+                   scope="every", unit=_unit(ps), seeds=_seeds07(ps),
                    heads=", ".join(dict.fromkeys(heads)), scale=100, suffix=" points",
                    digits=2,
                    note="per model, max-T over its heads, two-sided (gains and drops corrected "
@@ -903,7 +889,7 @@ def _help_and_hurt(t: Tables, which: str) -> Outcome:
         per_task[f"{task}: a head hurts"] = down[task]
     return Outcome(value="largest gain: " + "; ".join(up_parts) + " | largest drop: "
                    + "; ".join(down_parts), per_task=per_task, scope="every",
-                   unit=_unit(ps), seeds=_seeds_of(ps), scale=100, suffix=" points", digits=2,
+                   unit=_unit(ps), seeds=_seeds07(ps), scale=100, suffix=" points", digits=2,
                    note="both halves per task: the largest gain's and the largest drop's "
                         "simultaneous intervals under one two-sided max-T over the model's "
                         "heads")
@@ -923,7 +909,7 @@ def _gain_range(t: Tables, which: str) -> Outcome:
     order = ", ".join(f"{task} {_pts(v)}" for task, v in sorted(best.items(),
                                                                    key=lambda x: x[1]))
     return Outcome(value="largest gain per model: " + "; ".join(parts), per_task=per_task,
-                   scope="every", unit=_unit(ps), seeds=_seeds_of(ps), scale=100,
+                   scope="every", unit=_unit(ps), seeds=_seeds07(ps), scale=100,
                    suffix=" points", digits=2,
                    note="per model, the largest single-head gain (max-T over the heads) "
                         "against the paper's (+0.1 STS-B, +1.2 MRPC) within the metric's "
@@ -957,7 +943,7 @@ def _random_head_helps(t: Tables, which: str) -> Outcome:
             seeds.append(f"s{s} {_pts(one.estimate)} [{_pts(one.lo)}, {_pts(one.hi)}]")
         parts.append(f"{task} {_pts(r.estimate)} pooled ({'; '.join(seeds)})")
     return Outcome(value="mean change over heads: " + "; ".join(parts), per_task=per_task,
-                   scope="every", unit=_unit(ps, pooled=True), seeds=_seeds_of(ps), scale=100,
+                   scope="every", unit=_unit(ps, pooled=True), seeds=_seeds07(ps), scale=100,
                    suffix=" points", digits=2,
                    note="the mean over heads of (metric with the head disabled - intact), "
                         "pooled over the fine-tuning seeds (hierarchical bootstrap); the paper "
@@ -982,7 +968,7 @@ def _layer_improves(t: Tables, which: str) -> Outcome:
             parts.append(f"{task} s{seed}: {p.changes[rows[k]]} {_pts(r.margins[k])}")
         per_task[task] = checks
     return Outcome(value="best layer per model: " + "; ".join(parts), per_task=per_task,
-                   scope="some", unit=_unit(ps), seeds=_seeds_of(ps), scale=100,
+                   scope="some", unit=_unit(ps), seeds=_seeds07(ps), scale=100,
                    suffix=" points", digits=2,
                    note="per model, max-T over its layers, two-sided; the largest gain's "
                         "simultaneous interval is judged (RTE against the paper's +3.2 "
@@ -1009,7 +995,7 @@ def _rte_layer1(t: Tables, which: str) -> Outcome:
                          f"({'; '.join(per_seed)})",
                    check=Check(r, paper_effect=KOVALEVA_SECTION46["layer1_rte_gain"] / 100,
                                untestable=_gate(p)),
-                   unit=_unit({"RTE": p}, pooled=True), seeds=_seeds_of({"RTE": p}),
+                   unit=_unit({"RTE": p}, pooled=True), seeds=_seeds07({"RTE": p}),
                    scale=100, suffix=" points", digits=2,
                    note="layer 1 is the first layer (1-based); the same fine-tuned model with "
                         "and without it, seeds paired")
@@ -1032,7 +1018,7 @@ def _not_detrimental(t: Tables, which: str) -> Outcome:
             parts.append(f"{task} s{seed}: {p.changes[rows[k]]} {_pts(r.margins[k])}")
         per_task[task] = checks
     return Outcome(value="the change deciding it per model: " + "; ".join(parts),
-                   per_task=per_task, scope="every", unit=_unit(ps), seeds=_seeds_of(ps),
+                   per_task=per_task, scope="every", unit=_unit(ps), seeds=_seeds07(ps),
                    scale=100, suffix=" points", digits=2,
                    note="'not detrimental' as no drop beyond the metric's equivalence margin "
                         "(1 point; 2 for MCC) for any single head or whole layer: per model, "
@@ -1095,7 +1081,7 @@ def _same_heads(t: Tables, which: str) -> Outcome:
     return Outcome(value=f"Spearman {rho:+.2f} between the seed-mean head changes of STS-B "
                          "and RTE",
                    check=Check(r, untestable=_gate(*ps.values())), unit=_unit(ps, pooled=True),
-                   seeds=_seeds_of(ps),
+                   seeds=_seeds07(ps),
                    digits=2,
                    note=f"each task's dev examples and fine-tuning seeds resampled on their own; "
                         f"descriptive: of the {K_COSTLIEST} costliest heads to disable, STS-B "
@@ -1129,7 +1115,7 @@ def _varying_impact(t: Tables, which: str) -> Outcome:
     return Outcome(value=f"mean Spearman of the head changes: {w_est:+.2f} between seeds of "
                          f"one task, {b_est:+.2f} between tasks",
                    check=Check(r, untestable=_gate(*ps.values())), unit=_unit(ps),
-                   seeds=_seeds_of(ps), digits=2,
+                   seeds=_seeds07(ps), digits=2,
                    note="statistic: the mean correlation of the per-head changes between "
                         "fine-tuning seeds of one task minus that between tasks; each task's "
                         "dev examples resampled on their own, shared by its seeds")
@@ -1161,7 +1147,7 @@ def _framenet_unimportant(t: Tables, which: str) -> Outcome:
                          f"{_pts(est[rows[worst]] - est[0])}")
         per_task[task] = checks
     return Outcome(value="the head deciding it per model: " + "; ".join(parts),
-                   per_task=per_task, scope="every", unit=_unit(ps), seeds=_seeds_of(ps),
+                   per_task=per_task, scope="every", unit=_unit(ps), seeds=_seeds07(ps),
                    heads=", ".join(watch), scale=100, suffix=" points", digits=2,
                    note=f"no drop beyond the metric's equivalence margin (1 point; 2 for MCC) "
                         f"when either of {', '.join(watch)} is disabled: per model, max-T over "
@@ -1292,7 +1278,6 @@ def claims06() -> list[Claim]:
 def claims() -> list[Claim]:
     """Every claim of notebooks 06-07 that the ledger judges."""
     s46 = KOVALEVA_SECTION46
-    gate = f"at least {MIN_SEEDS} fine-tuning seeds per task, and the rule holds in every one"
     return [
         *claims06(),
         Claim("07", KOVALEVA, "4.6, Figure 8", "disabling some single head improves every task",
