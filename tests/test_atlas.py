@@ -381,9 +381,10 @@ def test_best_offsets_take_each_relations_best_and_its_n(tmp_path):
 def test_disabling_is_a_seed_mean_with_each_seeds_interval_and_holm_flag(tmp_path):
     rows = []
     for seed, deltas in ((42, [-10.0, 1.0, 0, 0, 0, 0]), (43, [-6.0, 3.0, 0, 0, 0, 0])):
-        for k, (la, he) in enumerate(_heads(0)):
+        for k, (la, he) in enumerate(_heads(1)):  # 1-based, as notebook 07 writes it
             rows.append({"task": "MRPC", "seed": seed, "mode": "uniform", "kind": "head",
-                         "layer": la, "head": he, "metric": "f1", "delta": deltas[k],
+                         "layer": la, "head": he, "label": f"{la}-{he}", "metric": "f1",
+                         "delta": deltas[k],
                          "ci_lo": deltas[k] - 2, "ci_hi": deltas[k] + 2,
                          "p_holm": 0.01 if k == 0 else 1.0, "holm": k == 0})
     rows.append({**rows[0], "kind": "baseline", "layer": None, "head": None})

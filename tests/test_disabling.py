@@ -140,6 +140,9 @@ def test_sweep_table_significance_and_summary(clf, data):
     assert list(t["kind"]) == ["baseline"] + ["head"] * 4 + ["layer"] * 2
     assert list(t["label"]) == ["baseline", "1-1", "1-2", "2-1", "2-2", "layer 1", "layer 2"]
     assert t["delta"].iloc[0] == 0 and t["mode"].iloc[0] == "none"
+    # layer and head numbered from 1, as the label (issue 33): "2-1" is layer 2, head 1
+    assert [int(t.loc[3, "layer"]), int(t.loc[3, "head"])] == [2, 1]
+    assert list(t.loc[t["kind"] == "layer", "layer"].astype(int)) == [1, 2]
     for k, row in t.iterrows():
         assert row["value"] == sig.accuracy(labels, res.predictions[k])
         assert row["delta"] == pytest.approx(row["value"] - t["value"].iloc[0])
@@ -219,6 +222,8 @@ def test_importance_normalisation_and_order():
         [(2, 1), (0, 0), (1, 0), (1, 1), (0, 1), (2, 0)]
     table = dis.importance_table(raw)
     assert list(table.sort_values("rank")["label"]) == ["3-2", "1-1", "2-1", "2-2", "1-2", "3-1"]
+    first = table.sort_values("rank").iloc[0]  # 1-based layer and head, as the label "3-2"
+    assert (int(first["layer"]), int(first["head"])) == (3, 2)
     assert not dis.normalize_importance(np.ones((2, 2))).any()
 
 
@@ -255,7 +260,7 @@ def test_seed_agreement_hand_made():
         rows = [{"kind": "baseline", "label": "baseline", "layer": None, "head": None,
                  "delta": 0.0, "holm": False}]
         for k, (d, h) in enumerate(zip(deltas, holm, strict=True)):
-            rows.append({"kind": "head", "label": f"1-{k + 1}", "layer": 0, "head": k,
+            rows.append({"kind": "head", "label": f"1-{k + 1}", "layer": 1, "head": k + 1,
                          "delta": d, "holm": h})
         return pd.DataFrame(rows)
 

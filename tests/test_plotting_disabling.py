@@ -47,10 +47,10 @@ def _layers():
     rows = []
     for task in ("MRPC", "STS-B"):
         for seed in ((42, 43) if task == "MRPC" else (42,)):
-            for layer in range(3):
-                d = float(layer - 1)
+            for layer in (1, 2, 3):  # 1-based, as 07_disabling.csv
+                d = float(layer - 2)
                 rows.append({"task": task, "seed": seed, "layer": layer, "delta": d,
-                             "ci_lo": d - 0.5, "ci_hi": d + 0.5, "holm": layer == 2,
+                             "ci_lo": d - 0.5, "ci_hi": d + 0.5, "holm": layer == 3,
                              "title": f"{task} (title)"})
     return pd.DataFrame(rows)
 
@@ -63,6 +63,9 @@ def test_layer_change_bars_one_bar_per_seed_and_layer():
     assert len(bars) == 6  # 3 layers x 2 seeds
     assert sorted(round(b.get_height(), 6) for b in bars) == [-1, -1, 0, 0, 1, 1]
     assert [t.get_text() for t in axes["STS-B (title)"].get_xticklabels()] == ["1", "2", "3"]
+    # the table's 1-based layer is the bar's position: layer 1 stands at x = 1, not 2
+    one_seed = [p for p in axes["STS-B (title)"].patches if isinstance(p, Rectangle)]
+    assert [round(b.get_x() + b.get_width() / 2, 6) for b in one_seed] == [1, 2, 3]
     stars = [line for line in axes["STS-B (title)"].lines if line.get_marker() == "*"]
     assert len(stars) == 1 and list(stars[0].get_ydata()) == [1.5]  # above the CI's top
     fig.savefig(io.BytesIO(), format="png")

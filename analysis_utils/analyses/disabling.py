@@ -365,8 +365,9 @@ class Sweep:
     """What :func:`sweep` measured.
 
     table: one row per change (first row the baseline): ``kind, layer, head, label, mode,
-    n_heads, metric, value, delta`` (``delta = value - baseline``; ``layer``/``head`` 0-based,
-    ``label`` as the papers print it). predictions: ``(len(changes), n)`` predicted classes
+    n_heads, metric, value, delta`` (``delta = value - baseline``; ``layer``/``head``
+    1-based, as the papers and ``label`` number them; a :class:`Change` holds the 0-based
+    indices the model is addressed by). predictions: ``(len(changes), n)`` predicted classes
     or scores, rows aligned with ``table``; labels: ``(n,)``; logits: ``(len(changes), n, C)``.
     """
 
@@ -386,12 +387,14 @@ def _metric_name(metric: Metric, name: str | None) -> str:
 def sweep_table(changes: Sequence[Change], values: np.ndarray,
                 metric_name: str) -> pd.DataFrame:
     """The table of a sweep (see :class:`Sweep`) from its changes and metric values, baseline
-    first."""
+    first; ``layer``/``head`` 1-based (issue 33: every saved table numbers them from 1)."""
     base = float(values[0])
     rows = []
     for change, value in zip(changes, values, strict=True):
         rows.append({"kind": change.kind,
-                     "layer": change.layer, "head": change.head, "label": change.name,
+                     "layer": None if change.layer is None else change.layer + 1,
+                     "head": None if change.head is None else change.head + 1,
+                     "label": change.name,
                      "mode": change.mode if change.heads else "none",
                      "n_heads": len(change.heads), "metric": metric_name,
                      "value": float(value), "delta": float(value) - base})
@@ -542,15 +545,18 @@ def summarize(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def head_grid(table: pd.DataFrame, column: str = "delta") -> np.ndarray:
-    """``(layers, heads)`` array of ``column`` over the single-head rows, for
+    """``(layers, heads)`` array of ``column`` over the single-head rows (1-based ``layer``
+    / ``head`` in the table, row ``layer - 1`` of the grid), for
     ``plotting.grid.draw_head_grid``."""
     heads = table[table["kind"] == "head"]
     if heads.empty:
         raise ValueError("the table has no single-head rows (kind == 'head')")
-    n_layers, n_heads = int(heads["layer"].max()) + 1, int(heads["head"].max()) + 1
-    grid = np.full((n_layers, n_heads), np.nan)
-    grid[heads["layer"].to_numpy(int), heads["head"].to_numpy(int)] = \
-        heads[column].to_numpy(float)
+    layer, head = heads["layer"].to_numpy(int) - 1, heads["head"].to_numpy(int) - 1
+    if layer.min() < 0 or head.min() < 0:
+        raise ValueError("layer/head must be 1-based (a table of sweep_table or "
+                         "compare_to_baseline); got a 0")
+    grid = np.full((int(layer.max()) + 1, int(head.max()) + 1), np.nan)
+    grid[layer, head] = heads[column].to_numpy(float)
     return grid
 
 
@@ -694,13 +700,13 @@ def importance_order(importance: np.ndarray) -> list[tuple[int, int]]:
 
 def importance_table(importance: np.ndarray, normalized: np.ndarray | None = None
                      ) -> pd.DataFrame:
-    """Tidy table: ``layer, head, label, importance, normalized, rank`` (rank 1 = least
-    important, the first pruned)."""
+    """Tidy table: ``layer, head, label, importance, normalized, rank`` (``layer``/``head``
+    1-based, as ``label``; rank 1 = least important, the first pruned)."""
     imp = np.asarray(importance, dtype=float)
     norm = normalize_importance(imp) if normalized is None else np.asarray(normalized)
     order = importance_order(norm)
     rank = {lh: r + 1 for r, lh in enumerate(order)}
-    rows = [{"layer": la, "head": h, "label": head_label(la, h), "importance": imp[la, h],
+    rows = [{"layer": la + 1, "head": h + 1, "label": head_label(la, h), "importance": imp[la, h],
              "normalized": norm[la, h], "rank": rank[(la, h)]}
             for la in range(imp.shape[0]) for h in range(imp.shape[1])]
     return pd.DataFrame(rows)

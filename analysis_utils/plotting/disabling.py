@@ -10,8 +10,9 @@ pruning curves of notebook 07.
 - :func:`pruning_curves_plot`: the metric as heads are removed from least to most important,
   per seed, beside random orders (their mean and min-max band).
 
-Inputs are tidy tables as :mod:`analysis_utils.analyses.disabling` returns them (0-based
-``layer``/``head``); figures are built without pyplot and label layers and heads 1-based.
+Inputs are tidy tables as :mod:`analysis_utils.analyses.disabling` returns them (1-based
+``layer``/``head``, as saved in ``07_disabling.csv``); head grids are ``(layers, heads)``
+arrays indexed from 0; figures are built without pyplot and label layers and heads 1-based.
 """
 
 from __future__ import annotations
@@ -96,7 +97,7 @@ def layer_change_bars(table: pd.DataFrame, *, panel: str = "task", group: str = 
     one bar per value of ``group`` side by side, with error bars from ``ci_lo`` to ``ci_hi``
     when the table has them; a star above a bar whose ``holm`` column is True.
 
-    table: rows with ``layer`` (0-based), ``delta`` and ``panel`` / ``group`` columns; an
+    table: rows with ``layer`` (1-based, as saved), ``delta`` and ``panel`` / ``group`` columns; an
     optional ``title`` column gives each panel's title (first row of the panel)."""
     names, fig, axes, ncols, nrows = _panel_grid(table[panel], ncols, (2.6, 2.4), suptitle)
     for ax, name in zip(axes, names, strict=False):
@@ -105,7 +106,7 @@ def layer_change_bars(table: pd.DataFrame, *, panel: str = "task", group: str = 
         width = 0.8 / len(groups)
         for g, key in enumerate(groups):
             rows = part[part[group] == key].sort_values("layer")
-            x = rows["layer"].to_numpy(int) + 1 + (g - (len(groups) - 1) / 2) * width
+            x = rows["layer"].to_numpy(int) + (g - (len(groups) - 1) / 2) * width
             d = rows["delta"].to_numpy(float)
             err = None
             if {"ci_lo", "ci_hi"} <= set(rows.columns):
@@ -120,7 +121,7 @@ def layer_change_bars(table: pd.DataFrame, *, panel: str = "task", group: str = 
                         markersize=6)
         ax.axhline(0, color="black", linewidth=0.6)
         layers = sorted(part["layer"].astype(int).unique())
-        ax.set_xticks([la + 1 for la in layers], [str(la + 1) for la in layers],
+        ax.set_xticks(layers, [str(la) for la in layers],
                       fontsize=TICK_SIZE)
         ax.tick_params(axis="y", labelsize=TICK_SIZE)
         ax.set_xlabel("layer disabled", fontsize=LABEL_SIZE)

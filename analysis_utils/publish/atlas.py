@@ -345,13 +345,21 @@ def _features(folder: Path, L: int, H: int) -> list[Property]:
     return out
 
 
+def _base07(df: pd.DataFrame) -> int:
+    """07's tables number layer and head from 1 since issue 33 (from 0 before): their
+    ``label`` ("3-8") says which; 1 without labels."""
+    if "label" not in df.columns or not len(df):
+        return 1
+    return 1 + int(df["layer"].iloc[0]) - int(str(df["label"].iloc[0]).split("-")[0])
+
+
 def _disabling(folder: Path, L: int, H: int) -> list[Property]:
     df = _read(folder, "07_disabling.csv")
     df = df[df["kind"] == "head"]
     out = []
     for (task, mode), m in df.groupby(["task", "mode"], sort=False):
         metric = m["metric"].iloc[0]
-        mean, sd, seeds = seed_stats(m, "delta", L, H, 0, "07_disabling.csv",
+        mean, sd, seeds = seed_stats(m, "delta", L, H, _base07(m), "07_disabling.csv",
                                      {"lo": "ci_lo", "hi": "ci_hi", "p": "p_holm",
                                       "holm": "holm"})
         out.append(Property(
@@ -367,7 +375,7 @@ def _importance(folder: Path, L: int, H: int) -> list[Property]:
     df = _read(folder, "07_importance.csv")
     out = []
     for task, m in df.groupby("task", sort=False):
-        mean, sd, seeds = seed_stats(m, "normalized", L, H, 0, "07_importance.csv")
+        mean, sd, seeds = seed_stats(m, "normalized", L, H, _base07(m), "07_importance.csv")
         out.append(Property(
             f"07.importance.{task}", f"{task}: importance (Michel et al.)", mean, None,
             roles=("importance", "pruning", task.lower()), seeds=seeds, spread=sd,
