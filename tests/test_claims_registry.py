@@ -16,9 +16,6 @@ from analysis_utils.claims import coverage
 
 #: Branch r-core: the rule rewrites of issue 33 (other branches) give every ledger Claim its
 #: registry ids; until they are merged these checks fail, and the markers go then.
-UNTIL_MERGED = pytest.mark.xfail(strict=False, reason="branch r-core: the rules' Claims name "
-                                 "their registry entries once the rule rewrites of issue 33 "
-                                 "are merged; then this passes and the marker goes")
 
 
 @pytest.fixture(scope="module")
@@ -167,17 +164,14 @@ def test_every_untestable_entry_has_a_row_that_reads_untestable(entries, rows):
     assert [e.id for e in entries if e.untestable and not rows.get(e.id)] == []
 
 
-@UNTIL_MERGED
 def test_every_declared_ledger_claim_names_an_entry(declared):
     assert coverage.unregistered(declared) == []
 
 
-@UNTIL_MERGED
 def test_every_testable_entry_has_a_ledger_row(entries, rows):
     assert [e.id for e in entries if coverage.pending(e, rows)] == []
 
 
-@UNTIL_MERGED
 def test_every_mismatch_note_describes_rows_that_exist(entries, rows):
     assert coverage.orphan_notes(entries, rows) == []
 
