@@ -468,3 +468,53 @@ def test_packaged_minilm_on_real_mrpc(gold_data_dir, tmp_path):
     assert (ft.loaded.num_layers, ft.loaded.num_heads) == (6, 12)
     assert ft.record["train_subset"]["n_available"] == 3668 and ft.record["global_steps"] == 2
     assert ft.predictions.shape == (16,) and set(ft.metrics) == {"f1", "accuracy"}
+
+
+# ------------------------------------------------------- keys across precision and device
+# Keys computed BEFORE the fine-tune key learned precision and device kind (issue 34), by
+# `plan show --profile default` / `--profile smoke` on the CPU: every CPU float32 key must stay
+# byte-identical, or the cache filled for the re-render would be trained again.
+PINNED_CPU_FLOAT32_KEYS = [
+    # (task, seed, init, max_train, learning rate, epochs, max_dev) -> key
+    (("MRPC", 42, "pretrained", None, 5e-5, 3, 0),
+     "all-MiniLM-L6-v2-MRPC-pretrained-seed42-42cdf586d6c7b954a5f4"),
+    (("SST-2", 43, "pretrained", 8000, 5e-5, 3, 0),
+     "all-MiniLM-L6-v2-SST-2-pretrained-seed43-e6394e3874f32acfa810"),
+    (("CoLA", 44, "random", 4000, 5e-5, 3, 0),
+     "all-MiniLM-L6-v2-CoLA-random-seed44-b7dff632bbd10875c4ef"),
+    (("RTE", 42, "pretrained", None, 1e-4, 3, 0),
+     "all-MiniLM-L6-v2-RTE-pretrained-seed42-ef65bd64a264cad29e50"),
+    (("MRPC", 42, "pretrained", 64, 5e-5, 1, 48),  # the smoke profile's
+     "all-MiniLM-L6-v2-MRPC-pretrained-seed42-8a431f7705157f047f56"),
+]
+
+
+def _plan_key(task, seed, init, max_train, lr, epochs, max_dev, precision="float32",
+              device=None):
+    from analysis_utils.runplan import finetunes
+
+    settings = finetunes.settings(epochs, 32, lr, 128, 0.1, 1, precision)
+    return finetunes.run_key(finetunes.Run(task, seed, init, max_train), "minilm", settings,
+                             subset_seed=0, max_dev=max_dev, device=device)[0]
+
+
+@pytest.mark.packaged_model
+@pytest.mark.gold_data
+@pytest.mark.parametrize(("args", "key"), PINNED_CPU_FLOAT32_KEYS,
+                         ids=[k.split("-", 3)[-1] for _, k in PINNED_CPU_FLOAT32_KEYS])
+def test_cpu_float32_keys_are_the_ones_computed_before_precision_and_device_kind(
+        gold_data_dir, args, key):
+    assert _plan_key(*args, device="cpu") == key
+    assert _plan_key(*args, precision="float32", device="cpu") == key
+
+
+@pytest.mark.packaged_model
+@pytest.mark.gold_data
+def test_a_bf16_tf32_or_cuda_fine_tune_has_a_key_of_its_own(gold_data_dir):
+    args, base = PINNED_CPU_FLOAT32_KEYS[-1]
+    others = {"bf16 cpu": _plan_key(*args, precision="bf16", device="cpu"),
+              "float32 cuda": _plan_key(*args, device="cuda"),
+              "tf32 cuda": _plan_key(*args, precision="tf32", device="cuda"),
+              "bf16 cuda": _plan_key(*args, precision="bf16", device="cuda")}
+    assert base not in others.values()
+    assert len(set(others.values())) == len(others), others
