@@ -518,3 +518,49 @@ def test_a_bf16_tf32_or_cuda_fine_tune_has_a_key_of_its_own(gold_data_dir):
               "bf16 cuda": _plan_key(*args, precision="bf16", device="cuda")}
     assert base not in others.values()
     assert len(set(others.values())) == len(others), others
+
+
+def test_precision_is_validated_and_keyed_only_when_not_float32():
+    assert "precision" not in TINY.as_dict()  # float32: the key inputs of before
+    bf16 = FinetuneSettings(**{**TINY.as_dict(), "precision": "bf16"})
+    assert bf16.as_dict()["precision"] == "bf16"
+    assert FinetuneSettings.from_dict(bf16.as_dict()) == bf16
+    with pytest.raises(ValueError, match="'fp16' is not one of float32, tf32, bf16"):
+        FinetuneSettings(precision="fp16")
+
+
+def test_device_kind_and_precision_enter_the_key_only_off_the_cpu_float32_run(
+        tiny_model_dir, data):
+    train, dev = data["MRPC"]
+
+    def key(settings=TINY, device="cpu"):
+        k, inputs = finetune_key(str(tiny_model_dir), "MRPC", 0, settings, train_examples=train,
+                                 dev_examples=dev, device=device)
+        return k, inputs
+
+    base, inputs = key()
+    assert "device_kind" not in inputs and "precision" not in inputs["settings"]
+    assert key(device=torch.device("cpu"))[0] == base
+    cuda, cuda_inputs = key(device="cuda:1")  # only the kind counts, and no GPU is needed
+    assert cuda_inputs["device_kind"] == "cuda" and key(device="cuda")[0] == cuda
+    bf16 = key(FinetuneSettings(**{**TINY.as_dict(), "precision": "bf16"}))[0]
+    assert len({base, cuda, bf16}) == 3
+
+
+def test_a_bf16_fine_tune_runs_on_the_cpu_beside_the_float32_one(tiny_model_dir, data,
+                                                                  tmp_path, mrpc_run):
+    ft32, _ = mrpc_run
+    assert ft32.record["precision"] == "float32"
+    before = (torch.get_float32_matmul_precision(), torch.is_autocast_enabled("cpu"))
+    bf16 = run(tiny_model_dir, "MRPC", data, tmp_path,
+               settings=FinetuneSettings(**{**TINY.as_dict(), "precision": "bf16"}))
+    assert (torch.get_float32_matmul_precision(), torch.is_autocast_enabled("cpu")) == before
+    assert bf16.key != ft32.key and bf16.record["precision"] == "bf16"
+    assert bf16.record["key_inputs"]["settings"]["precision"] == "bf16"
+    assert bf16.logits.dtype == np.float32 and np.isfinite(bf16.logits).all()
+    again = run(tiny_model_dir, "MRPC", data, tmp_path,
+                settings=FinetuneSettings(**{**TINY.as_dict(), "precision": "bf16"}))
+    assert again.from_cache and again.settings.precision == "bf16"
+    with pytest.raises(ValueError, match="tf32 applies to CUDA matrix products only"):
+        run(tiny_model_dir, "MRPC", data, tmp_path / "tf32",
+            settings=FinetuneSettings(**{**TINY.as_dict(), "precision": "tf32"}))

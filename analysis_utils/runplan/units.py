@@ -260,9 +260,9 @@ def _device_kind(unit: FinetuneUnit, default: str | None = None) -> str:
         return unit.device.split(":")[0]
     if default:
         return default
-    import torch
+    from ..training.trainer import device_kind
 
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    return device_kind()  # where finetune() puts it: $BERTOLOGY_DEVICE, else CUDA if here
 
 
 def resolve(units: list[FinetuneUnit], cache_dir: str | os.PathLike | None = None,

@@ -95,6 +95,7 @@ from .trainer import (
     hf_progress_bars,
     precision_applied,
     progress_enabled,
+    validate_precision,
 )
 
 __all__ = ["FineTuned", "FinetuneSettings", "finetune", "finetune_key",
@@ -280,6 +281,7 @@ def finetune(
     settings = settings or FinetuneSettings()
     show = progress_enabled(progress)
     dev = resolve_device(device)
+    validate_precision(settings.precision, dev.type)  # before anything is read or written
     with hf_progress_bars(show):
         plan = _plan(model_name, task, seed, settings, init, max_train, subset_seed, max_dev,
                      train_examples, dev_examples, data_dir, dev.type)

@@ -114,10 +114,11 @@ class FinetuneSettings:
 
 def device_kind(device=None) -> str:
     """``"cuda"`` / ``"cpu"`` / ``"mps"`` of ``device`` (a name such as ``"cuda:1"`` or a
-    ``torch.device``; None or "": CUDA when torch sees it, else CPU)."""
+    ``torch.device``; None or "": where :func:`~analysis_utils.engine.models.resolve_device`
+    puts a model, ``$BERTOLOGY_DEVICE``, else CUDA when torch sees it, else CPU)."""
     if device is not None and str(device):
         return str(getattr(device, "type", None) or str(device).split(":")[0])
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    return resolve_device(None).type
 
 
 def _cuda_capability() -> tuple[int, int] | None:
