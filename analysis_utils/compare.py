@@ -36,12 +36,12 @@ non-float columns that identifies every row on both sides (or all non-float colu
 together); else row position.
 
 Devices: each side's device is read from its ``NN_provenance.json`` (``device``, e.g.
-``cpu (2 cores)`` / ``NVIDIA H100 80GB HBM3``, and ``device_kind``, ``cpu`` / ``cuda``, where
-the provenance records it; else the kind is read off ``device``: ``cpu ...`` / ``mps ...``,
-any other name a CUDA GPU's) and printed per notebook. When the device kinds differ (a GPU rerun against the committed CPU run), the trained tables of
-:data:`CROSS_DEVICE_TABLES` are compared per task and init under the cross-device tolerance
-derived from the committed run's own seed spread
-(:func:`analysis_utils.runplan.tolerances.propose`: ``max(3 x sqrt(2) x sd, 2 dev
+``cpu (2 cores)`` / ``NVIDIA H100 80GB HBM3``, and ``device_kind``, ``cpu`` / ``cuda``, where the
+provenance records it; else the kind is read off ``device``: ``cpu ...`` / ``mps ...``, any
+other name a CUDA GPU's) and printed per notebook. When the device kinds differ (a GPU rerun
+against the committed CPU run), the trained tables of :data:`CROSS_DEVICE_TABLES` are compared
+per task and init under the cross-device tolerance derived from the committed run's own seed
+spread (:func:`analysis_utils.runplan.tolerances.propose`: ``max(3 x sqrt(2) x sd, 2 dev
 examples)``) instead of the declared one, for the metric columns it covers.
 """
 

@@ -8,12 +8,12 @@ seed, init, train subset, dev rows and settings), 06's first, then those of 07 t
 not make; a profile that does not run 06 or 07 (``base``) has an empty plan.
 
 :func:`resolve` ``(units, cache_dir) -> [Entry]`` adds what is known here about each: its cache
-key (the fine-tuning cache's own, :func:`~analysis_utils.runplan.finetunes.run_key`; the encoder
-is loaded to fingerprint it; the key names the device kind the unit trains on when it is not
-the CPU, and the precision when it is not float32), whether a complete entry with that key is cached (a cut-off
-``model.safetensors`` counts as missing) and an estimated training time: the recorded one
-for a cached unit, else train examples x epochs x a rate in seconds per example and epoch,
-taken from the cache's own entries of the same model and device kind, else
+key (the fine-tuning cache's own, :func:`~analysis_utils.runplan.finetunes.run_key`; the
+encoder is loaded to fingerprint it; the key names the device kind the unit trains on when it
+is not the CPU, and the precision when it is not float32), whether a complete entry with that
+key is cached (a cut-off ``model.safetensors`` counts as missing) and an estimated training
+time: the recorded one for a cached unit, else train examples x epochs x a rate in seconds per
+example and epoch, taken from the cache's own entries of the same model and device kind, else
 :data:`STATED_SECONDS_PER_EXAMPLE` scaled by the model's layers x hidden size squared.
 
 Example::

@@ -28,9 +28,9 @@ entry is published. The key hashes the encoder's in-memory weights
 a train subset is part of it) and ``FINETUNE_VERSION``; the numeric precision and the device
 kind enter it only when they differ from the CPU float32 run (settings ``precision`` other
 than float32; ``device_kind`` other than ``cpu``), so a bf16- or GPU-trained model has a key of
-its own while every CPU float32 key stays what it was before they existed. A complete entry is returned without
-training, after checking that the loaded weights have the fingerprint recorded when it was
-written.
+its own while every CPU float32 key stays what it was before they existed. A complete entry is
+returned without training, after checking that the loaded weights have the fingerprint
+recorded when it was written.
 
 The names of the modules beside it that notebooks 06 and 07 call as ``finetune.NAME``
 (``finetune_tasks``, ``read_task``, ``subsample``, ``task_dataset``, the two baselines) are
