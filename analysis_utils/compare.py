@@ -34,6 +34,15 @@ each other (NaN equals NaN) and nothing else.
 Rows are matched by ``key`` columns: the declared ones; else the shortest run of leading
 non-float columns that identifies every row on both sides (or all non-float columns
 together); else row position.
+
+Devices: each side's device is read from its ``NN_provenance.json`` (``device``, e.g.
+``cpu (2 cores)`` / ``NVIDIA H100 80GB HBM3``, and ``device_kind``, ``cpu`` / ``cuda``, where the
+provenance records it; else the kind is read off ``device``: ``cpu ...`` / ``mps ...``, any
+other name a CUDA GPU's) and printed per notebook. When the device kinds differ (a GPU rerun
+against the committed CPU run), the trained tables of :data:`CROSS_DEVICE_TABLES` are compared
+per task and init under the cross-device tolerance derived from the committed run's own seed
+spread (:func:`analysis_utils.runplan.tolerances.propose`: ``max(3 x sqrt(2) x sd, 2 dev
+examples)``) instead of the declared one, for the metric columns it covers.
 """
 
 from __future__ import annotations
@@ -50,6 +59,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 DEFAULT_FLOAT_ABS = 1e-4
+#: Tables of per-seed trained metrics compared under the cross-device tolerance when the two
+#: sides ran on different device kinds (module docstring).
+CROSS_DEVICE_TABLES = ("06_finetune_runs.csv",)
 EXACT = {"abs": 0.0}
 IGNORE = {"ignore": True}
 _RULE_KEYS = {"abs", "rel", "sd", "k", "ignore"}
@@ -241,8 +253,11 @@ class Issue:
 
 def compare_tables(old_text: str, new_text: str, name: str = "table",
                    tolerance: dict | float | None = None, key: list[str] | None = None,
-                   ) -> list[Issue]:
-    """Differences between two CSV texts of table ``name`` (committed first), as issues."""
+                   cross_device: dict | None = None) -> list[Issue]:
+    """Differences between two CSV texts of table ``name`` (committed first), as issues.
+    ``cross_device``: ``{"key": [columns], "tolerances": {(*key values, column): abs}}``,
+    an absolute tolerance per row group and column that replaces the declared rule there
+    (:func:`cross_device_tolerances`)."""
     tolerance = normalise_tolerance(tolerance, table=name)
     old, new = Table.parse(old_text), Table.parse(new_text)
     issues: list[Issue] = []
@@ -277,7 +292,12 @@ def compare_tables(old_text: str, new_text: str, name: str = "table",
             if key and c in key:
                 continue
             a, b = o[old.columns.index(c)], n[new.columns.index(c)]
-            found = _compare_cell(a, b, kind, c, tolerance, old, o)
+            override = None
+            if cross_device and all(k in old.columns for k in cross_device["key"]):
+                group = tuple(o[old.columns.index(k)] for k in cross_device["key"])
+                tol = cross_device["tolerances"].get((*group, c))
+                override = None if tol is None else {"abs": float(tol), "cross": True}
+            found = _compare_cell(a, b, kind, c, tolerance, old, o, override)
             if found:
                 what, msg, tol = found
                 issues.append(Issue(name, what, msg, row=label, column=c, committed=a, new=b,
@@ -317,9 +337,11 @@ def _match_rows(name, old: Table, new: Table, key, issues) -> list[tuple[str, li
 
 
 def _compare_cell(a: str, b: str, kind: str, column: str, tolerance: dict | None,
-                  old: Table, old_row: list[str]) -> tuple[str, str, str] | None:
-    """None when the cells agree within tolerance, else ``(issue kind, what, tolerance)``."""
-    rule = _rule_for(column, tolerance)
+                  old: Table, old_row: list[str], override: dict | None = None,
+                  ) -> tuple[str, str, str] | None:
+    """None when the cells agree within tolerance, else ``(issue kind, what, tolerance)``.
+    ``override``: a rule that replaces the declared one (the cross-device tolerance)."""
+    rule = override if override is not None else _rule_for(column, tolerance)
     if a == b or (rule is not None and rule.get("ignore")):
         return None
     x, y = _number(a), _number(b)
@@ -357,7 +379,8 @@ def _tolerance(rule: dict, x: float, old: Table, old_row: list[str]) -> tuple[fl
         elif floor == 0:
             return 0.0, f"0 ({rule['sd']} empty)"
     if floor > 0 or not parts:
-        parts.insert(0, _fmt(floor) if floor > 0 else "exact")
+        parts.insert(0, (_fmt(floor) + (" cross-device" if rule.get("cross") else ""))
+                     if floor > 0 else "exact")
     return tol, parts[0] if len(parts) == 1 else f"max({', '.join(parts)})"
 
 
@@ -395,6 +418,16 @@ class Report:
     rev: str
     tables: int = 0
     issues: list[Issue] = field(default_factory=list)
+    #: ``{prefix: (committed side's device, new side's device)}`` from the provenance files:
+    #: each a :class:`Device` (None where a side has no readable provenance)
+    devices: dict = field(default_factory=dict)
+
+    def device_lines(self) -> list[str]:
+        """One line per notebook: which device made each side."""
+        return [f"compare: {p}: committed ({self.rev}) made on {old or 'unknown'}, new on "
+                f"{new or 'unknown'}" + ("; cross-device tolerances apply"
+                                         if _cross_device(old, new) else "")
+                for p, (old, new) in sorted(self.devices.items()) if old or new]
 
     @property
     def ok(self) -> bool:
@@ -413,6 +446,63 @@ class Report:
                  "key": "key problems"}
         parts = ", ".join(f"{names[k]}: {n}" for k, n in counts.items())
         return f"compare: {differ} of {self.tables} tables differ from {self.rev}: {parts}"
+
+
+@dataclass(frozen=True)
+class Device:
+    """The device one side's notebook ran on: ``name`` as its provenance's ``device`` says
+    (``cpu (2 cores)``, ``NVIDIA H100 80GB HBM3``) and ``kind`` (``cpu`` / ``cuda`` /
+    ``mps``: its ``device_kind`` where recorded, else :func:`device_kind` of the name)."""
+
+    name: str
+    kind: str
+
+    def __str__(self) -> str:
+        return self.name if self.name.split()[0].split(":")[0] == self.kind \
+            else f"{self.kind} ({self.name})"
+
+
+def device_kind(device: str | None) -> str | None:
+    """``cpu`` / ``cuda`` / ``mps`` from a provenance ``device``: ``cpu (2 cores)`` -> cpu,
+    ``cuda:0`` -> cuda, a GPU's name (``NVIDIA H100 80GB HBM3``, what provenance records
+    under CUDA) -> cuda; None stays None."""
+    if not device:
+        return None
+    head = str(device).split()[0].split(":")[0].lower()
+    return head if head in ("cpu", "cuda", "mps") else "cuda"
+
+
+def _cross_device(old: Device | None, new: Device | None) -> bool:
+    """Both sides' devices are known and of different kinds."""
+    return old is not None and new is not None and old.kind != new.kind
+
+
+def _devices(prefix: str, results: Path, repo: Path, rev: str, folder: str) -> tuple:
+    """``(committed side's Device, new side's Device)`` from the two provenance files (None
+    for a side without one)."""
+    out = []
+    for read in (lambda: _git(repo, "show", f"{rev}:{folder}/{prefix}_provenance.json"),
+                 lambda: (results / f"{prefix}_provenance.json").read_text()):
+        try:
+            prov = json.loads(read())
+            name = prov.get("device")
+            kind = prov.get("device_kind") or device_kind(name)
+            out.append(Device(str(name or kind), kind) if kind else None)
+        except (OSError, subprocess.CalledProcessError, json.JSONDecodeError, AttributeError):
+            out.append(None)
+    return tuple(out)
+
+
+def cross_device_tolerances(old_text: str) -> dict:
+    """The ``cross_device`` argument of :func:`compare_tables` for a committed per-seed table
+    (``task``, ``init``, ``seed``, ``dev`` and metric columns): per task, init and metric,
+    :func:`analysis_utils.runplan.tolerances.propose` of its seed spread."""
+    from .runplan import tolerances as tol
+
+    rows = list(csv.DictReader(io.StringIO(old_text)))
+    return {"key": ["task", "init"],
+            "tolerances": {(t.task, t.init, t.metric): t.tolerance
+                           for t in tol.propose(tol.seed_spread(rows))}}
 
 
 def compare_results(results: str | Path | None = None, rev: str = "HEAD",
@@ -452,11 +542,15 @@ def compare_results(results: str | Path | None = None, rev: str = "HEAD",
         prefix = name.split("_", 1)[0]
         if prefix not in decls:
             decls[prefix] = _declarations(prefix, results, repo, rev, folder)
+            out.devices[prefix] = _devices(prefix, results, repo, rev, folder)
         decl = decls[prefix].get(name) or {}
         old_text = _git(repo, "show", f"{rev}:{folder}/{name}")
         new_text = (results / name).read_text()
+        old_dev, new_dev = out.devices[prefix]
+        cross = (cross_device_tolerances(old_text) if name in CROSS_DEVICE_TABLES
+                 and _cross_device(old_dev, new_dev) else None)
         out.issues += compare_tables(old_text, new_text, name, decl.get("tolerance"),
-                                     decl.get("key"))
+                                     decl.get("key"), cross)
     return out
 
 
@@ -484,6 +578,8 @@ def cli(argv: list[str] | None = None) -> int:
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    for line in rep.device_lines():
+        print(line)
     shown: dict[str, int] = {}
     for issue in rep.issues:
         shown[issue.table] = shown.get(issue.table, 0) + 1

@@ -5,15 +5,25 @@
 :func:`setup` collects the parameters (the names assigned in the notebook's cell tagged
 ``parameters``, with the values in effect, papermill's injected ones included) for the
 provenance record, seeds numpy, sets display options, loads the model and its control and
-opens the output record (:class:`~analysis_utils.report.Run`). :func:`attention_maps`
-extracts (or reads from the cache) the maps of both models for the same inputs.
+opens the output record (:class:`NotebookRun`, a :class:`~analysis_utils.report.Run`).
+:func:`attention_maps` extracts (or reads from the cache) the maps of both models for the same
+inputs.
+
+Besides what :meth:`report.Run.finish` records, the provenance names the device kind the
+notebook's models ran on (``device_kind``: ``cpu`` / ``cuda`` / ``mps``; ``device`` says
+``cpu (2 cores)`` or the GPU's name), the numeric ``precision`` of its fine-tunes (the
+notebook's ``precision`` parameter, float32 where it has none) and ``cpu_only``
+(:data:`CPU_ONLY`): what the notebook computes on the CPU even when CUDA is present, so a
+GPU rerun's reader knows which numbers the GPU could have changed (issue 34).
 """
 
 from __future__ import annotations
 
 import ast
+import json
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
@@ -21,6 +31,77 @@ from . import paths, report
 from .engine.memory import peak_rss_mb  # noqa: F401  (notebooks print notebook.peak_rss_mb())
 
 PARAMETERS_TAG = "parameters"
+
+#: Per notebook, what it computes on the CPU even when CUDA is present: everything else that
+#: touches a model (attention extraction, fine-tuning, gradients, norms, head disabling) runs
+#: on the model's device. Read from the code (the analyses these notebooks call put no
+#: tensor on a device: numpy, scikit-learn, or torch tensors made on the CPU), not measured:
+#: no notebook has run on CUDA yet (:data:`CPU_ONLY_NOTE`).
+CPU_ONLY: dict[str, tuple[str, ...]] = {
+    "01": ("surface statistics from the stored maps (relative position, token classes, "
+           "[SEP] shares, entropy; numpy)", "the claims ledger's resampling"),
+    "02": ("word-level maps and each relation's head scores and offset baselines from the "
+           "stored maps (numpy)", "the claims ledger's resampling"),
+    "03": ("coreference head scores and the rule baselines from the stored maps (numpy)",
+           "the claims ledger's resampling"),
+    "04": ("the probes' training and prediction (torch on the CPU, num_threads threads)",
+           "the right-branching baseline and the per-seed summaries",
+           "the claims ledger's resampling"),
+    "05": ("the Jensen-Shannon distance matrix (torch on the CPU, js_threads threads)",
+           "MDS and the layer-separation permutation test (scikit-learn, numpy)",
+           "behaviour labels", "the map-type classifiers' cross-validation and refit (the "
+           "CNN in torch on the CPU, scikit-learn)", "map-type counts over GLUE maps",
+           "the claims ledger's resampling"),
+    "06": ("drift cosines and attention features from the stored maps (numpy)",
+           "the map-type CNN (torch on the CPU) and the type counts",
+           "the frozen-features baseline's classifier (scikit-learn; its features are "
+           "extracted on the model's device)", "FrameNet scores (numpy)",
+           "the claims ledger's resampling"),
+    "07": ("paired bootstraps, Holm and BH over the heads (numpy)",
+           "seed agreement (Spearman)", "FrameNet head scores (numpy)",
+           "the claims ledger's resampling"),
+    "08": ("everything: it reads the saved tables of earlier runs and loads no model",),
+}
+CPU_ONLY_NOTE = "read from the code, not verified on CUDA"
+
+
+def cpu_only(prefix: str) -> list[str]:
+    """:data:`CPU_ONLY` of notebook ``prefix`` (``["not verified on CUDA"]`` for one it does
+    not list)."""
+    return list(CPU_ONLY.get(prefix, ("not verified on CUDA",)))
+
+
+@dataclass
+class NotebookRun(report.Run):
+    """:class:`report.Run` whose provenance also names ``device_kind``, ``precision`` and
+    ``cpu_only`` (module docstring), after ``device``."""
+
+    device_kind: str = "cpu"
+    precision: str = "float32"
+    cpu_only: list = field(default_factory=list)
+
+    def finish(self) -> Path:
+        path = super().finish()
+        prov = json.loads(path.read_text())
+        extra = {"device_kind": self.device_kind, "precision": self.precision,
+                 "cpu_only": list(self.cpu_only), "cpu_only_note": CPU_ONLY_NOTE}
+        out: dict = {}
+        for k, v in prov.items():
+            out[k] = v
+            if k == "device":
+                out.update(extra)
+        out.update({k: v for k, v in extra.items() if k not in out})
+        from .engine import atomic
+
+        atomic.write_text(path, json.dumps(out, indent=2, default=str) + "\n")
+        return path
+
+
+def _run(prefix: str, params: dict, models: dict, device_kind: str) -> NotebookRun:
+    return NotebookRun(prefix=prefix, params=dict(params), models=dict(models),
+                       device_kind=device_kind,
+                       precision=str(params.get("precision") or "float32"),
+                       cpu_only=cpu_only(prefix))
 
 
 class Setup(NamedTuple):
@@ -157,15 +238,16 @@ def setup(prefix: str, namespace: Mapping, *, precision: int = 3,
     lm = load_model(params["model"], device=device, seed=seed)
     control = load_model(params["model"], init=params["control_init"], device=device,
                          seed=seed)
-    run = report.start_run(prefix, recorded_parameters(params, lm.identity),
-                           models={"model": lm.identity, "control": control.identity})
+    run = _run(prefix, recorded_parameters(params, lm.identity),
+               {"model": lm.identity, "control": control.identity},
+               getattr(lm.device, "type", None) or str(lm.device).split(":")[0])
     print(f"model: {lm.label} ({lm.num_layers} layers x {lm.num_heads} heads) on {lm.device}")
     print(f"control: {control.label}")
     return Setup(lm, control, run)
 
 
 def setup_tables(prefix: str, namespace: Mapping, models: Mapping | None = None, *,
-                 precision: int = 3, names: Sequence[str] | None = None) -> report.Run:
+                 precision: int = 3, names: Sequence[str] | None = None) -> NotebookRun:
     """:func:`setup` for a notebook that reads saved tables and loads no model (notebook 08):
     collect the parameters, set the display options and open the run record with
     ``models`` (e.g. each compared run's model identity, from its provenance)."""
@@ -176,7 +258,7 @@ def setup_tables(prefix: str, namespace: Mapping, models: Mapping | None = None,
     pd.set_option("display.precision", precision)
     pd.set_option("display.width", 200)
     matplotlib.rcParams["figure.dpi"] = 90
-    return report.start_run(prefix, params, models=dict(models or {}))
+    return _run(prefix, params, dict(models or {}), "cpu")  # no model: nothing on a GPU
 
 
 def attention_maps(inputs: Sequence, models: Sequence, what: str = "inputs",

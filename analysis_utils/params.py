@@ -191,6 +191,9 @@ CONSTRAINTS: dict[str, Range | Matches | SeedList] = {
     "frozen_C": Range(0, lo_open=True),
     "padded_examples": POSITIVE,
     "random_init": COUNT,  # random-init fine-tunes per task (0: none)
+    # numerics of the fine-tunes (training.trainer.PRECISIONS); part of the fine-tuning key
+    # unless float32 (issue 34)
+    "precision": one_of("float32", "tf32", "bf16"),
     "feature_level": one_of("word", "piece"),
     "maptype_seeds": SeedList(1),
     "framenet_direction": one_of("both", "target_to_element", "element_to_target"),

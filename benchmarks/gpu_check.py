@@ -31,7 +31,10 @@ own seconds). Exit status: 0 when every unit and notebook ran,
 Usage: ``python benchmarks/gpu_check.py [--scratch DIR] [--keep] [--notebooks 01,...,08 |
 --no-notebooks] [--backend inprocess|ray] [--precision float32|tf32|bf16] [-p NAME=VALUE]``.
 ``--device cpu`` runs the same path on the CPU (for testing the check itself on a machine
-without a GPU; give small ``-p`` values, it is not sized for a CPU).
+without a GPU; give small ``-p`` values, it is not sized for a CPU). ``--precision`` is notebooks
+06/07's ``precision`` parameter (``-p precision=...``): the fine-tunes' keys name it (and the
+device kind, ``cuda`` here), so they never collide with CPU float32 entries; the smoke
+notebooks 06 and 07 get the same ``-p precision=...``.
 """
 
 from __future__ import annotations
@@ -47,6 +50,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -88,9 +92,12 @@ def select(profile: str, extra: dict, finetunes=FINETUNES, measured: str = MEASU
 
 def run_subset(profile: str, extra: dict, cache: Path, backend: str, precision: str,
                out=print, finetunes=FINETUNES, measured: str = MEASURED) -> tuple[list, dict]:
-    """Run the subset into ``cache``; ``(outcomes, {label: train rows})``."""
+    """Run the subset into ``cache`` at ``precision`` (the plan's ``precision`` parameter:
+    each unit runs at its own); ``(outcomes, {label: train rows})``."""
     from analysis_utils.runplan import execute, units
 
+    if precision and precision != "float32":
+        extra = {**extra, "precision": precision}
     fts, maps, studies = select(profile, extra, finetunes, measured)
     entries = units.resolve(fts, cache)
     bad = [e for e in entries if e.error]
@@ -98,13 +105,12 @@ def run_subset(profile: str, extra: dict, cache: Path, backend: str, precision: 
         raise SystemExit(f"gpu_check: no cache key for {bad[0].unit.label}: {bad[0].error}")
     train_n = {e.unit.label: e.key_inputs["train"]["n"] for e in entries}
     jobs = [execute.Job(e.unit, e.key) for e in entries]
-    outcomes = execute.run_units(jobs, cache, backend=backend, precision=precision, out=out)
+    outcomes = execute.run_units(jobs, cache, backend=backend, out=out)
     second = (units.resolve_maps(maps, cache, entries)
               + units.resolve_studies(studies, cache, entries))
     jobs = [execute.Job(e.unit, e.key) for e in second if e.key]
     if all(o.ok for o in outcomes):
-        outcomes += execute.run_units(jobs, cache, backend=backend, precision=precision,
-                                      out=out)
+        outcomes += execute.run_units(jobs, cache, backend=backend, out=out)
     return outcomes, train_n
 
 
@@ -230,7 +236,8 @@ class _Sampler:
 
 
 def run_notebooks(prefixes, output: Path, env: dict, reader=None, command=None,
-                  timeout: float = BUDGET_S, interval: float = 0.5) -> tuple[list[dict], float]:
+                  timeout: float = BUDGET_S, interval: float = 0.5,
+                  params: Sequence[str] = ()) -> tuple[list[dict], float]:
     """The notebooks in one driver process (``command(prefixes)``, default ``python -m
     analysis_utils run --profile smoke --only 01,02,... --output-dir OUTPUT``: the driver's
     imports are paid once; each notebook's kernel is its own process, as in every run).
@@ -239,13 +246,14 @@ def run_notebooks(prefixes, output: Path, env: dict, reader=None, command=None,
     busy mean / max and peak memory in use above the idle baseline over the notebook's
     window (it ends when its provenance is written, and lasts its wall time; ``reader``:
     NVML, None: n/a), ``tail`` (the driver's output where one failed); and the whole run's
-    seconds."""
+    seconds. ``params``: ``NAME=VALUE`` overrides for the default command (``-p``)."""
     from analysis_utils.runplan import gpu
 
     if command is None:
         def command(prefixes):
             return [sys.executable, "-m", "analysis_utils", "run", "--profile", "smoke",
-                    "--only", ",".join(prefixes), "--output-dir", str(output)]
+                    "--only", ",".join(prefixes), "--output-dir", str(output),
+                    *[a for p in params for a in ("-p", p)]]
     baseline = None
     if reader is not None:
         try:
@@ -357,7 +365,9 @@ def main(argv: list[str] | None = None) -> int:
         if notebooks:
             print(f"\n## smoke notebooks {', '.join(notebooks)}, output {output}", flush=True)
             reader = gpu.nvml_reader(0) if args.device == "cuda" else None
-            rows, seconds = run_notebooks(notebooks, output, env, reader)
+            params = ([f"precision={args.precision}"] if args.precision != "float32"
+                      and {"06", "07"} & set(notebooks) else [])
+            rows, seconds = run_notebooks(notebooks, output, env, reader, params=params)
             print(notebook_table(rows))
             print(f"(the driver and {len(rows)} notebook kernels: {seconds:.0f} s in all, "
                   "imports and kernel starts included)")

@@ -54,6 +54,7 @@ lr = 5e-5
 warmup_ratio = 0.1
 max_tokens = 128
 num_threads = 1  # torch CPU threads while fine-tuning (part of the cache key)
+precision = "float32"  # float32 (the committed run's) | tf32 (CUDA) | bf16 (autocast); keyed
 lr_check = "1e-4,2e-5"  # other learning rates tried on lr_check_tasks (first seed); "" skips
 lr_check_tasks = "RTE,CoLA"  # the weakest tasks here, where a wrong rate would show first
 random_init = 3  # random-init fine-tunes per task, first N seeds (Table 1 middle column; 0: none)
@@ -106,7 +107,8 @@ from analysis_utils.training import finetune as ftune
 
 lm, control, run = notebook.setup("06", globals(), precision=3)
 tok = lm.tokenizer
-settings = plan.settings(epochs, batch_size, lr, max_tokens, warmup_ratio, num_threads)
+settings = plan.settings(epochs, batch_size, lr, max_tokens, warmup_ratio, num_threads,
+                         precision)
 runs = plan.runs(tasks, seeds, multi_seed_tasks, train_subsets, random_init)
 task_list = plan.parse_tasks(tasks)
 seed_list = plan.parse_seeds(seeds)
@@ -368,7 +370,7 @@ for first_run, rate in plan.lr_check_runs(runs, lr_check, lr_check_tasks):
         lr_rows.append({"task": first_run.task, "lr": lr, "metric": metric,
                         "value": 100 * fitted[first_run].metrics[metric]})
     other = plan.fit_run(first_run, model, plan.settings(epochs, batch_size, rate, max_tokens,
-                                                         warmup_ratio, num_threads),
+                                                         warmup_ratio, num_threads, precision),
                          subset_seed=subset_seed, max_dev=max_dev, device=device)
     lr_rows.append({"task": first_run.task, "lr": rate, "metric": metric,
                     "value": 100 * other.metrics[metric]})

@@ -58,6 +58,7 @@ lr = 5e-5
 max_tokens = 128
 warmup_ratio = 0.1
 num_threads = 1
+precision = "float32"  # float32 (the committed run's) | tf32 (CUDA) | bf16 (autocast); keyed
 # Disabling and its tests
 modes = "uniform,zero"  # uniform: 1/L over real tokens (the paper); zero: output 0 (Michel)
 n_boot = 10000  # paired bootstrap resamples per change
@@ -105,7 +106,7 @@ lm, control, run = notebook.setup("07", globals(), precision=2)
 mode_list = [m.strip() for m in modes.split(",")]
 runs = plan.runs(tasks, seeds, multi_seed_tasks, train_subsets)  # pre-trained runs only
 ft_settings = plan.settings(epochs, batch_size, lr, max_tokens, warmup_ratio,
-                            num_threads)
+                            num_threads, precision)
 n_heads_total = lm.num_layers * lm.num_heads
 print(f"{len(runs)} fine-tuned models: "
       + ", ".join(f"{r.task} (seed {r.seed})" for r in runs))

@@ -213,3 +213,81 @@ def test_spec_forms_normalise_to_one_json_shape():
     assert compare.normalise_tolerance({"acc": compare.from_sd("acc_sd", k=3)},
                                        ["acc", "acc_sd"]) == {"acc": {"sd": "acc_sd", "k": 3.0,
                                                                       "abs": 0.0}}
+
+
+# ------------------------------------------------------------- cross-device (issue 34)
+# notebook 06's per-seed fine-tunes (MRPC and STS-B pre-trained, three seeds each, as the
+# committed CPU run made them), its declared tolerance (3 points) and row key
+RUNS = """task,init,seed,train,dev,f1,accuracy,train minutes,from cache,pearson,spearman,matthews
+MRPC,pretrained,42,3668,408,84.124386,76.22549,8.955006,True,,,
+MRPC,pretrained,43,3668,408,84.74026,76.960784,8.963079,True,,,
+MRPC,pretrained,44,3668,408,84.437086,76.960784,12.860902,True,,,
+STS-B,pretrained,42,5749,1500,,,11.464355,True,80.865175,83.199168,
+STS-B,pretrained,43,5749,1500,,,11.056112,True,82.868204,84.220704,
+STS-B,pretrained,44,5749,1500,,,10.447515,True,80.645681,83.403724,
+"""
+RUNS_DECL = {"tolerance": {**{m: {"abs": 3.0} for m in ("accuracy", "f1", "pearson",
+                                                          "spearman", "matthews")},
+                           "train": {"abs": 0.0}, "dev": {"abs": 0.0},
+                           "train minutes": {"ignore": True}, "from cache": {"ignore": True}},
+             "key": ["task", "init", "seed"]}
+
+
+def _provenance(device, kind=None):
+    return {"notebook": "06", "device": device, **({"device_kind": kind} if kind else {}),
+            "tables": {"06_finetune_runs.csv": RUNS_DECL}}
+
+
+@pytest.fixture
+def runs_repo(tmp_path):
+    """A repository whose HEAD commits 06's fine-tune table as the CPU run made it."""
+    root = tmp_path / "runs"
+    res = root / "results"
+    res.mkdir(parents=True)
+    (res / "06_finetune_runs.csv").write_text(RUNS)
+    (res / "06_provenance.json").write_text(json.dumps(_provenance("cpu (2 cores)")))
+    _git(root, "init", "-q")
+    _git(root, "add", "results")
+    _git(root, "commit", "-q", "-m", "results")
+    # the rerun: MRPC seed 42's F1 +2.0, STS-B seed 43's Pearson -2.11
+    _edit(root, "06_finetune_runs.csv", "84.124386", "86.124386")
+    _edit(root, "06_finetune_runs.csv", "82.868204", "80.758204")
+    return root
+
+
+@pytest.mark.parametrize("device,kind", [("NVIDIA H100 80GB HBM3", None),
+                                         ("NVIDIA H100 80GB HBM3", "cuda")])
+def test_a_gpu_rerun_is_held_to_the_cross_device_tolerance(runs_repo, capsys, device, kind):
+    """Against the committed CPU run, a GPU rerun's per-seed metrics are compared under
+    max(3 x sqrt(2) x seed sd, 2 dev examples) per task and init: MRPC F1's +2.0 exceeds its
+    1.31, STS-B Pearson's -2.11 lies inside its 5.20."""
+    (runs_repo / "results" / "06_provenance.json").write_text(
+        json.dumps(_provenance(device, kind)))
+    rc, out = _compare(runs_repo, capsys)
+    assert rc == 1, out
+    head = _git(runs_repo, "rev-parse", "--short", "HEAD").strip()
+    assert (f"compare: 06: committed (HEAD ({head})) made on cpu (2 cores), new on cuda "
+            f"(NVIDIA H100 80GB HBM3); cross-device tolerances apply") in out
+    rep = compare.compare_results(runs_repo / "results", repo=runs_repo)
+    [issue] = rep.issues
+    assert (issue.table, issue.row, issue.column) == (
+        "06_finetune_runs.csv", "task=MRPC, init=pretrained, seed=42", "f1")
+    assert issue.tolerance == "1.30652 cross-device" and issue.message == "|diff| 2"
+    assert "(|diff| 2 > tol 1.30652 cross-device)" in out
+    tol = compare.cross_device_tolerances(RUNS)["tolerances"]
+    assert round(tol[("MRPC", "pretrained", "f1")], 2) == 1.31
+    assert round(tol[("STS-B", "pretrained", "pearson")], 2) == 5.20
+
+
+def test_a_rerun_on_the_same_kind_of_device_keeps_the_declared_tolerance(runs_repo, capsys):
+    (runs_repo / "results" / "06_provenance.json").write_text(
+        json.dumps(_provenance("cpu (16 cores)", "cpu")))
+    rc, out = _compare(runs_repo, capsys)
+    assert rc == 0, out  # +2.0 and -2.11 are both within the declared 3 points
+    assert "made on cpu (2 cores), new on cpu (16 cores)" in out
+    assert "cross-device" not in out
+
+
+def test_device_kind_is_read_off_the_provenance_device():
+    assert [compare.device_kind(d) for d in ("cpu (2 cores)", "cuda:1", "NVIDIA H100 80GB HBM3",
+                                             "mps", None)] == ["cpu", "cuda", "cuda", "mps", None]

@@ -468,3 +468,99 @@ def test_packaged_minilm_on_real_mrpc(gold_data_dir, tmp_path):
     assert (ft.loaded.num_layers, ft.loaded.num_heads) == (6, 12)
     assert ft.record["train_subset"]["n_available"] == 3668 and ft.record["global_steps"] == 2
     assert ft.predictions.shape == (16,) and set(ft.metrics) == {"f1", "accuracy"}
+
+
+# ------------------------------------------------------- keys across precision and device
+# Keys computed BEFORE the fine-tune key learned precision and device kind (issue 34), by
+# `plan show --profile default` / `--profile smoke` on the CPU: every CPU float32 key must stay
+# byte-identical, or the cache filled for the re-render would be trained again.
+PINNED_CPU_FLOAT32_KEYS = [
+    # (task, seed, init, max_train, learning rate, epochs, max_dev) -> key
+    (("MRPC", 42, "pretrained", None, 5e-5, 3, 0),
+     "all-MiniLM-L6-v2-MRPC-pretrained-seed42-42cdf586d6c7b954a5f4"),
+    (("SST-2", 43, "pretrained", 8000, 5e-5, 3, 0),
+     "all-MiniLM-L6-v2-SST-2-pretrained-seed43-e6394e3874f32acfa810"),
+    (("CoLA", 44, "random", 4000, 5e-5, 3, 0),
+     "all-MiniLM-L6-v2-CoLA-random-seed44-b7dff632bbd10875c4ef"),
+    (("RTE", 42, "pretrained", None, 1e-4, 3, 0),
+     "all-MiniLM-L6-v2-RTE-pretrained-seed42-ef65bd64a264cad29e50"),
+    (("MRPC", 42, "pretrained", 64, 5e-5, 1, 48),  # the smoke profile's
+     "all-MiniLM-L6-v2-MRPC-pretrained-seed42-8a431f7705157f047f56"),
+]
+
+
+def _plan_key(task, seed, init, max_train, lr, epochs, max_dev, precision="float32",
+              device=None):
+    from analysis_utils.runplan import finetunes
+
+    settings = finetunes.settings(epochs, 32, lr, 128, 0.1, 1, precision)
+    return finetunes.run_key(finetunes.Run(task, seed, init, max_train), "minilm", settings,
+                             subset_seed=0, max_dev=max_dev, device=device)[0]
+
+
+@pytest.mark.packaged_model
+@pytest.mark.gold_data
+@pytest.mark.parametrize(("args", "key"), PINNED_CPU_FLOAT32_KEYS,
+                         ids=[k.split("-", 3)[-1] for _, k in PINNED_CPU_FLOAT32_KEYS])
+def test_cpu_float32_keys_are_the_ones_computed_before_precision_and_device_kind(
+        gold_data_dir, args, key):
+    assert _plan_key(*args, device="cpu") == key
+    assert _plan_key(*args, precision="float32", device="cpu") == key
+
+
+@pytest.mark.packaged_model
+@pytest.mark.gold_data
+def test_a_bf16_tf32_or_cuda_fine_tune_has_a_key_of_its_own(gold_data_dir):
+    args, base = PINNED_CPU_FLOAT32_KEYS[-1]
+    others = {"bf16 cpu": _plan_key(*args, precision="bf16", device="cpu"),
+              "float32 cuda": _plan_key(*args, device="cuda"),
+              "tf32 cuda": _plan_key(*args, precision="tf32", device="cuda"),
+              "bf16 cuda": _plan_key(*args, precision="bf16", device="cuda")}
+    assert base not in others.values()
+    assert len(set(others.values())) == len(others), others
+
+
+def test_precision_is_validated_and_keyed_only_when_not_float32():
+    assert "precision" not in TINY.as_dict()  # float32: the key inputs of before
+    bf16 = FinetuneSettings(**{**TINY.as_dict(), "precision": "bf16"})
+    assert bf16.as_dict()["precision"] == "bf16"
+    assert FinetuneSettings.from_dict(bf16.as_dict()) == bf16
+    with pytest.raises(ValueError, match="'fp16' is not one of float32, tf32, bf16"):
+        FinetuneSettings(precision="fp16")
+
+
+def test_device_kind_and_precision_enter_the_key_only_off_the_cpu_float32_run(
+        tiny_model_dir, data):
+    train, dev = data["MRPC"]
+
+    def key(settings=TINY, device="cpu"):
+        k, inputs = finetune_key(str(tiny_model_dir), "MRPC", 0, settings, train_examples=train,
+                                 dev_examples=dev, device=device)
+        return k, inputs
+
+    base, inputs = key()
+    assert "device_kind" not in inputs and "precision" not in inputs["settings"]
+    assert key(device=torch.device("cpu"))[0] == base
+    cuda, cuda_inputs = key(device="cuda:1")  # only the kind counts, and no GPU is needed
+    assert cuda_inputs["device_kind"] == "cuda" and key(device="cuda")[0] == cuda
+    bf16 = key(FinetuneSettings(**{**TINY.as_dict(), "precision": "bf16"}))[0]
+    assert len({base, cuda, bf16}) == 3
+
+
+def test_a_bf16_fine_tune_runs_on_the_cpu_beside_the_float32_one(tiny_model_dir, data,
+                                                                  tmp_path, mrpc_run):
+    ft32, _ = mrpc_run
+    assert ft32.record["precision"] == "float32"
+    before = (torch.get_float32_matmul_precision(), torch.is_autocast_enabled("cpu"))
+    bf16 = run(tiny_model_dir, "MRPC", data, tmp_path,
+               settings=FinetuneSettings(**{**TINY.as_dict(), "precision": "bf16"}))
+    assert (torch.get_float32_matmul_precision(), torch.is_autocast_enabled("cpu")) == before
+    assert bf16.key != ft32.key and bf16.record["precision"] == "bf16"
+    assert bf16.record["key_inputs"]["settings"]["precision"] == "bf16"
+    assert bf16.logits.dtype == np.float32 and np.isfinite(bf16.logits).all()
+    again = run(tiny_model_dir, "MRPC", data, tmp_path,
+                settings=FinetuneSettings(**{**TINY.as_dict(), "precision": "bf16"}))
+    assert again.from_cache and again.settings.precision == "bf16"
+    with pytest.raises(ValueError, match="tf32 applies to CUDA matrix products only"):
+        run(tiny_model_dir, "MRPC", data, tmp_path / "tf32",
+            settings=FinetuneSettings(**{**TINY.as_dict(), "precision": "tf32"}))

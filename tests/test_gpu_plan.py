@@ -1,6 +1,6 @@
-"""The run plan on a GPU box, tested without one: the precision option (validated, applied
-around a unit's work and undone after it, non-float32 results kept in a cache root of their
-own), the GPU figures and the unit record, GPU shares chosen from measurements, and the
+"""The run plan on a GPU box, tested without one: the precision (validated, applied around a
+unit's work and undone after it, named by the fine-tuning key so every precision shares one
+cache; a root the earlier separate-root code marked is refused), the GPU figures and the unit record, GPU shares chosen from measurements, and the
 long-lived Ray workers, on Ray's LOGICAL GPUs (``ray.init(num_gpus=2)``: scheduling only, no
 CUDA). Units here are probes that train nothing (seconds in all)."""
 
@@ -78,17 +78,16 @@ def test_precision_is_applied_around_the_block_and_undone_after_it(monkeypatch):
     assert _flags() == before
 
 
-def test_non_float32_results_live_in_a_cache_root_of_their_own(tmp_path):
-    assert precision.cache_root(tmp_path, "float32") == tmp_path
-    bf16 = precision.cache_root(tmp_path, "bf16")
-    assert bf16 == tmp_path / "precision" / "bf16"
-    assert json.loads((bf16 / precision.MARKER).read_text())["precision"] == "bf16"
-    assert precision.cache_root(bf16, "bf16") == bf16  # pointed at it: used as it is
-    with pytest.raises(ValueError, match="holds bf16 results.*a float32 plan"):
-        precision.cache_root(bf16, "float32")
-    with pytest.raises(ValueError, match="--precision bf16"):
-        precision.cache_root(bf16, "tf32")
-    assert not (tmp_path / precision.MARKER).exists()  # the float32 root stays unmarked
+def test_a_root_the_separate_root_code_marked_is_refused(tmp_path):
+    """Its entries were keyed as float32 ones; every precision now shares the one cache."""
+    assert precision.check_root(tmp_path) == tmp_path
+    old = tmp_path / "precision" / "bf16"
+    old.mkdir(parents=True)
+    (old / precision.MARKER).write_text(json.dumps({"precision": "bf16"}))
+    with pytest.raises(ValueError, match="holds bf16 results of the earlier separate-root.*"
+                                         "-p precision=bf16"):
+        precision.check_root(old)
+    assert precision.check_root(tmp_path) == tmp_path  # the cache above it is not marked
 
 
 # ----------------------------------------------------------------------- GPU figures, shares
@@ -174,6 +173,13 @@ def test_a_unit_runs_at_the_plans_precision_and_leaves_a_record(tmp_path):
         assert not bad.ok and bad.attempts == 1 and "tf32 applies to CUDA" in bad.error
     with pytest.raises(ValueError, match="not one of float32, tf32, bf16"):
         execute.run_units([], tmp_path, precision="half")
+    # without a plan-wide precision, a unit runs at its own (a fine-tune's: its settings')
+    own = _probes(tmp_path / "r", 1)
+    own[0].unit.precision = "bf16"
+    [o] = execute.run_units(own, tmp_path / "r", out=lines.append)
+    assert o.ok and o.summary["autocast"] == "cpu:bfloat16" and o.summary["precision"] == "bf16"
+    [o] = execute.run_units(_probes(tmp_path / "s", 1), tmp_path / "s", out=lines.append)
+    assert o.ok and o.summary["autocast"] is None and o.summary["precision"] == "float32"
     with pytest.raises(ValueError, match="choose one of actors, tasks"):
         execute.run_units([], tmp_path, workers="threads")
 
@@ -276,7 +282,13 @@ def test_a_dead_worker_is_replaced_and_fresh_tasks_remain_available(ray_gpus, tm
 
 @pytest.mark.packaged_model
 @pytest.mark.gold_data
-def test_plan_show_at_bf16_reads_and_names_its_own_cache_root(tmp_path, monkeypatch, capsys):
+def _keys(text: str) -> list[str]:
+    return [w for w in text.split() if w.startswith("all-MiniLM-L6-v2-")]
+
+
+@pytest.mark.packaged_model
+@pytest.mark.gold_data
+def test_plan_show_at_bf16_keys_its_units_apart_in_the_one_cache(tmp_path, monkeypatch, capsys):
     from analysis_utils import paths
 
     if not (paths.data_dir() / "glue").is_dir():
@@ -284,13 +296,24 @@ def test_plan_show_at_bf16_reads_and_names_its_own_cache_root(tmp_path, monkeypa
     monkeypatch.setenv(paths.CACHE_ENV, str(tmp_path))
     tiny = ["-p", "tasks=MRPC", "-p", "multi_seed_tasks=", "-p", "train_subsets=MRPC:16",
             "-p", "max_dev=16", "-p", "random_init=0", "-p", "lr_check="]
+    assert cli.main(["show", "--profile", "smoke", *tiny]) == 0
+    float32 = capsys.readouterr().out
+    assert cli.main(["show", "--profile", "smoke", "-p", "precision=bf16", *tiny]) == 0
+    bf16 = capsys.readouterr().out
+    assert f"cache {tmp_path}; precision bf16" in bf16  # the one cache, no root of its own
+    assert len(_keys(bf16)) == len(_keys(float32)) == 3  # fine-tune, maps, study
+    assert not set(_keys(bf16)) & set(_keys(float32))  # maps and study follow the fine-tune
+    # --precision is -p precision=..., and the two must agree
     assert cli.main(["show", "--profile", "smoke", "--precision", "bf16", *tiny]) == 0
-    out = capsys.readouterr().out
-    root = tmp_path / "precision" / "bf16"
-    assert f"precision bf16: results go to {root}" in out and f"cache {root}" in out
-    assert f"BERTOLOGY_CACHE_DIR={root}" in out
-    # pointed at that root, a float32 plan stops before reading anything
-    monkeypatch.setenv(paths.CACHE_ENV, str(root))
+    assert _keys(capsys.readouterr().out) == _keys(bf16)
+    assert cli.main(["show", "--profile", "smoke", "--precision", "bf16", "-p",
+                     "precision=float32", *tiny]) == 1
+    assert "disagree" in capsys.readouterr().err
+    # a root the earlier separate-root code marked stops the plan before anything is read
+    old = tmp_path / "precision" / "bf16"
+    old.mkdir(parents=True)
+    (old / precision.MARKER).write_text(json.dumps({"precision": "bf16"}))
+    monkeypatch.setenv(paths.CACHE_ENV, str(old))
     assert cli.main(["show", "--profile", "smoke", *tiny]) == 1
     assert "holds bf16 results" in capsys.readouterr().err
 

@@ -124,3 +124,28 @@ def test_table_view_shows_tables_without_nan():
     assert view.loc["det"].tolist() == ["94.31", "3", "1", "8-11"]
     assert view.loc["prep"].tolist() == ["\u2013", "4", "\u2013", "\u2013"]
     assert "NaN" not in view.to_html() and "<NA>" not in view.to_string()
+
+
+def test_provenance_names_device_kind_precision_and_what_stays_on_the_cpu(
+        notebooks_dir, tiny_model_dir, tmp_path, monkeypatch, capsys):
+    import json
+
+    monkeypatch.setenv(paths.OUTPUT_ENV, str(tmp_path / "out"))
+    ns = dict(model=str(tiny_model_dir), control_init="random", device="cpu", seed=0, n=5,
+              thr_a=0.5, thr_b=0.5)
+    _, _, run = notebook.setup("77", ns)
+    assert isinstance(run, notebook.report.Run)
+    prov = json.loads(run.finish().read_text())
+    keys = list(prov)
+    assert keys[keys.index("device") + 1:keys.index("device") + 5] == [
+        "device_kind", "precision", "cpu_only", "cpu_only_note"]
+    assert prov["device_kind"] == "cpu" and prov["precision"] == "float32"
+    assert prov["cpu_only"] == ["not verified on CUDA"]  # a notebook CPU_ONLY does not list
+    assert prov["cpu_only_note"] == notebook.CPU_ONLY_NOTE
+    # notebooks 06 and 07 record their precision parameter; 01-08 each have a cpu_only list
+    _, _, run = notebook.setup("77", {**ns, "precision": "bf16"},
+                               names=[*ns, "precision"])
+    assert run.precision == "bf16"
+    assert all(notebook.cpu_only(f"0{i}") for i in range(1, 9))
+    assert "probes" in " ".join(notebook.cpu_only("04"))
+    capsys.readouterr()

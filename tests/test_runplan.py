@@ -90,6 +90,23 @@ def test_plan_parameters_are_checked_as_the_driver_checks_them():
         units.build("smoke", {"n_segments": "5"})
 
 
+def test_the_precision_parameter_reaches_every_fine_tune_and_only_the_fine_tunes():
+    """-p precision=bf16 (issue 34): every fine-tune of 06 and 07, the learning-rate check's
+    too, trains at it (its key names it); their maps and study units measure at float32, as
+    the notebooks do; a precision the notebooks do not know is refused by the driver's check."""
+    smoke = units.build("smoke", {"precision": "bf16"})
+    assert smoke and {u.settings.precision for u in smoke} == {u.precision for u in smoke} \
+        == {"bf16"}
+    assert any("@lr" in u.label for u in smoke)  # 06's learning-rate check
+    assert {u.settings.precision for u in units.build("smoke")} == {"float32"}
+    second = units.build_maps("smoke", {"precision": "bf16"}) + units.build_studies(
+        "smoke", {"precision": "bf16"})
+    assert second and {u.precision for u in second} == {"float32"}
+    assert {u.finetune.settings.precision for u in second} == {"bf16"}
+    with pytest.raises(ParameterError, match="precision='fp16': expected one of 'float32'"):
+        units.build("smoke", {"precision": "fp16"})
+
+
 def _notebook_units(prefix: str, p: dict) -> list[units.FinetuneUnit]:
     """The fine-tunes notebook ``prefix`` makes, read from its own source: its
     ``X = plan.runs(...)`` / ``plan.settings(...)`` assignments and its ``plan.fit_run(...)``

@@ -6,8 +6,13 @@ notebook 07's measurements of it, cached or left, with an estimated cost each. `
 computes what is left: on Ray when it is installed (a new local
 instance, or the cluster at ``--address`` / ``$RAY_ADDRESS``), else, or with ``--in-process``,
 in this process, one unit after the other; the notebooks then load the results from the
-cache. ``--precision`` (float32, tf32, bf16) sets the numerics of every unit (a precision
-other than float32 writes into a cache root of its own: :mod:`.precision`); on Ray the units
+cache. The numerics are notebooks 06 and 07's ``precision`` parameter: ``-p precision=bf16``
+(float32, tf32, bf16; ``--precision bf16`` says the same). The fine-tuning key names the
+precision and the device kind whenever they differ from the CPU float32 run, so every
+precision and device shares the one cache, and the notebooks load the same models with the
+same ``-p precision=...`` (:mod:`.precision`). ``show`` keys the units for this machine's
+device kind (CUDA when torch sees it); ``run`` on Ray keys them for the cluster's (``cuda``
+when it has GPUs and units ask for them), as its workers will. On Ray the units
 run on long-lived workers (``--workers``) with the GPU share measured for their kind
 (``--gpus-per-unit`` overrides it). Exit status: 0 when every unit is cached at the end, 1
 otherwise (each failed unit is listed with its log).
@@ -30,7 +35,8 @@ USAGE_EPILOG = """examples:
   python -m analysis_utils plan run                      # Ray local when installed
   python -m analysis_utils plan run --address 10.0.0.1:6379   # join a Ray cluster
   python -m analysis_utils plan run --in-process -p tasks=MRPC
-  python -m analysis_utils plan run --precision tf32     # into <cache>/precision/tf32
+  python -m analysis_utils plan run -p precision=bf16    # bf16 fine-tunes, keys of their own
+  python -m analysis_utils plan run --precision tf32     # the same as -p precision=tf32
   python -m analysis_utils plan run --gpus-per-unit 1    # override the measured GPU shares
 On a cluster, BERTOLOGY_CACHE_DIR must be storage every node mounts at the same path."""
 
@@ -59,12 +65,12 @@ def _parser() -> argparse.ArgumentParser:
                          "per unit from what units of its kind and model were measured to use "
                          "on earlier runs, its peak memory and the GPU's utilisation; without a "
                          "measurement 0.5 for a fine-tune, 0.25 for a maps or study unit)")
-    ap.add_argument("--precision", default=precision.DEFAULT, type=_precision,
-                    help=f"{' / '.join(precision.PRECISIONS)} (default {precision.DEFAULT}, "
-                         "comparable with the committed run; tf32: CUDA only; bf16: autocast). "
-                         "Another precision than float32 keeps its results in a cache of its "
-                         "own, <cache>/precision/NAME, which notebooks must be pointed at "
-                         "(BERTOLOGY_CACHE_DIR)")
+    ap.add_argument("--precision", default=None, type=_precision,
+                    help=f"{' / '.join(precision.PRECISIONS)}: the same as -p precision=NAME, "
+                         f"notebooks 06/07's parameter (default {precision.DEFAULT}, the "
+                         "committed run's; tf32: CUDA only; bf16: autocast). The fine-tuning "
+                         "key names it, so all precisions share the one cache; render the "
+                         "notebooks with the same -p precision=NAME")
     ap.add_argument("--workers", default="actors", choices=("actors", "tasks"),
                     help="on Ray: long-lived workers that import once and run many units "
                          "(actors, default) or a Ray task per unit (tasks)")
@@ -102,11 +108,17 @@ def _backend(args) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Entry point of ``python -m analysis_utils plan``; returns the exit status."""
     from ..publish.pipeline import parse_overrides
-    from . import execute, units
+    from . import units
 
     args = _parser().parse_args(argv)
     try:
         extra = parse_overrides(args.param)
+        if args.precision is not None:  # --precision NAME is -p precision=NAME
+            given = extra.get("precision", args.precision).strip("'\"")
+            if given != args.precision:
+                raise ParameterError(f"--precision {args.precision} and -p precision={given} "
+                                     "disagree: give one of them")
+            extra["precision"] = args.precision
         planned = units.build(args.profile, extra)
     except (ParameterError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
@@ -115,22 +127,41 @@ def main(argv: list[str] | None = None) -> int:
         print(f"[plan] profile {args.profile!r} runs neither of notebooks "
               f"{' and '.join(units.PLAN_NOTEBOOKS)}: nothing to plan", flush=True)
         return 0
+    with contextlib.ExitStack() as stack:
+        return _main(args, extra, planned, stack)
+
+
+def _cluster_kind(ray, gpus_per_unit: float | None) -> str:
+    """``cuda`` when the Ray cluster has GPUs and units ask for them, else ``cpu``: where
+    units that name no device train (:func:`analysis_utils.runplan.execute._ray_task`)."""
+    has_gpus = ray.cluster_resources().get("GPU", 0) > 0
+    return "cuda" if has_gpus and (gpus_per_unit is None or gpus_per_unit > 0) else "cpu"
+
+
+def _main(args, extra: dict, planned: list, stack: contextlib.ExitStack) -> int:
+    from . import execute, units
+
+    kind, backend = None, None  # None: this machine's device kind
     try:
-        if args.action == "run" and args.in_process:  # on Ray, each worker checks its own
-            for kind in sorted({precision.device_kind(u.device) for u in planned}):
-                precision.validate(args.precision, kind)
-        cache = precision.cache_root(paths.cache_dir(), args.precision)
-    except ValueError as err:
+        cache = precision.check_root(paths.cache_dir())
+        if args.action == "run":
+            backend = _backend(args)
+            if backend == "ray":  # connected before the keys: they name the cluster's kind
+                kind = _cluster_kind(stack.enter_context(execute.ray_session(args.address)),
+                                     args.gpus_per_unit)
+            for u in planned:  # on Ray, each worker checks its own as well
+                precision.validate(u.precision, units._device_kind(u, kind))
+    except (RuntimeError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    if args.precision != precision.DEFAULT:
-        print(f"[plan] precision {args.precision}: results go to {cache}, a cache of their "
-              f"own (the fine-tuning key does not name the precision); render notebooks from "
-              f"them with BERTOLOGY_CACHE_DIR={cache}", flush=True)
+    precisions = sorted({u.precision for u in planned})
     print(f"[plan] profile {args.profile!r}: {len(planned)} fine-tuning units for notebooks "
-          f"{', '.join(units.PLAN_NOTEBOOKS)}; cache {cache}", flush=True)
+          f"{', '.join(units.PLAN_NOTEBOOKS)}; cache {cache}"
+          + (f"; precision {', '.join(precisions)}" if precisions != [precision.DEFAULT]
+             else "") + (f"; keyed for {kind} (the Ray cluster's)" if kind else ""),
+          flush=True)
     t0 = time.perf_counter()
-    entries = units.resolve(planned, cache)
+    entries = units.resolve(planned, cache, kind)
     print(units.describe(entries), flush=True)
     try:
         maps = units.resolve_maps(units.build_maps(args.profile, extra), cache, entries)
@@ -163,7 +194,6 @@ def main(argv: list[str] | None = None) -> int:
               f"to run ({time.perf_counter() - t0:.1f} s)", flush=True)
         return 0
     try:
-        backend = _backend(args)
         where = "in this process" if backend == "inprocess" else (
             f"on Ray at {args.address or os.environ.get('RAY_ADDRESS')}"
             if args.address or os.environ.get("RAY_ADDRESS") else "on Ray (local instance)")
@@ -178,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
                 outcomes += execute.run_units(jobs, cache, backend=backend,
                                               address=args.address, retries=args.retries,
                                               gpus_per_unit=args.gpus_per_unit,
-                                              precision=args.precision, workers=args.workers)
+                                              workers=args.workers)
             failed_ft = {o.job.unit for o in outcomes if not o.ok}
             ready = [e for e in second if e.unit.finetune not in failed_ft]
             for e in second:
@@ -193,7 +223,7 @@ def main(argv: list[str] | None = None) -> int:
                 outcomes += execute.run_units(jobs, cache, backend=backend,
                                               address=args.address, retries=args.retries,
                                               gpus_per_unit=args.gpus_per_unit,
-                                              precision=args.precision, workers=args.workers)
+                                              workers=args.workers)
     except (execute.CacheNotShared, RuntimeError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

@@ -19,8 +19,11 @@ other in plan order on this machine's device ("" : CUDA when available). Ray tas
 submitted in plan order and run as resources allow: ``num_cpus`` each, and ``gpu_share`` GPUs
 where the cluster has GPUs (a unit then runs on CUDA when its node has it, else on the CPU).
 
-Every unit runs at the plan's ``precision`` (:mod:`.precision`: float32, tf32 or bf16, set
-around its work and restored after it) and under a :class:`~.gpu.Monitor` (peak GPU memory
+Every unit runs at its ``precision`` (:mod:`.precision`: float32, tf32 or bf16, set
+around its work and restored after it: the ``precision`` given to :func:`run_units`, else the
+unit's own ``precision`` attribute, a fine-tune's being its settings', part of its key, and a
+maps or study unit's float32, as in the notebooks, else float32) and under a
+:class:`~.gpu.Monitor` (peak GPU memory
 torch allocated, the GPU's utilisation where NVML is at hand; ``n/a`` on a CPU). A unit that
 finishes leaves a record, ``<cache>/runplan/units/<key>.json`` (:func:`record_path`): what it
 is (kind, model, label), the device and device kind that made it, the precision, seconds,
@@ -194,9 +197,15 @@ def _torch_threads(n: int) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
+def unit_precision(unit, precision: str | None = None) -> str:
+    """The precision ``unit`` runs at: ``precision`` when given, else the unit's own
+    ``precision`` attribute (a fine-tune's settings'), else float32."""
+    return precision or getattr(unit, "precision", None) or "float32"
+
+
 def execute_unit(unit, key: str, cache_dir: str, device: str, attempt: int = 1,
                  token: dict | None = None, where: dict | None = None,
-                 precision: str = "float32") -> dict:
+                 precision: str | None = None) -> dict:
     """Run ``unit.execute(key, cache_dir, device)`` with its output in its log, torch on
     ``unit.num_cpus`` threads, at ``precision`` (:func:`.precision.applied`) and under a
     :class:`.gpu.Monitor`; returns its summary plus ``host``, ``pid``, ``seconds``,
@@ -207,6 +216,7 @@ def execute_unit(unit, key: str, cache_dir: str, device: str, attempt: int = 1,
     from . import gpu
     from . import precision as prec
 
+    precision = unit_precision(unit, precision)
     if token is not None:
         check_shared(token)
     try:
@@ -257,7 +267,7 @@ def _write_record(cache_dir: str, key: str, unit, out: dict, attempt: int) -> No
 
 
 def _ray_task(unit, key: str, cache_dir: str, attempt: int, token: dict,
-              precision: str = "float32", worker_units: int | None = None) -> dict:
+              precision: str | None = None, worker_units: int | None = None) -> dict:
     """The Ray task around :func:`execute_unit`: the unit's device from the GPUs Ray gave it."""
     import ray
     import torch
@@ -287,7 +297,7 @@ class _Worker:
         self.units_run = 0
 
     def run(self, unit, key: str, cache_dir: str, attempt: int, token: dict,
-            precision: str) -> dict:
+            precision: str | None) -> dict:
         import gc
 
         import torch
@@ -353,7 +363,7 @@ class _Progress:
 
 
 def _run_inprocess(jobs: Sequence[Job], cache_dir: str, retries: int,
-                   progress: _Progress, precision: str = "float32") -> list[Outcome]:
+                   progress: _Progress, precision: str | None = None) -> list[Outcome]:
     outcomes = []
     for job in jobs:
         for attempt in range(1, retries + 2):
@@ -473,12 +483,12 @@ def _shares(jobs: Sequence[Job], cache_dir: str, has_gpus: bool, gpus_per_unit: 
 
 
 def _run_ray(jobs: Sequence[Job], cache_dir: str, retries: int, progress: _Progress,
-             gpus_per_unit: float | None, precision: str = "float32",
+             gpus_per_unit: float | None, precision: str | None = None,
              workers: str = "actors", out: Callable[[str], None] = print) -> list[Outcome]:
     import ray
 
     has_gpus = ray.cluster_resources().get("GPU", 0) > 0
-    if precision == "tf32" and not has_gpus:
+    if not has_gpus and any(unit_precision(j.unit, precision) == "tf32" for j in jobs):
         raise ValueError("precision tf32 applies to CUDA matrix products only, and this Ray "
                          "cluster has no GPU: use --precision float32 (or bf16)")
     shares = _shares(jobs, cache_dir, has_gpus, gpus_per_unit, out)
@@ -613,7 +623,7 @@ def _run_actors(ray, jobs, gpus, nodes, cache_dir, token, precision, settle, out
 def run_units(jobs: Sequence[Job], cache_dir: str | os.PathLike, *, backend: str = "inprocess",
               address: str | None = None, retries: int = 1, gpus_per_unit: float | None = None,
               out: Callable[[str], None] = print, ray_init: dict | None = None,
-              precision: str = "float32", workers: str = "actors") -> list[Outcome]:
+              precision: str | None = None, workers: str = "actors") -> list[Outcome]:
     """Run ``jobs`` (module docstring) into ``cache_dir``; returns one :class:`Outcome` per
     job, in the jobs' order, and prints a line per finished unit through ``out``.
 
@@ -622,8 +632,8 @@ def run_units(jobs: Sequence[Job], cache_dir: str | os.PathLike, *, backend: str
     ``ray_init``: more ``ray.init`` arguments). retries: further attempts of a failed unit.
     gpus_per_unit: the GPUs each unit asks for on a cluster with GPUs (None: measured on
     earlier runs of units of its kind and model, else the unit's own ``gpu_share``).
-    precision: float32 / tf32 / bf16 (:mod:`.precision`; the caller picks the cache root,
-    :func:`.precision.cache_root`). workers: on Ray, ``"actors"`` (long-lived workers) or
+    precision: float32 / tf32 / bf16 for every unit (:mod:`.precision`); None: each unit's own
+    (:func:`unit_precision`). workers: on Ray, ``"actors"`` (long-lived workers) or
     ``"tasks"`` (a fresh task per unit). Raises :class:`CacheNotShared` when a worker cannot
     see ``cache_dir``.
     """
@@ -635,7 +645,8 @@ def run_units(jobs: Sequence[Job], cache_dir: str | os.PathLike, *, backend: str
         raise ValueError(f"workers {workers!r}: choose one of {', '.join(WORKERS)}")
     if retries < 0:
         raise ValueError(f"retries must be 0 or more, got {retries}")
-    prec.validate(precision)
+    if precision is not None:
+        prec.validate(precision)
     cache_dir = str(Path(cache_dir).expanduser().resolve())
     progress = _Progress(len(jobs), out, cache_dir)
     if not jobs:

@@ -131,11 +131,12 @@ def lr_check_runs(planned: list[Run], rates: str, tasks: str) -> list[tuple[Run,
 
 def settings(epochs: int = 3, batch_size: int = 32, learning_rate: float = 5e-5,
              max_length: int = 128, warmup_ratio: float = 0.1,
-             num_threads: int = 0) -> FinetuneSettings:
-    """:class:`FinetuneSettings` from notebook parameters (``num_threads`` 0: torch's own)."""
+             num_threads: int = 0, precision: str = "float32") -> FinetuneSettings:
+    """:class:`FinetuneSettings` from notebook parameters (``num_threads`` 0: torch's own;
+    ``precision``: float32, tf32 or bf16, part of the key unless float32)."""
     return FinetuneSettings(epochs=epochs, batch_size=batch_size, learning_rate=learning_rate,
                             max_length=max_length, warmup_ratio=warmup_ratio,
-                            num_threads=num_threads or None)
+                            num_threads=num_threads or None, precision=precision)
 
 
 def fit_run(run: Run, model: str, settings: FinetuneSettings, *, subset_seed: int = 0,
@@ -153,9 +154,12 @@ def fit_run(run: Run, model: str, settings: FinetuneSettings, *, subset_seed: in
 
 
 def run_key(run: Run, model: str, settings: FinetuneSettings, *, subset_seed: int = 0,
-            max_dev: int = 0, data_dir: str | os.PathLike | None = None) -> tuple[str, dict]:
+            max_dev: int = 0, data_dir: str | os.PathLike | None = None,
+            device: str | None = "") -> tuple[str, dict]:
     """``(key, key_inputs)`` of the cache entry :func:`fit_run` with the same arguments reads
     or writes, without training (it loads the encoder to fingerprint its weights and reads the
-    task's examples)."""
+    task's examples). ``device``: where the run trains ("" / None: CUDA when available, as
+    :func:`fit_run`); its kind is part of the key unless it is the CPU."""
     return finetune_key(model, run.task, run.seed, settings, run.init, run.max_train,
-                        subset_seed=subset_seed, max_dev=max_dev or None, data_dir=data_dir)
+                        subset_seed=subset_seed, max_dev=max_dev or None, data_dir=data_dir,
+                        device=device or None)

@@ -3,155 +3,80 @@ run used), ``tf32`` (CUDA matrix products and convolutions on TensorFloat-32 ten
 weights and activations stay float32) or ``bf16`` (``torch.autocast`` to bfloat16 around the
 unit's work; weights and optimiser state stay float32).
 
+The precision is a parameter of notebooks 06 and 07 (``precision``), and so of the plan
+(``-p precision=bf16``; ``plan run --precision bf16`` is the same thing spelled as an
+option). It is one of the fine-tuning settings
+(:attr:`~analysis_utils.training.trainer.FinetuneSettings.precision`), and the fine-tuning
+cache key names it (and the device kind, ``cuda`` vs ``cpu``) whenever it differs from the
+CPU float32 run, so a bf16- or GPU-trained model has a key of its own in the one cache, and
+every CPU float32 key is the one it was before (issue 34).
+
 - :func:`validate` ``(precision, device_kind)``: the name checked, with the valid ones in the
   error; ``tf32`` refused without CUDA (or on a GPU older than Ampere, where the flag does
   nothing), ``bf16`` refused on a GPU without bfloat16 support.
-- :func:`applied` ``(precision, device)``: a context manager that sets it around one unit's
-  work in the worker, and restores torch's previous state afterwards (a long-lived worker
-  runs many units, each with the plan's precision, none leaking into the next).
-- :func:`cache_root` ``(cache, precision)``: where a plan run at ``precision`` keeps its
-  results. float32: the cache itself. Anything else: ``<cache>/precision/<name>/``, a cache
-  of its own, marked by ``PRECISION.json``.
+- :func:`applied` ``(precision, device)``: a context manager that sets it around a block and
+  restores torch's previous state afterwards (a long-lived worker runs many units, each with
+  its own precision, none leaking into the next).
+- :func:`check_root` ``(cache)``: refuses a cache root that the earlier, separate-root code
+  (``plan run --precision`` before the key named the precision) marked for another precision
+  with ``PRECISION.json``: the entries there were keyed as float32 entries although they are
+  not, so no plan may read them as its own.
 
-Why a separate root: the fine-tuning cache key (frozen code, ``training.finetune_key``) does
-not name the precision or the device, so a bf16-trained model would have the same key as the
-float32 one and notebooks 06/07 would load it as if it were the committed run's. Keeping
-non-float32 results under their own root means the default cache only ever holds float32
-entries; to render notebooks from a bf16 plan, point them there explicitly::
+These functions live beside the settings in :mod:`analysis_utils.training.trainer` (the
+fine-tuning code that notebooks import applies them); this module re-exports them for the
+run plan.
 
-    python -m analysis_utils plan run --precision bf16
-    BERTOLOGY_CACHE_DIR=$BERTOLOGY_CACHE_DIR/precision/bf16 python -m analysis_utils run ...
-
-A float32 plan run into a root marked for another precision is refused (it would take the
-other precision's entries for float32 ones), as is a run of another precision into it.
-(Once the fine-tuning key names precision and device kind, a change to frozen code that
-lands with the next full re-render, the separate root is no longer needed.)
+Why the separate root went: it existed only because the key did not name the precision. Now
+that it does, a bf16 entry can never be taken for a float32 one, the notebooks render from
+the one cache with ``-p precision=bf16`` (no ``BERTOLOGY_CACHE_DIR`` to repoint), and the
+plan's keys are the notebooks' keys by construction. A marked root left by the old code is
+refused rather than read (:func:`check_root`).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
-__all__ = ["PRECISIONS", "DEFAULT", "validate", "applied", "cache_root", "MARKER",
+from ..training.trainer import (
+    DEFAULT_PRECISION as DEFAULT,
+)
+from ..training.trainer import (
+    PRECISIONS,
+    _cuda_capability,  # noqa: F401 - tests pretend a GPU through it
+    device_kind,
+)
+from ..training.trainer import (
+    precision_applied as applied,
+)
+from ..training.trainer import (
+    validate_precision as validate,
+)
+
+__all__ = ["PRECISIONS", "DEFAULT", "validate", "applied", "check_root", "MARKER",
            "device_kind"]
 
-#: The precisions a plan can run at, the default first.
-PRECISIONS = ("float32", "tf32", "bf16")
-DEFAULT = "float32"
-#: The file that marks a cache root as holding another precision's results.
+#: The file with which the earlier code marked a cache root as holding another precision's
+#: results (``<cache>/precision/<name>/PRECISION.json``).
 MARKER = "PRECISION.json"
-SUBDIR = "precision"
 
 
-def device_kind(device: str = "") -> str:
-    """``"cuda"`` / ``"cpu"`` / ... of ``device`` ("" : CUDA when torch sees it, else CPU)."""
-    if device:
-        return str(device).split(":")[0]
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def _cuda_capability() -> tuple[int, int] | None:
-    import torch
-
-    if not torch.cuda.is_available():
-        return None
-    return torch.cuda.get_device_capability()
-
-
-def validate(precision: str, kind: str | None = None, *, capability=_cuda_capability) -> str:
-    """``precision`` if the plan can run at it on device kind ``kind`` (``"cpu"`` /
-    ``"cuda"``; None: only the name is checked), else ``ValueError`` saying why and what to use
-    instead. ``capability``: returns the CUDA compute capability, or None without CUDA (for
-    tests)."""
-    if precision not in PRECISIONS:
-        raise ValueError(f"precision {precision!r} is not one of {', '.join(PRECISIONS)} "
-                         f"(default {DEFAULT}, the committed run's)")
-    if kind is None or precision == DEFAULT:
-        return precision
-    if kind != "cuda":
-        if precision == "tf32":
-            raise ValueError(
-                f"precision tf32 applies to CUDA matrix products only, and the units run on "
-                f"{kind}: use --precision float32 (or bf16), or run on a CUDA machine")
-        return precision  # bf16: torch.autocast on the CPU
-    cap = capability()
-    if cap is None:
-        raise ValueError(f"precision {precision} asks for CUDA, which torch does not see here: "
-                         "use --precision float32")
-    if cap < (8, 0):
-        raise ValueError(
-            f"precision {precision} needs a GPU of compute capability 8.0 or later (Ampere: "
-            f"A100, H100), this one is {cap[0]}.{cap[1]}: use --precision float32")
-    return precision
-
-
-@contextlib.contextmanager
-def applied(precision: str, device: str = "") -> Iterator[dict]:
-    """Run the block at ``precision`` on ``device`` ("" : CUDA when available); yields what was
-    set (``{"precision", "device_kind", "autocast"}``, for the unit's record). Torch's flags
-    are restored on exit."""
-    import torch
-
-    kind = device_kind(device)
-    validate(precision, kind)
-    state = {"precision": precision, "device_kind": kind, "autocast": None}
-    saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32,
-             torch.get_float32_matmul_precision())
-    try:
-        if precision == "tf32":
-            torch.backends.cuda.matmul.allow_tf32 = True
-            torch.backends.cudnn.allow_tf32 = True
-            torch.set_float32_matmul_precision("high")
-        elif precision == "float32":
-            torch.backends.cuda.matmul.allow_tf32 = False
-            torch.backends.cudnn.allow_tf32 = False
-            torch.set_float32_matmul_precision("highest")
-        if precision == "bf16":
-            state["autocast"] = f"{kind}:bfloat16"
-            with torch.autocast(device_type=kind, dtype=torch.bfloat16):
-                yield state
-        else:
-            yield state
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = saved[0]
-        torch.backends.cudnn.allow_tf32 = saved[1]
-        torch.set_float32_matmul_precision(saved[2])
-
-
-def cache_root(cache: str | os.PathLike, precision: str) -> Path:
-    """The cache root a plan at ``precision`` reads and writes (module docstring): ``cache``
-    for float32, else ``<cache>/precision/<name>`` (created, with its marker); ``cache``
-    itself when it already is that root. Raises ``ValueError`` when ``cache`` is marked for
-    another precision."""
-    validate(precision)
+def check_root(cache: str | os.PathLike) -> Path:
+    """``cache``, unless it is a root the earlier separate-root code marked for a precision
+    (module docstring): then ``ValueError`` saying where the one cache is. Its entries were
+    keyed without their precision, so they would be read as float32 ones."""
     cache = Path(cache)
     marked = _marked(cache)
     if marked is not None:
-        if marked == precision:
-            return cache
         raise ValueError(
-            f"the cache {cache} holds {marked} results ({cache / MARKER}); a {precision} plan "
-            f"would take them for its own. Point BERTOLOGY_CACHE_DIR at the float32 cache "
-            f"(the folder above {cache.parent.name}/) or run with --precision {marked}")
-    if precision == DEFAULT:
-        return cache
-    root = cache / SUBDIR / precision
-    root.mkdir(parents=True, exist_ok=True)
-    marker = root / MARKER
-    if not marker.exists():
-        from ..engine import atomic
-
-        atomic.write_text(marker, json.dumps(
-            {"precision": precision, "note": "results of a plan run at this precision; not "
-             "comparable bit for bit with the float32 cache above, and not to be mixed with it"},
-            indent=1))
-    return root
+            f"the cache {cache} holds {marked} results of the earlier separate-root plan "
+            f"({cache / MARKER}), keyed as if they were float32 ones; the fine-tuning key now "
+            f"names the precision, so every precision shares one cache. Point "
+            f"BERTOLOGY_CACHE_DIR at the cache above {cache.parent.name}/ and run with "
+            f"-p precision={marked} (the {marked} models are trained again under their own "
+            f"keys); delete {cache} once nothing reads it")
+    return cache
 
 
 def _marked(cache: Path) -> str | None:

@@ -8,11 +8,12 @@ seed, init, train subset, dev rows and settings), 06's first, then those of 07 t
 not make; a profile that does not run 06 or 07 (``base``) has an empty plan.
 
 :func:`resolve` ``(units, cache_dir) -> [Entry]`` adds what is known here about each: its cache
-key (the fine-tuning cache's own, :func:`~analysis_utils.runplan.finetunes.run_key`; the encoder
-is loaded to fingerprint it), whether a complete entry with that key is cached (a cut-off
-``model.safetensors`` counts as missing) and an estimated training time: the recorded one
-for a cached unit, else train examples x epochs x a rate in seconds per example and epoch,
-taken from the cache's own entries of the same model and device kind, else
+key (the fine-tuning cache's own, :func:`~analysis_utils.runplan.finetunes.run_key`; the
+encoder is loaded to fingerprint it; the key names the device kind the unit trains on when it
+is not the CPU, and the precision when it is not float32), whether a complete entry with that
+key is cached (a cut-off ``model.safetensors`` counts as missing) and an estimated training
+time: the recorded one for a cached unit, else train examples x epochs x a rate in seconds per
+example and epoch, taken from the cache's own entries of the same model and device kind, else
 :data:`STATED_SECONDS_PER_EXAMPLE` scaled by the model's layers x hidden size squared.
 
 Example::
@@ -95,11 +96,26 @@ class FinetuneUnit:
         ``num_threads``; 0 / None: one)."""
         return self.settings.num_threads or 1
 
-    def key(self) -> tuple[str, dict]:
-        """``(cache key, key inputs)`` of the fine-tune; loads the encoder and reads the data."""
+    @property
+    def precision(self) -> str:
+        """The numeric precision it trains at (notebook parameter ``precision``; the executor
+        applies it around the unit, :func:`~analysis_utils.runplan.execute.execute_unit`)."""
+        return self.settings.precision
+
+    def device_kind(self) -> str:
+        """``cpu`` / ``cuda``: the kind of ``device`` when the unit names one, else this
+        machine's (CUDA when torch sees it)."""
+        return _device_kind(self)
+
+    def key(self, device_kind: str | None = None) -> tuple[str, dict]:
+        """``(cache key, key inputs)`` of the fine-tune; loads the encoder and reads the data.
+        ``device_kind``: the kind of device the unit will train on (None:
+        :meth:`device_kind`; a Ray run passes the cluster's, ``cuda`` when it has GPUs), which
+        the key names unless it is ``cpu``, so the driver's key is the worker's."""
         return finetunes.run_key(self.run, self.model, self.settings,
                                  subset_seed=self.subset_seed, max_dev=self.max_dev,
-                                 data_dir=self.data_dir)
+                                 data_dir=self.data_dir,
+                                 device=self.device or device_kind or self.device_kind())
 
     def execute(self, key: str, cache_dir: str, device: str) -> dict:
         """Fine-tune (or load the cached result) into ``cache_dir`` on ``device`` ("" : CUDA
@@ -173,15 +189,16 @@ def _units_of(prefix: str, p: dict, data_dir: str) -> list[FinetuneUnit]:
     learning-rate check (``plan.lr_check_runs``), the same runs at other rates."""
     runs = finetunes.runs(p["tasks"], p["seeds"], p["multi_seed_tasks"], p["train_subsets"],
                           p.get("random_init", 0))
+    precision = p.get("precision", "float32")
     settings = finetunes.settings(p["epochs"], p["batch_size"], p["lr"], p["max_tokens"],
-                                  p["warmup_ratio"], p["num_threads"])
+                                  p["warmup_ratio"], p["num_threads"], precision)
     out = [FinetuneUnit(p["model"], r, settings, subset_seed=p["subset_seed"],
                         max_dev=p["max_dev"], device=p["device"], data_dir=data_dir,
                         notebooks=(prefix,)) for r in runs]
     for r, rate in finetunes.lr_check_runs(runs, p.get("lr_check", ""),
                                            p.get("lr_check_tasks", "")):
         rated = finetunes.settings(p["epochs"], p["batch_size"], rate, p["max_tokens"],
-                                   p["warmup_ratio"], p["num_threads"])
+                                   p["warmup_ratio"], p["num_threads"], precision)
         out.append(FinetuneUnit(p["model"], r, rated, subset_seed=p["subset_seed"],
                                 max_dev=p["max_dev"], device=p["device"], data_dir=data_dir,
                                 notebooks=(prefix,)))
@@ -237,25 +254,30 @@ def _size_scale(model: str) -> float | None:
         return None
 
 
-def _device_kind(unit: FinetuneUnit) -> str:
+def _device_kind(unit: FinetuneUnit, default: str | None = None) -> str:
+    """The kind of the unit's ``device``, else ``default``, else this machine's."""
     if unit.device:
         return unit.device.split(":")[0]
-    import torch
+    if default:
+        return default
+    from ..training.trainer import device_kind
 
-    return "cuda" if torch.cuda.is_available() else "cpu"
+    return device_kind()  # where finetune() puts it: $BERTOLOGY_DEVICE, else CUDA if here
 
 
 def resolve(units: list[FinetuneUnit], cache_dir: str | os.PathLike | None = None,
-            ) -> list[Entry]:
+            device_kind: str | None = None) -> list[Entry]:
     """One :class:`Entry` per unit: key, cache status, estimated cost (module docstring).
-    Reads the cache only; a key that cannot be computed is an entry with ``error`` set."""
+    Reads the cache only; a key that cannot be computed is an entry with ``error`` set.
+    ``device_kind``: where units that name no device will train (None: this machine's kind;
+    ``plan run`` on Ray passes the cluster's), for their keys and estimates."""
     root = paths.cache_dir(cache_dir) / CACHE_SUBDIR
     rates = cached_rates(cache_dir)
     entries, scales = [], {}
     for unit in units:
         entry = Entry(unit)
         try:
-            entry.key, entry.key_inputs = unit.key()
+            entry.key, entry.key_inputs = unit.key(_device_kind(unit, device_kind))
         except Exception as err:  # noqa: BLE001 - reported per unit, e.g. a model not here
             entry.error = f"{type(err).__name__}: {err}"
             entries.append(entry)
@@ -269,7 +291,7 @@ def resolve(units: list[FinetuneUnit], cache_dir: str | os.PathLike | None = Non
             entry.estimate_s, entry.estimate_from = record["train_seconds"], "recorded"
         else:
             name = entry.key_inputs["model"]["name"]
-            kind = _device_kind(unit)
+            kind = _device_kind(unit, device_kind)
             if (name, kind) in rates:
                 entry.estimate_s = rates[(name, kind)] * entry.work
                 entry.estimate_from = f"rate of cached {name} runs on {kind}"
@@ -356,6 +378,12 @@ class _OnFinetuned:
     @property
     def num_cpus(self) -> int:
         return self.finetune.num_cpus
+
+    #: The precision the unit's own work runs at: float32, whatever its model was trained
+    #: at, since notebooks 06 and 07 measure the fine-tuned models at torch's defaults
+    #: (only ``finetune`` applies the ``precision`` parameter); its key names the fine-tune,
+    #: whose key names the precision.
+    precision = "float32"
 
 
 # notebook 07's per-model studies

@@ -25,9 +25,12 @@ kept, written every epoch or every ``checkpoint_steps``); a later call with the 
 resumes from the last one that was completely written, and the work folder is removed once the
 entry is published. The key hashes the encoder's in-memory weights
 (:func:`weights_fingerprint`), task, seed, every setting, the exact train and dev examples (so
-a train subset is part of it) and ``FINETUNE_VERSION``; a complete entry is returned without
-training, after checking that the loaded weights have the fingerprint recorded when it was
-written.
+a train subset is part of it) and ``FINETUNE_VERSION``; the numeric precision and the device
+kind enter it only when they differ from the CPU float32 run (settings ``precision`` other
+than float32; ``device_kind`` other than ``cpu``), so a bf16- or GPU-trained model has a key of
+its own while every CPU float32 key stays what it was before they existed. A complete entry is
+returned without training, after checking that the loaded weights have the fingerprint
+recorded when it was written.
 
 The names of the modules beside it that notebooks 06 and 07 call as ``finetune.NAME``
 (``finetune_tasks``, ``read_task``, ``subsample``, ``task_dataset``, the two baselines) are
@@ -86,7 +89,14 @@ from .glue_data import (
     task_spec,
 )
 from .loop import seeded, torch_threads
-from .trainer import FinetuneSettings, build_trainer, hf_progress_bars, progress_enabled
+from .trainer import (
+    FinetuneSettings,
+    build_trainer,
+    hf_progress_bars,
+    precision_applied,
+    progress_enabled,
+    validate_precision,
+)
 
 __all__ = ["FineTuned", "FinetuneSettings", "finetune", "finetune_key",
            # for notebooks 06 and 07, which call them as finetune.NAME
@@ -186,7 +196,11 @@ class _Plan:
 
 
 def _plan(model_name, task, seed, settings, init, max_train, subset_seed, max_dev,
-          train_examples, dev_examples, data_dir) -> _Plan:
+          train_examples, dev_examples, data_dir, device_kind: str = "cpu") -> _Plan:
+    """What a fine-tune reads and its key. ``device_kind`` (``"cpu"``, ``"cuda"``, ...) enters
+    the key inputs only when it is not ``"cpu"``, as ``settings.precision`` enters them only
+    when it is not float32 (:meth:`FinetuneSettings.as_dict`): the keys of CPU float32 runs
+    are the ones they had before either existed."""
     task_spec(task)  # an unknown task fails before any data or model is read
     train_ex, idx, n_available, dev_ex = task_data(task, data_dir, train_examples, dev_examples,
                                                    max_train, subset_seed, max_dev)
@@ -200,6 +214,8 @@ def _plan(model_name, task, seed, settings, init, max_train, subset_seed, max_de
         "train": data_key(train_ex, idx, max_train, subset_seed, n_available),
         "dev": data_key(dev_ex, None, max_dev, None, len(dev_ex)),
     }
+    if device_kind != "cpu":  # a GPU-trained model has its own key
+        key_inputs["device_kind"] = device_kind
     return _Plan(lm, cache_key(key_inputs), key_inputs, train_ex, idx, n_available, dev_ex)
 
 
@@ -209,11 +225,15 @@ def finetune_key(model_name: str = "minilm", task: str = "MRPC", seed: int = 42,
                  max_dev: int | None = None,
                  train_examples: Sequence[GlueExample] | None = None,
                  dev_examples: Sequence[GlueExample] | None = None,
-                 data_dir: str | os.PathLike | None = None) -> tuple[str, dict]:
+                 data_dir: str | os.PathLike | None = None,
+                 device: str | torch.device | None = None) -> tuple[str, dict]:
     """``(key, key_inputs)`` of the cache entry :func:`finetune` would use with the same
-    arguments, without training (it loads the encoder to fingerprint its weights)."""
+    arguments, without training (it loads the encoder to fingerprint its weights). ``device``:
+    the one the fine-tune runs on (None / "": CUDA when available, as :func:`finetune`); only
+    its kind counts."""
     plan = _plan(model_name, task, seed, settings or FinetuneSettings(), init, max_train,
-                 subset_seed, max_dev, train_examples, dev_examples, data_dir)
+                 subset_seed, max_dev, train_examples, dev_examples, data_dir,
+                 resolve_device(device or None).type)
     return plan.key, plan.key_inputs
 
 
@@ -245,7 +265,10 @@ def finetune(
     max_train: train on a seeded random subset of this many examples (``subset_seed``, the
     same subset for every training seed; recorded); max_dev: score the first ``max_dev`` dev
     rows only. train_examples, dev_examples: GlueExample lists instead of the gold files
-    (tests, your own data). device: auto-detected (CUDA when available).
+    (tests, your own data). device: auto-detected (CUDA when available); its kind is part of
+    the key when it is not the CPU. ``settings.precision`` is applied around training and the
+    final scoring (:func:`~analysis_utils.training.trainer.precision_applied`; tf32 needs
+    CUDA).
     checkpoint_steps: save a resumable checkpoint every this many steps (default: each epoch);
     progress: progress bars (default: only when stderr is a terminal); callbacks: extra
     ``TrainerCallback`` objects. None of these three is part of the cache key.
@@ -257,11 +280,13 @@ def finetune(
     start = time.perf_counter()
     settings = settings or FinetuneSettings()
     show = progress_enabled(progress)
+    dev = resolve_device(device)
+    validate_precision(settings.precision, dev.type)  # before anything is read or written
     with hf_progress_bars(show):
         plan = _plan(model_name, task, seed, settings, init, max_train, subset_seed, max_dev,
-                     train_examples, dev_examples, data_dir)
+                     train_examples, dev_examples, data_dir, dev.type)
         return _finetune(plan, task, seed, init, settings, start, cache_dir=cache_dir,
-                         device=resolve_device(device), checkpoint_steps=checkpoint_steps,
+                         device=dev, checkpoint_steps=checkpoint_steps,
                          show=show, callbacks=callbacks, max_train=max_train,
                          subset_seed=subset_seed)
 
@@ -289,7 +314,8 @@ def _finetune(plan: _Plan, task: str, seed: int, init: str, settings: FinetuneSe
     train_ds = task_dataset(task, train_ex, tokenizer, settings.max_length)
     dev_ds = task_dataset(task, dev_ex, tokenizer, settings.max_length)
     t0 = time.perf_counter()
-    with seeded(seed), torch_threads(settings.num_threads):
+    with seeded(seed), torch_threads(settings.num_threads), \
+            precision_applied(settings.precision, dev_device):
         model = build_classifier(lm, task, seed)
         trainer = build_trainer(model, tokenizer, train_ds, dev_ds, settings, seed, work,
                                 device=dev_device, checkpoint_steps=checkpoint_steps,
@@ -319,7 +345,8 @@ def _finetune(plan: _Plan, task: str, seed: int, init: str, settings: FinetuneSe
                                                   "n_available": plan.n_available,
                                                   "indices": idx.tolist()},
         "train_encoding": train_ds.report, "dev_encoding": dev_ds.report,
-        "device": str(dev_device), "torch_threads": torch.get_num_threads(),
+        "device": str(dev_device), "precision": settings.precision,
+        "torch_threads": torch.get_num_threads(),
         "versions": versions(), "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
     }
     write_json(tmp / "result.json", record)

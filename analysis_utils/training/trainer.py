@@ -9,6 +9,15 @@ by length (the paper padded every input to 128 tokens; see ``benchmarks/bench_fi
 and the optimiser is torch's AdamW (BertAdam skipped Adam's bias correction and clipped each
 tensor's gradient separately).
 
+Numeric precision (:data:`PRECISIONS`): ``FinetuneSettings.precision`` is ``float32`` (the
+committed run's), ``tf32`` (CUDA matrix products on TensorFloat-32 tensor cores; weights and
+activations stay float32) or ``bf16`` (``torch.autocast`` to bfloat16 around training and the
+final scoring; weights and optimiser state stay float32). :func:`validate_precision` checks a
+name (and that the device can run it), :func:`precision_applied` sets it around a block and
+restores torch's flags after it. They live here, beside the settings, because the fine-tuning
+code notebooks 06 and 07 import applies them; :mod:`analysis_utils.runplan.precision`
+re-exports them for the run plan.
+
 Progress bars (the Trainer's, and transformers' weight-loading bar) show only when stderr is
 a terminal (:func:`progress_enabled`); in a notebook or a log file nothing is printed.
 """
@@ -30,7 +39,13 @@ from ..engine.models import resolve_device
 from .classifier import predictions_from_logits
 from .glue_data import TaskDataset
 
-__all__ = ["FinetuneSettings", "progress_enabled", "hf_progress_bars", "build_trainer"]
+__all__ = ["FinetuneSettings", "progress_enabled", "hf_progress_bars", "build_trainer",
+           "PRECISIONS", "DEFAULT_PRECISION", "device_kind", "validate_precision",
+           "precision_applied"]
+
+#: The numeric precisions a fine-tune can run at, the default (the committed run's) first.
+PRECISIONS = ("float32", "tf32", "bf16")
+DEFAULT_PRECISION = "float32"
 
 
 @dataclass(frozen=True)
@@ -51,6 +66,10 @@ class FinetuneSettings:
     training (None: leave torch's setting); it can change float reductions, hence the key.
     ``optim``: a ``TrainingArguments.optim`` name; plain ``adamw_torch`` behaves the same on
     CPU and GPU.
+    ``precision``: ``float32`` (default), ``tf32`` (CUDA only) or ``bf16`` (autocast), applied
+    around training and the final scoring (module docstring). It enters the cache key only
+    when it is not float32 (:meth:`as_dict`), so the keys of float32 runs are the ones they
+    had before the setting existed.
     """
 
     epochs: int = 3
@@ -69,6 +88,7 @@ class FinetuneSettings:
     eval_batch_size: int = 64
     logging_steps: int = 10
     num_threads: int | None = None
+    precision: str = DEFAULT_PRECISION
 
     def __post_init__(self):
         if not 0 <= self.warmup_ratio < 1:
@@ -76,14 +96,96 @@ class FinetuneSettings:
         for name in ("epochs", "batch_size", "max_length", "eval_batch_size", "logging_steps"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        validate_precision(self.precision)
 
     def as_dict(self) -> dict:
-        return asdict(self)
+        """The settings as the cache key hashes them: every field, ``precision`` only when
+        it is not float32 (the keys of float32 runs stay what they were before it existed)."""
+        d = asdict(self)
+        if d["precision"] == DEFAULT_PRECISION:
+            del d["precision"]
+        return d
 
     @classmethod
     def from_dict(cls, values: dict) -> FinetuneSettings:
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in values.items() if k in known})
+
+
+def device_kind(device=None) -> str:
+    """``"cuda"`` / ``"cpu"`` / ``"mps"`` of ``device`` (a name such as ``"cuda:1"`` or a
+    ``torch.device``; None or "": where :func:`~analysis_utils.engine.models.resolve_device`
+    puts a model, ``$BERTOLOGY_DEVICE``, else CUDA when torch sees it, else CPU)."""
+    if device is not None and str(device):
+        return str(getattr(device, "type", None) or str(device).split(":")[0])
+    return resolve_device(None).type
+
+
+def _cuda_capability() -> tuple[int, int] | None:
+    if not torch.cuda.is_available():
+        return None
+    return torch.cuda.get_device_capability()
+
+
+def validate_precision(precision: str, kind: str | None = None, *,
+                       capability=_cuda_capability) -> str:
+    """``precision`` if a fine-tune can run at it on device kind ``kind`` (``"cpu"`` /
+    ``"cuda"``; None: only the name is checked), else ``ValueError`` saying why and what to use
+    instead: ``tf32`` needs CUDA on a GPU of compute capability 8.0 or later (Ampere), where
+    the flag does something; ``bf16`` runs on the CPU (autocast) and on such a GPU.
+    ``capability``: returns the CUDA compute capability, or None without CUDA (for tests)."""
+    if precision not in PRECISIONS:
+        raise ValueError(f"precision {precision!r} is not one of {', '.join(PRECISIONS)} "
+                         f"(default {DEFAULT_PRECISION}, the committed run's)")
+    if kind is None or precision == DEFAULT_PRECISION:
+        return precision
+    if kind != "cuda":
+        if precision == "tf32":
+            raise ValueError(
+                f"precision tf32 applies to CUDA matrix products only, and this runs on "
+                f"{kind}: use precision float32 (or bf16), or run on a CUDA machine")
+        return precision  # bf16: torch.autocast on the CPU
+    cap = capability()
+    if cap is None:
+        raise ValueError(f"precision {precision} asks for CUDA, which torch does not see here: "
+                         "use precision float32")
+    if cap < (8, 0):
+        raise ValueError(
+            f"precision {precision} needs a GPU of compute capability 8.0 or later (Ampere: "
+            f"A100, H100), this one is {cap[0]}.{cap[1]}: use precision float32")
+    return precision
+
+
+@contextlib.contextmanager
+def precision_applied(precision: str, device=None) -> Iterator[dict]:
+    """Run the block at ``precision`` on ``device`` (None / "": CUDA when available); yields
+    what was set (``{"precision", "device_kind", "autocast"}``). Torch's TF32 flags and
+    float32 matmul precision are restored on exit, so nothing leaks into the next block (a
+    long-lived worker runs many units)."""
+    kind = device_kind(device)
+    validate_precision(precision, kind)
+    state = {"precision": precision, "device_kind": kind, "autocast": None}
+    saved = (torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32,
+             torch.get_float32_matmul_precision())
+    try:
+        if precision == "tf32":
+            torch.backends.cuda.matmul.allow_tf32 = True
+            torch.backends.cudnn.allow_tf32 = True
+            torch.set_float32_matmul_precision("high")
+        elif precision == "float32":
+            torch.backends.cuda.matmul.allow_tf32 = False
+            torch.backends.cudnn.allow_tf32 = False
+            torch.set_float32_matmul_precision("highest")
+        if precision == "bf16":
+            state["autocast"] = f"{kind}:bfloat16"
+            with torch.autocast(device_type=kind, dtype=torch.bfloat16):
+                yield state
+        else:
+            yield state
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = saved[0]
+        torch.backends.cudnn.allow_tf32 = saved[1]
+        torch.set_float32_matmul_precision(saved[2])
 
 
 def progress_enabled(progress: bool | None = None) -> bool:
