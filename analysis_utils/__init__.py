@@ -6,14 +6,16 @@ loading, attention extraction and its checksummed store, token -> word maps, int
 heads), ``analyses`` (pure functions over attention arrays, one module per paper section),
 ``training`` (the seeded loop of the small models fitted here), ``plotting`` (figures).
 Top level: ``paths``, ``profiles`` and ``params`` (run profiles and parameter rules),
-``heads``, ``papers``: what every layer uses; ``report`` and ``compare`` (outputs with
-provenance, reruns against them), ``notebook`` (what every notebook does first) and
-``verdicts`` (what notebooks 01-05 do last): what every notebook imports, bound for
-``publish`` with the next full re-render.
-``publish`` (driver layer): the papermill driver (``pipeline``), ``stale``, ``imports`` (the
-import graph and the layers: base < engine < data < training < analyses < plotting < driver;
-nothing imports upward, see the architecture page of the book), ``links``, ``readme``,
-``atlas`` (the head atlas) and ``book`` (the static site). ``runplan`` (driver layer): the fine-tunes notebooks 06-07 need,
+``heads``, ``papers``: what every layer uses.
+``ledger`` and ``claims`` (analyses layer): the claims ledger and the registry of the papers'
+claims it judges.
+``publish`` (driver layer): what runs, checks and publishes the outputs: ``notebook`` (what
+every notebook does first), ``report`` (outputs with provenance), ``verdicts`` (each notebook's
+ledger rows), ``compare`` (a rerun against the committed results), the papermill driver
+(``pipeline``), ``stale``, ``imports`` (the import graph and the layers: base < engine < data
+< training < analyses < plotting < driver; nothing imports upward, see the architecture page
+of the book), ``links``, ``readme``, ``atlas`` (the head atlas) and ``book`` (the static
+site). ``runplan`` (driver layer): the fine-tunes notebooks 06-07 need,
 computed ahead of them on Ray or in-process (``python -m analysis_utils plan show|run``).
 """
 

@@ -15,7 +15,7 @@ import sys
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "run": (".publish.pipeline", "main",
             "execute the notebooks with a profile (smoke | default | paper)"),
-    "compare": (".compare", "cli",
+    "compare": (".publish.compare", "cli",
                 "check a rerun's results/*.csv against the committed ones, within tolerance"),
     "report": (".publish.readme", "cli",
                "the runtime table from results/*_provenance.json (--readme writes README.md)"),

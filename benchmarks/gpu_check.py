@@ -16,7 +16,7 @@ never touched):
    one driver, a kernel per notebook): per notebook its wall time and device (its
    provenance), the GPU's utilisation and its peak memory in use over the notebook's time
    (NVML, device-wide, less what was in use before);
-3. ``compare`` (``analysis_utils.compare.compare_tables``, what ``python -m analysis_utils
+3. ``compare`` (``analysis_utils.publish.compare.compare_tables``, what ``python -m analysis_utils
    compare`` runs per table) of the subset's fine-tuned metrics with the committed rows of
    ``results/06_finetune_runs.csv``, under 06's declared tolerance and under the proposed
    cross-device one (:mod:`analysis_utils.runplan.tolerances`). The smoke notebooks have no
@@ -160,7 +160,7 @@ def _committed(name: str, rev: str = "HEAD") -> str:
 def compare_finetunes(rows: list[dict], rev: str = "HEAD") -> list[str]:
     """``compare`` of ``rows`` with the committed rows of the same task, init and seed, under
     06's declared tolerance and the proposed cross-device one; lines to print."""
-    from analysis_utils import compare
+    from analysis_utils.publish import compare
     from analysis_utils.runplan import tolerances as tol
 
     name = "06_finetune_runs.csv"

@@ -59,14 +59,14 @@ import numpy as np
 import pandas as pd
 from IPython.display import display
 
-from analysis_utils import notebook, verdicts
 from analysis_utils.analyses import gradients, norms, surface
-from analysis_utils.compare import EXACT, IGNORE, within
 from analysis_utils.data import wikitext
 from analysis_utils.engine import atomic, interventions
 from analysis_utils.heads import head_label
 from analysis_utils.paths import output_dirs
 from analysis_utils.plotting import surface as surface_plots
+from analysis_utils.publish import notebook, verdicts
+from analysis_utils.publish.compare import EXACT, IGNORE, within
 
 lm, control, run = notebook.setup("01", globals(), precision=3)
 tok = lm.tokenizer

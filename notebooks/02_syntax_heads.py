@@ -56,14 +56,14 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from analysis_utils import notebook, verdicts
 from analysis_utils.analyses import syntax
-from analysis_utils.compare import ARGMAX_SCORES, EXACT, within
 from analysis_utils.data import manifest, treebank
 from analysis_utils.engine import atomic, wordmaps
 from analysis_utils.heads import parse_head_label
 from analysis_utils.plotting import syntax as syntax_plots
-from analysis_utils.report import output_dirs
+from analysis_utils.publish import notebook, verdicts
+from analysis_utils.publish.compare import ARGMAX_SCORES, EXACT, within
+from analysis_utils.publish.report import output_dirs
 
 lm, control, run = notebook.setup("02", globals(), precision=1)
 tok = lm.tokenizer

@@ -53,15 +53,16 @@ import time
 import numpy as np
 import pandas as pd
 
-from analysis_utils import notebook, paths, verdicts
+from analysis_utils import paths
 from analysis_utils.analyses import coref
-from analysis_utils.compare import ARGMAX_SCORES, EXACT, within
 from analysis_utils.data import ontogum
 from analysis_utils.engine import atomic, wordmaps
 from analysis_utils.heads import head_label
 from analysis_utils.plotting import grid as grid_plots
 from analysis_utils.plotting import syntax as syntax_plots
-from analysis_utils.report import output_dirs
+from analysis_utils.publish import notebook, verdicts
+from analysis_utils.publish.compare import ARGMAX_SCORES, EXACT, within
+from analysis_utils.publish.report import output_dirs
 
 lm, control, run = notebook.setup("03", globals(), precision=1)
 tok = lm.tokenizer

@@ -67,14 +67,15 @@ import time
 import numpy as np
 import pandas as pd
 
-from analysis_utils import notebook, papers, verdicts
+from analysis_utils import papers
 from analysis_utils.analyses import probe_data, probes
-from analysis_utils.compare import EXACT, IGNORE, from_sd, within
 from analysis_utils.data import manifest, treebank
 from analysis_utils.data.glove import load_glove
 from analysis_utils.engine import wordmaps
-from analysis_utils.notebook import peak_rss_mb
 from analysis_utils.plotting import probes as probe_plots
+from analysis_utils.publish import notebook, verdicts
+from analysis_utils.publish.compare import EXACT, IGNORE, from_sd, within
+from analysis_utils.publish.notebook import peak_rss_mb
 
 t_start = time.perf_counter()
 lm, control, run = notebook.setup("04", globals(), precision=1)

@@ -76,15 +76,16 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from analysis_utils import notebook, papers, paths, verdicts
+from analysis_utils import papers, paths
 from analysis_utils.analyses import clustering, maptypes, surface
-from analysis_utils.compare import EXACT, IGNORE, from_sd, within
 from analysis_utils.data import glue, wikitext
 from analysis_utils.data import labels as sheets
 from analysis_utils.engine import attention
 from analysis_utils.engine.models import load_model
 from analysis_utils.heads import head_label, head_labels, parse_head_label
 from analysis_utils.plotting import maptypes as maptype_plots
+from analysis_utils.publish import notebook, verdicts
+from analysis_utils.publish.compare import EXACT, IGNORE, from_sd, within
 
 lm, control, run = notebook.setup("05", globals(), precision=3)
 tok = lm.tokenizer

@@ -89,11 +89,10 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from analysis_utils import notebook, papers, report, verdicts
+from analysis_utils import papers
 from analysis_utils.analyses import drift, features, glue_metrics, maptypes
 from analysis_utils.analyses import framenet as fn_heads
 from analysis_utils.analyses import lr_check as lr_rule
-from analysis_utils.compare import EXACT, IGNORE, from_sd, within
 from analysis_utils.data import framenet, silver
 from analysis_utils.data import labels as sheets
 from analysis_utils.engine import atomic, attention, memory, padded
@@ -102,6 +101,8 @@ from analysis_utils.ledger import stats as ledger_stats
 from analysis_utils.plotting import finetuning as ft_plots
 from analysis_utils.plotting import maptypes as maptype_plots
 from analysis_utils.plotting.grid import head_grids
+from analysis_utils.publish import notebook, report, verdicts
+from analysis_utils.publish.compare import EXACT, IGNORE, from_sd, within
 from analysis_utils.runplan import finetunes as plan
 from analysis_utils.training import finetune as ftune
 

@@ -91,15 +91,16 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from analysis_utils import notebook, papers, verdicts
+from analysis_utils import papers
 from analysis_utils.analyses import disabling, disabling_study, glue_metrics, significance
 from analysis_utils.analyses import framenet as fn_scores
-from analysis_utils.compare import EXACT, IGNORE, within
 from analysis_utils.data import framenet
 from analysis_utils.engine import atomic, wordmaps
 from analysis_utils.heads import head_label, parse_head_label
 from analysis_utils.paths import output_dirs
 from analysis_utils.plotting import disabling as plots
+from analysis_utils.publish import notebook, verdicts
+from analysis_utils.publish.compare import EXACT, IGNORE, within
 from analysis_utils.runplan import finetunes as plan
 
 lm, control, run = notebook.setup("07", globals(), precision=2)

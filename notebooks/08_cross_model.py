@@ -69,10 +69,11 @@ if "google.colab" in sys.modules:
 import pandas as pd
 from IPython.display import Markdown, display
 
-from analysis_utils import ledger, notebook, papers
+from analysis_utils import ledger, papers
 from analysis_utils.analyses import crossmodel as cm
-from analysis_utils.compare import EXACT, IGNORE, within
 from analysis_utils.plotting import crossmodel as cm_plots
+from analysis_utils.publish import notebook
+from analysis_utils.publish.compare import EXACT, IGNORE, within
 
 folders = cm.load_runs(runs)
 run = notebook.setup_tables("08", globals(),

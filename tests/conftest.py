@@ -13,7 +13,8 @@ import pytest
 import torch
 from transformers import BertConfig, BertModel
 
-from analysis_utils import paths, report
+from analysis_utils import paths
+from analysis_utils.publish import report
 
 # Notebooks re-run by nbval (and any test that saves a table) must never overwrite the
 # committed results/ and figures/: send their outputs to the cache. Set at import, before

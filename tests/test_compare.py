@@ -12,8 +12,8 @@ import subprocess
 import pandas as pd
 import pytest
 
-from analysis_utils import compare, report
 from analysis_utils.__main__ import main
+from analysis_utils.publish import compare, report
 
 TABLE3 = """probe,paper,dev uas,dev uas sd,trees %
 Right-branching,26,32.058717,,100.0

@@ -335,7 +335,7 @@ def test_nothing_to_compare_gives_empty_frames_not_errors(tmp_path):
 
 
 def test_setup_tables_opens_a_run_without_loading_a_model():
-    from analysis_utils import notebook
+    from analysis_utils.publish import notebook
 
     run = notebook.setup_tables("08", {"runs": "results", "thr_prev": 0.5},
                                 models={"results": {"name": "tiny-a"}},

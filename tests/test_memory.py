@@ -29,7 +29,7 @@ def test_peak_rss_remembers_a_freed_block_that_the_current_rss_no_longer_holds()
     freed and the current RSS has dropped: a reader of the current RSS would fail here."""
     import numpy as np
 
-    from analysis_utils import notebook, report
+    from analysis_utils.publish import notebook, report
 
     block = np.ones(64 * 1024 * 1024 // 8)  # touched pages: 64 MB resident
     held = memory.rss_mb()

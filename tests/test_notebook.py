@@ -6,8 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from analysis_utils import notebook, paths
+from analysis_utils import paths
 from analysis_utils.engine.attention import ModelInput
+from analysis_utils.publish import notebook
 
 SOURCE = '''# %%
 # On Colab: install (does nothing elsewhere).

@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 import analysis_utils
-from analysis_utils import profiles, report
-from analysis_utils.publish import pipeline
+from analysis_utils import profiles
+from analysis_utils.publish import pipeline, report
 
 DRIVER_ROOT = Path(analysis_utils.__file__).resolve().parent.parent
 PARAMS_02 = ('max_sentences = 0\nmin_count = 100\nwide_margin = 10.0\nmin_offset = -3\n'

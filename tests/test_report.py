@@ -12,12 +12,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis_utils import paths, report
+from analysis_utils import paths
 from analysis_utils.__main__ import main
 from analysis_utils.engine.attention import as_inputs, cache_key
 from analysis_utils.engine.fingerprint import model_state
 from analysis_utils.engine.models import load_model, portable_source
 from analysis_utils.publish import readme as readme_md
+from analysis_utils.publish import report
 
 
 def _strings(obj):

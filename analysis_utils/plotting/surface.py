@@ -1,7 +1,7 @@
 """Figures of Clark et al. 2019, Section 3 (Figures 1-4), as matplotlib ``Figure`` objects.
 
 Every function returns a :class:`matplotlib.figure.Figure` built without pyplot (no global
-figure state, nothing shown or saved here; ``analysis_utils.report`` saves them). Layers
+figure state, nothing shown or saved here; ``analysis_utils.publish.report`` saves them). Layers
 and heads are labelled 1-based, as in the paper. Inputs are the DataFrames of
 :mod:`analysis_utils.analyses.surface` and :mod:`analysis_utils.analyses.gradients` (columns ``layer``,
 ``head`` / ``target`` and the statistics).

@@ -836,7 +836,7 @@ def build(profile: str = "default", results: Path | None = None, out_dir: Path |
     run); examples: compute
     the example maps (cached) with ``model`` (default: the profile's model).
     """
-    from .. import report
+    from . import report
     from .pipeline import destination
 
     started = time.time()

@@ -17,10 +17,10 @@ Layers, lowest first (:data:`LAYERS`); a module may import its own layer and the
 3. ``training``: the seeded loop and fine-tuning;
 4. ``analyses``: pure functions over attention arrays, one module per paper section;
 5. ``plotting``: figures;
-6. ``driver``: ``publish/`` (the papermill driver ``pipeline``, ``stale``, ``imports``, ``links``,
-   ``readme``, ``atlas``, ``book``: what runs, checks and publishes the outputs); ``report``, ``compare``,
-   ``notebook``, ``verdicts`` (what every notebook imports; they move into ``publish/`` with the
-   next full re-render); ``__main__``, the command line; and ``runplan/``, the run
+6. ``driver``: ``publish/`` (``notebook``, ``report``, ``verdicts``, ``compare``: what every
+   notebook imports; the papermill driver ``pipeline``, ``stale``, ``imports``, ``links``,
+   ``readme``, ``atlas``, ``book``: what runs, checks and publishes the outputs); ``__main__``,
+   the command line; and ``runplan/``, the run
    plan that executes fine-tunes (training) ahead of the notebooks, on Ray or in-process, and
    reads the notebooks' parameters as ``publish.pipeline`` does.
 
@@ -48,8 +48,6 @@ LAYERS: tuple[str, ...] = ("base", "engine", "data", "training", "analyses", "pl
 TOP_LEVEL: dict[str, str] = {
     "__init__": "base", "paths": "base", "heads": "base", "papers": "base",
     "profiles": "base", "params": "base",
-    # what every notebook imports: moves into publish/ with the next full re-render
-    "report": "driver", "compare": "driver", "notebook": "driver", "verdicts": "driver",
     "__main__": "driver", "runplan": "driver", "publish": "driver",
     # subpackages outside the layer folders: the claims ledger judges analyses' results
     "ledger": "analyses", "claims": "analyses",

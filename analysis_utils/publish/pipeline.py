@@ -42,7 +42,7 @@ from pathlib import Path
 from .. import PACKAGE_ROOT_ENV, params, paths, profiles
 from ..engine import atomic
 from ..params import ParameterError
-from ..report import OUTPUT_ENV, PROFILE_ENV, uncommitted_sources
+from .report import OUTPUT_ENV, PROFILE_ENV, uncommitted_sources
 
 SMOKE_OUTPUTS = "smoke_outputs"  # under paths.cache_dir()
 STAGING = "staging"

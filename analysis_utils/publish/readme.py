@@ -10,7 +10,7 @@
 - ``findings`` in ``README.md``: the ledger's counts, the findings at a glance.
 
 ``report --check-readme`` exits 1 when one is stale; plain ``report`` prints the runtime table.
-Kept apart from :mod:`analysis_utils.report`, which every notebook imports, so that what a
+Kept apart from :mod:`analysis_utils.publish.report`, which every notebook imports, so that what a
 notebook's outputs depend on does not include the book's machinery (see ``stale``).
 """
 

@@ -497,7 +497,7 @@ def cross_device_tolerances(old_text: str) -> dict:
     """The ``cross_device`` argument of :func:`compare_tables` for a committed per-seed table
     (``task``, ``init``, ``seed``, ``dev`` and metric columns): per task, init and metric,
     :func:`analysis_utils.runplan.tolerances.propose` of its seed spread."""
-    from .runplan import tolerances as tol
+    from ..runplan import tolerances as tol
 
     rows = list(csv.DictReader(io.StringIO(old_text)))
     return {"key": ["task", "init"],
@@ -514,7 +514,7 @@ def compare_results(results: str | Path | None = None, rev: str = "HEAD",
     repo: the git checkout holding the committed tables (default: this compendium);
     only: notebook prefixes to compare (``["01", "02"]``), default all.
     """
-    from . import paths
+    from .. import paths
 
     results = Path(results) if results is not None else paths.output_dirs()[0]
     repo = Path(repo) if repo is not None else paths.REPO_ROOT

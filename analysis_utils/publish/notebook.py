@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from . import paths, report
-from .engine.memory import peak_rss_mb  # noqa: F401  (notebooks print notebook.peak_rss_mb())
+from .. import paths
+from ..engine.memory import peak_rss_mb  # noqa: F401  (notebooks print notebook.peak_rss_mb())
+from . import report
 
 PARAMETERS_TAG = "parameters"
 
@@ -91,7 +92,7 @@ class NotebookRun(report.Run):
             if k == "device":
                 out.update(extra)
         out.update({k: v for k, v in extra.items() if k not in out})
-        from .engine import atomic
+        from ..engine import atomic
 
         atomic.write_text(path, json.dumps(out, indent=2, default=str) + "\n")
         return path
@@ -227,7 +228,7 @@ def setup(prefix: str, namespace: Mapping, *, precision: int = 3,
     import numpy as np
     import pandas as pd
 
-    from .engine.models import load_model
+    from ..engine.models import load_model
 
     params = collect_parameters(prefix, namespace, names)
     seed, device = params["seed"], params["device"] or None
@@ -270,7 +271,7 @@ def attention_maps(inputs: Sequence, models: Sequence, what: str = "inputs",
     time this call took (a cache read takes a fraction of a second; the extraction time is
     what a first run on another machine should expect). ``progress``: None draws a progress
     bar only in a terminal."""
-    from .engine import attention
+    from ..engine import attention
 
     stores, lines = [], []
     for m in models:

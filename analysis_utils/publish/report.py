@@ -29,9 +29,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from . import paths
-from .engine import atomic, memory
-from .paths import OUTPUT_ENV, output_dirs  # noqa: F401  (report.OUTPUT_ENV: the tests' name)
+from .. import paths
+from ..engine import atomic, memory
+from ..paths import OUTPUT_ENV, output_dirs  # noqa: F401  (report.OUTPUT_ENV: the tests' name)
 
 PROFILE_ENV = "BERTOLOGY_PROFILE"
 MARKDOWN_MAX_ROWS = 200
@@ -249,7 +249,7 @@ class Run:
     def figure_link(png: Path) -> str:
         """Link to a saved figure from the rendered notebook: ``../figures/NAME`` beside the
         source, ``../../figures/base/NAME`` for a profile with its own subfolder."""
-        from .profiles import SUBFOLDER
+        from ..profiles import SUBFOLDER
 
         sub = SUBFOLDER.get(os.environ.get(PROFILE_ENV, ""))
         return f"../../figures/{sub}/{png.name}" if sub else f"../figures/{png.name}"

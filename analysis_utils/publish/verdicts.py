@@ -20,9 +20,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import ledger
+from .. import ledger
+from ..paths import output_dirs
 from .notebook import table_view
-from .paths import output_dirs
 from .report import markdown_table
 
 
