@@ -133,12 +133,47 @@ def ledger_problems(entries: list[Entry], claims=None) -> list[str]:
             + coverage.orphan_notes(entries, coverage.rows_by_entry(claims)))
 
 
+def _changes(rev: str, everything: bool) -> int:
+    import pandas as pd
+
+    from .. import paths
+    from . import changes
+
+    repo = paths.REPO_ROOT
+    new_path = repo / "results" / "08_claims.csv"
+    try:
+        old = changes.ledger_at(rev, repo)
+        old_rows = changes.rows_at(rev, repo)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if not new_path.is_file():
+        print(f"error: {new_path} is missing: run notebook 08 (`python -m analysis_utils run "
+              "--only 08`)", file=sys.stderr)
+        return 2
+    new = pd.read_csv(new_path, dtype=str, keep_default_na=False)
+    table = changes.changes(old, new, old_rows, coverage.rows_by_entry())
+    n = table["change"].value_counts()
+    print(f"verdicts against {rev}: " + ", ".join(f"{n.get(k, 0)} {k}" for k in
+                                                    ("changed", "new", "dropped", "same")))
+    print(changes.markdown(table, only_changed=not everything))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m analysis_utils.claims",
                                  description="The claims registry: counts, the ledger's "
                                              "coverage, the gap list, the untestable entries.")
     ap.add_argument("--gaps", metavar="FILE", help="also write the gap list (Markdown) here")
+    ap.add_argument("--changes", metavar="REV",
+                    help="instead: the verdicts of the working tree's results/08_claims.csv "
+                         "that differ from the ledger committed at REV (a commit from before "
+                         "Claim.registry), matched through the registry entries each row tests")
+    ap.add_argument("--all", action="store_true",
+                    help="with --changes: list unchanged entries too")
     args = ap.parse_args(argv)
+    if args.changes:
+        return _changes(args.changes, args.all)
     entries = load()
     claims = coverage.declared()
     rows = coverage.rows_by_entry(claims)
