@@ -100,7 +100,7 @@ STRIPE_MARGIN = 0.2
 DIAGONAL_SHARE = 0.5
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=16)
 def _load(path: str, mtime: float) -> dict:
     with np.load(path) as z:
         return {k: z[k] for k in z.files}
@@ -144,10 +144,6 @@ def _short(n_seeds: int, what: str = "fine-tuning seed") -> str:
     return (f"{n_seeds} {what}{'s' * (n_seeds != 1)} (at least {MIN_SEEDS} needed: raise `seeds`, "
             "`multi_seed_tasks` or `random_init` in the profile and re-run 06)"
             if n_seeds < MIN_SEEDS else "")
-
-
-def _seeds_of(by_task: dict[str, int]) -> str:
-    return ", ".join(f"{t}: {n}" for t, n in by_task.items())
 
 
 def _units(by_task: dict[str, tuple[int, int]]) -> str:
@@ -218,7 +214,7 @@ def _beats_random(t: Tables, which: str) -> Outcome:
     if not per_task:
         return Outcome(value="\u2013", untestable="no paper task was fine-tuned here")
     return Outcome(value="; ".join(parts), per_task=per_task, scope="every", unit=_units(units),
-                   seeds=_seeds_of(seeds), scale=100, suffix=" points",
+                   seeds=_seeds_text(seeds), scale=100, suffix=" points",
                    note=_join(_not_run(KOVALEVA_TASKS, list(per_task)),
                               f"{', '.join(extra)} (not in the paper) not judged" if extra
                               else ""))
@@ -247,7 +243,7 @@ def _finetuned_beats_pretrained(t: Tables, which: str) -> Outcome:
         return Outcome(value="\u2013", untestable="no paper task was fine-tuned here")
     frozen = [x for x in (_baseline_text(z, task, "pretrained") for task in per_task) if x]
     return Outcome(value="; ".join(parts), per_task=per_task, scope="every", unit=_units(units),
-                   seeds=_seeds_of(seeds), scale=100, suffix=" points",
+                   seeds=_seeds_text(seeds), scale=100, suffix=" points",
                    note=_join("Table 1's 'pre-trained, no fine-tuning' column is undefined in "
                               "the paper; read as an untrained task head (one random head), "
                               f"the paper's mean gain {KOVALEVA_FINETUNE_GAIN_MEAN} points",
@@ -264,7 +260,7 @@ def _random_below_pretrained(t: Tables, which: str) -> Outcome:
         return Outcome(value="\u2013", untestable=miss or "no such task here")
     frozen = [x for x in (_baseline_text(z, task, "random") for task in per_task) if x]
     return Outcome(value="; ".join(parts), per_task=per_task, scope="every", unit=_units(units),
-                   seeds=_seeds_of(seeds), scale=100, suffix=" points",
+                   seeds=_seeds_text(seeds), scale=100, suffix=" points",
                    note=_join("Table 1's 'pre-trained, no fine-tuning' column is undefined in "
                               "the paper (its STS-B 33.1 fits neither reading); read as an "
                               "untrained task head",
@@ -346,7 +342,7 @@ def _drift_last_two(t: Tables, which: str) -> Outcome:
     if not per_task:
         return Outcome(value="\u2013", untestable="no paper task was fine-tuned here")
     return Outcome(value="; ".join(parts), per_task=per_task, scope="every", unit=_units(units),
-                   seeds=_seeds_of(seeds), digits=3,
+                   seeds=_seeds_text(seeds), digits=3,
                    note=_join(share_note(2, L, "the last two layers"),
                               f"in {rising} of {len(per_task)} tasks the mean drift rises "
                               "monotonically with depth, which alone puts the last two layers "
@@ -385,7 +381,7 @@ def _cls_last_layer(t: Tables, which: str) -> Outcome:
     if not per_task:
         return Outcome(value="\u2013", untestable="no paper task was fine-tuned here")
     return Outcome(value="; ".join(parts), per_task=per_task, scope="every", unit=_units(units),
-                   seeds=_seeds_of(seeds), scale=100, suffix=" points",
+                   seeds=_seeds_text(seeds), scale=100, suffix=" points",
                    note=_join("weight: the [CLS] row's largest weight on a token of the type, "
                               "mean over the last layer's heads and the inputs that have the "
                               "type (the paper's Section 4.4 aggregation)",
@@ -410,7 +406,7 @@ def _cls_early_sep_late(t: Tables, which: str) -> Outcome:
     if not per_task:
         return Outcome(value="\u2013", untestable="no paper task was fine-tuned here")
     return Outcome(value="; ".join(parts), per_task=per_task, scope="every", unit=_units(units),
-                   seeds=_seeds_of(seeds), digits=4,
+                   seeds=_seeds_text(seeds), digits=4,
                    note=_join("statistic: the least-squares slope over layers of the mean "
                               "Section 4.4 score (over heads and inputs) of [CLS] (claimed < 0) "
                               "and of [SEP] (claimed > 0), each fine-tuned model",
@@ -445,7 +441,7 @@ def _sst2_sep(t: Tables, which: str) -> Outcome:
         seeds[task], units[task] = len(s), (len(s), s.shape[1])
         parts.append(f"{task} {r2.estimate:.3f}")
     return Outcome(value="[SEP] score, mean over layers and heads: " + ", ".join(parts),
-                   per_task=per_task, scope="every", unit=_units(units), seeds=_seeds_of(seeds),
+                   per_task=per_task, scope="every", unit=_units(units), seeds=_seeds_text(seeds),
                    digits=3,
                    note=_join("each task's dev examples drawn on their own (different examples)",
                               "CoLA, single-sentence too, is not in the paper and not compared"
@@ -471,7 +467,7 @@ def _stripes_from_pretraining(t: Tables, which: str) -> Outcome:
         return Outcome(value="\u2013", untestable="no paper task was fine-tuned here")
     return Outcome(value="[CLS] + [SEP] score, fine-tuned over pre-trained, change: "
                    + ", ".join(parts), per_task=per_task, scope="every", unit=_units(units),
-                   seeds=_seeds_of(seeds), scale=100, suffix="%",
+                   seeds=_seeds_text(seeds), scale=100, suffix="%",
                    note=f"claimed: a relative change within \u00b1{STRIPE_MARGIN:.0%} (the "
                         "stripes were there before fine-tuning)")
 
@@ -513,7 +509,7 @@ def _feature_vs_special(t: Tables, which: str, ratio: bool) -> Outcome:
             if ratio else "best [CLS]/[SEP] head's score minus the best linguistic-feature "
                           "head's")
     return Outcome(value=f"{what}: " + ", ".join(parts), per_task=per_task, scope="every",
-                   unit=_units(units), seeds=_seeds_of(seeds),
+                   unit=_units(units), seeds=_seeds_text(seeds),
                    scale=100 if ratio else 1, suffix="%" if ratio else "",
                    digits=1 if ratio else 3,
                    note=_join("the features are silver (spaCy); each type's best head chosen "
@@ -560,7 +556,7 @@ def _feature_heads_increase(t: Tables, which: str) -> Outcome:
                                                   "QNLI (negation) was fine-tuned here")
     return Outcome(value="largest rise of a head's score over the pre-trained model, per "
                          "seed: " + "; ".join(parts), per_task=per_task, scope="every",
-                   unit=_units(units) + " with the feature", seeds=_seeds_of(seeds), digits=3,
+                   unit=_units(units) + " with the feature", seeds=_seeds_text(seeds), digits=3,
                    note=_join("per fine-tuning seed, the best of all heads tested with its "
                               "selection (max-T over heads, dev examples resampled)",
                               "the features are silver (spaCy)",
@@ -598,7 +594,7 @@ def _relation_diagonal(t: Tables, which: str) -> Outcome:
         return Outcome(value="\u2013", untestable="no paper task was fine-tuned here")
     return Outcome(value="attention to the adjacent words of the best relation head: "
                    + ", ".join(parts), per_task=per_task, scope="every", unit=_units(units),
-                   seeds=_seeds_of(seeds), scale=100, suffix="%",
+                   seeds=_seeds_text(seeds), scale=100, suffix="%",
                    note=_join(f"'diagonal' read as more than {DIAGONAL_SHARE:.0%} of the "
                               "head's attention on the previous and next word; the best head "
                               "chosen inside every resample among its 5 best on the data",
@@ -729,12 +725,6 @@ class _Preds:
         return int(hit[0])
 
 
-@functools.lru_cache(maxsize=16)
-def _load07(path: str, mtime: float) -> dict:
-    with np.load(path, allow_pickle=False) as z:
-        return {k: z[k] for k in z.files}
-
-
 def _prediction_tasks(t: Tables) -> list[str]:
     """The tasks with saved predictions, in the run's task order."""
     found = {p.name[len("07_predictions_"):-len(".npz")]
@@ -745,7 +735,7 @@ def _prediction_tasks(t: Tables) -> list[str]:
 
 def _preds(t: Tables, task: str) -> _Preds:
     p = t.path / f"07_predictions_{task}.npz"
-    z = _load07(str(p), p.stat().st_mtime)
+    z = _load(str(p), p.stat().st_mtime)
     preds = {int(k.split("_")[1]): z[k] for k in z
              if k.startswith("pred_") and k.split("_", 2)[2] == MODE}
     if not preds:
@@ -785,7 +775,7 @@ def _resample_seed(task: str) -> int:
 
 @functools.lru_cache(maxsize=32)
 def _draws_cached(path: str, mtime: float, seed: int, n_resamples: int):
-    z = _load07(path, mtime)
+    z = _load(path, mtime)
     task = path.rsplit("07_predictions_", 1)[1][:-len(".npz")]
     metric = str(z["metric"])
     est, draws = rs.metric_draws(z["labels"], z[f"pred_{seed}_{MODE}"],
