@@ -147,11 +147,12 @@ def test_relations_over_75_are_judged_per_relation(t02):
     o = c.rule(t02, "model")
     assert o.scope == "every"
     assert set(o.per_task) == {"obj (dobj)", "det", "case (pobj)", "nmod:poss (poss)"}
-    # det: head 1-1 is right on every word, so no resample varies it (max-T cannot
-    # studentise it): its accuracy itself is tested against 75%
+    # det: head 1-1 is right on every word, so no resample varies it: max-T knows its
+    # margin exactly (interval [m, m]) and reports it like any other head
     det = o.per_task["det"][0]
-    assert det.null == 0.75 and det.result.estimate == pytest.approx(1.0)
-    assert det.paper_effect == pytest.approx(0.943)
+    assert det.null == 0.0 and det.result.estimate == pytest.approx(1.0 - 0.75)
+    assert (det.result.lo, det.result.hi) == (pytest.approx(0.25), pytest.approx(0.25))
+    assert det.paper_effect == pytest.approx(0.943 - 0.75)
     obj = o.per_task["obj (dobj)"][0]
     assert obj.null == 0.0 and obj.result.estimate == pytest.approx(0.75 - 0.75)
     assert obj.paper_effect == pytest.approx((86.8 - 75) / 100)

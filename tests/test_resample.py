@@ -589,3 +589,26 @@ def test_max_over_heads_holds_the_family_wise_error():
         corrected += r.p_value < 0.05
     assert naive / reps > 0.25
     assert corrected / reps < 0.09
+
+
+def test_a_head_right_on_every_item_is_known_exactly_and_can_be_reported():
+    """A head whose margin never varies (right on every word) is not dropped from max-T: its
+    interval is [m, m] and its p the smallest a bootstrap gives; with every head varying,
+    nothing changes."""
+    rng = np.random.default_rng(3)
+    n = 60
+    clusters = np.repeat(np.arange(20), 3)
+    noisy = (rng.random((n, 3)) < 0.6).astype(float)
+    perfect = np.ones((n, 1))
+    r = rs.max_over_heads(np.hstack([noisy, perfect]), None, clusters, null=0.75,
+                       n_resamples=2_000, seed=1)
+    assert r.best == 3
+    assert (r.lo, r.hi) == (pytest.approx(0.25), pytest.approx(0.25))
+    assert r.p_value == pytest.approx(1 / 2_001)
+    assert r.ses[3] == 0.0 and r.interval_at(0.01) == (pytest.approx(0.25), pytest.approx(0.25))
+    alone = rs.max_over_heads(noisy, None, clusters, null=0.75, n_resamples=2_000, seed=1)
+    with_it = rs.max_over_heads(np.hstack([noisy, np.full((n, 1), 0.75)]), None, clusters,
+                             null=0.75, n_resamples=2_000, seed=1)
+    # a head exactly at the null adds nothing to the resampled maximum (two-sided: |t*| >= 0)
+    np.testing.assert_array_equal(with_it.max_draws, alone.max_draws)
+    assert with_it.critical == alone.critical

@@ -690,17 +690,9 @@ def _over_75(t: Tables, which: str) -> Outcome:
         acc = w.head[rows].mean(axis=0)
         paper = CLARK_TABLE1[rel][1] / 100
         best = int(np.argmax(acc))
-        if acc[best] == 1.0:
-            # right on every word: no resample can vary it and max-T leaves such a head out
-            # (it cannot be studentised); its accuracy is 100% in every resample
-            r, why = _resample(cluster_bootstrap, w.head[rows, best].astype(float),
-                               w.sentence[rows], null=0.75)
-            check = Check(result=r, null=0.75, paper_effect=paper)
-        else:
-            r, why = _resample(max_over_heads, w.head[rows], None, w.sentence[rows],
-                               null=0.75)
-            best = r.best if r is not None else best
-            check = Check(result=r, null=0.0, paper_effect=paper - 0.75)
+        r, why = _resample(max_over_heads, w.head[rows], None, w.sentence[rows], null=0.75)
+        best = r.best if r is not None else best
+        check = Check(result=r, null=0.0, paper_effect=paper - 0.75)
         if r is None:
             per[label] = [Check(untestable=why)]
             continue

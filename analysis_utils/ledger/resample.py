@@ -499,8 +499,10 @@ def max_over_heads(values, baseline=None, clusters=None, *, null: float = 0.0,
     values: (n, K) per-item scores of each head (e.g. 0/1 correct) with ``baseline`` (n,) the
     other system's scores on the same items (or None) and ``clusters`` (n,) unit ids; or a
     :class:`ClusterSums` whose K columns are already the margins' items (``h_k - b``). Heads
-    whose margin never varies across resamples (se 0) cannot be studentised and are left out
-    of the maximum (``ses`` shows them as 0).
+    whose margin never varies across resamples (se 0: e.g. right on every item) are known
+    exactly at this unit: they add nothing to the resampled maximum (``t* = 0``), their
+    observed ``|t|`` is infinite when their margin is off the null, and their interval is
+    ``[m, m]``; they can be reported like any other head.
 
     ``choose``: which head is reported (and chosen inside each resample): ``"largest"``
     margin (default; ``"smallest"`` for "less"), or ``"abs"``. The correction does not depend
@@ -557,15 +559,17 @@ def max_t(estimates, draws, *, null: float = 0.0, alternative: str = "two-sided"
     def side(x):
         return np.abs(x) if sign is None else sign * x
 
-    t_star = np.where(ok, side((draws - margins) / safe), -np.inf)  # (B, K)
-    t_obs = np.where(ok, side(margins / safe), -np.inf)
+    # a head whose margin never varies is known exactly: no resampled deviation (t* = 0),
+    # and an infinite |t| when its margin lies off the null on the tested side
+    t_star = np.where(ok, side((draws - margins) / safe), 0.0)  # (B, K)
+    t_obs = np.where(ok, side(margins / safe), np.where(side(margins) > 0, np.inf, 0.0))
     max_star = t_star.max(axis=1)
     # the reported head, as the paper picks it (``choose``): by default the largest margin,
     # also when the correction is two-sided (a head far below the baseline is not "best")
     def rank(x):
         return {"largest": x, "smallest": -x, "abs": np.abs(x)}[choose]
 
-    best = int(np.argmax(np.where(ok, rank(margins), -np.inf)))
+    best = int(np.argmax(rank(margins)))
     b = len(draws)
     p = float(min(1.0, (1 + np.sum(max_star >= t_obs[best])) / (b + 1)))
     crit = float(np.quantile(max_star, ci))
@@ -573,7 +577,7 @@ def max_t(estimates, draws, *, null: float = 0.0, alternative: str = "two-sided"
     lo = m - crit * s if sign != -1.0 else -np.inf
     hi = m + crit * s if sign != 1.0 else np.inf
     # the head chosen inside each resample by the same rule, and its margin there
-    pick = np.argmax(np.where(ok, rank(draws), -np.inf), axis=1)
+    pick = np.argmax(rank(draws), axis=1)
     chosen = draws[np.arange(b), pick]
     se_iid = (float(np.asarray(se_iid, dtype=float)[best]) if se_iid is not None
               else float("nan"))
