@@ -9,6 +9,7 @@ import os
 import shutil
 
 import numpy as np
+import pandas as pd
 import pytest
 import torch
 from transformers import BertConfig, BertModel
@@ -112,3 +113,40 @@ def chromium():
         b = p.chromium.launch(executable_path=exe, args=["--no-sandbox"])
         yield b
         b.close()
+
+
+class LedgerMemo:
+    """``ledger.build`` and ``ledger.notebook_rows`` over the committed run folders, each
+    computed once per test session: a folder's ledger resamples every claim (about 40 s for
+    ``results/`` on 2 cores), and several tests read the same one. ``build`` joins per-folder
+    ledgers, which is what :func:`analysis_utils.ledger.build` does; callers get copies."""
+
+    def __init__(self):
+        self._built: dict[str, pd.DataFrame] = {}
+        self._rows: dict[tuple[str, str], pd.DataFrame] = {}
+
+    def build(self, folders) -> pd.DataFrame:
+        from analysis_utils import ledger
+
+        parts = []
+        for f in folders:
+            if f not in self._built:
+                self._built[f] = ledger.build([f])
+            parts.append(self._built[f])
+        if not parts:
+            return ledger.build([])
+        return pd.concat(parts, ignore_index=True)
+
+    def notebook_rows(self, prefix: str, folder) -> pd.DataFrame:
+        from analysis_utils import ledger
+
+        key = (prefix, str(folder))
+        if key not in self._rows:
+            self._rows[key] = ledger.notebook_rows(prefix, folder)
+        return self._rows[key].copy()
+
+
+@pytest.fixture(scope="session")
+def committed_ledger() -> LedgerMemo:
+    """One :class:`LedgerMemo` for the whole session."""
+    return LedgerMemo()

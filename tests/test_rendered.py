@@ -94,11 +94,10 @@ def _verdict_cell_text(nb: dict) -> str:
 @pytest.mark.parametrize("nb_path,results", _VERDICT_RENDERINGS,
                          ids=[f"{r.relative_to(paths.REPO_ROOT)}/{nb.stem}"
                               for nb, r in _VERDICT_RENDERINGS])
-def test_rendered_verdicts_are_the_ledgers_rows(nb_path, results):
+def test_rendered_verdicts_are_the_ledgers_rows(nb_path, results, committed_ledger):
     """Each notebook whose claims the ledger judges ends with the ledger's rows for it, and
     shows no verdict of its own that could contradict them (issue 21): every claim of the
     ledger, judged on the tables the committed run wrote, appears with the same verdict."""
-    from analysis_utils import ledger
 
     prefix = nb_path.name[:2]
     if not (results / f"{prefix}_provenance.json").is_file():
@@ -107,7 +106,7 @@ def test_rendered_verdicts_are_the_ledgers_rows(nb_path, results):
     shown = _verdict_cell_text(nb)
     assert shown, (f"{nb_path.name} has no Verdicts cell (verdicts.show): "
                    "re-render it (python -m analysis_utils stale names the command)")
-    rows = ledger.notebook_rows(prefix, results)
+    rows = committed_ledger.notebook_rows(prefix, results)
     for _, r in rows.iterrows():  # a markdown table: one line per claim, nothing cut short
         line = next((ln for ln in shown.splitlines()
                      if f"| {r['claim'].replace('|', chr(92) + '|')} " in ln), None)
