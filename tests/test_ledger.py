@@ -291,6 +291,17 @@ def test_a_no_effect_claim_is_judged_on_the_tost_interval():
         core.Check(stub, kind="effects")
 
 
+def test_a_no_drop_claim_reads_its_90_interval_lower_end_and_allows_gains():
+    gain = core.Outcome("x", check=core.Check(_Stub(0.02, 0.05), kind="no drop", margin=0.01))
+    row = _judged(_claim("c", gain)).iloc[0]
+    assert row["verdict"] == "yes" and "no drop beyond the margin" in row["note"]
+    drop = core.Outcome("x", check=core.Check(_Stub(-0.05, -0.02), kind="no drop",
+                                              margin=0.01))
+    assert _judged(_claim("c", drop)).iloc[0]["verdict"] == "no"
+    with pytest.raises(TypeError, match="margin"):
+        core.Check(_Stub(0, 1), kind="no drop")
+
+
 def _seeds(*verdicts):
     """Per-seed Checks: ``yes`` an interval above 0, ``no`` one that excludes the paper's
     effect 0.05, ``inconclusive`` one that holds both."""

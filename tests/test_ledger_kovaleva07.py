@@ -185,7 +185,7 @@ def test_not_detrimental_is_decided_by_the_change_that_reaches_lowest(run):
     assert o.scope == "every" and list(o.per_task) == ["MRPC", "RTE", "STS-B"]
     mrpc = o.per_task["MRPC"]
     # MRPC's layer 1 predicts every example wrong: F1 0, far beyond the 1-point margin
-    assert [c.head for c in mrpc] == [2] * 3 and all(c.kind == "no effect" for c in mrpc)
+    assert [c.head for c in mrpc] == [2] * 3 and all(c.kind == "no drop" for c in mrpc)
     assert mrpc[0].margin == 0.01
     assert mrpc[0].result.margins[2] == pytest.approx(_deltas(data, "MRPC", 42)[3])
     assert mrpc[0].result.margins[2] == pytest.approx(-_f1(data["MRPC"]["labels"],
@@ -216,14 +216,14 @@ def test_varying_impact_compares_correlations_within_and_between_tasks(run):
     assert o.check.result.estimate == pytest.approx(np.mean(within) - np.mean(between))
 
 
-def test_framenet_heads_are_a_no_effect_claim_per_task_and_seed(run):
+def test_framenet_heads_are_a_no_drop_claim_per_task_and_seed(run):
     t, data = run
     o = kovaleva._framenet_unimportant(t, "model")
     assert o.scope == "every" and o.heads == "1-1, 1-2"
     for task, checks in o.per_task.items():
         margin = rs.EQUIVALENCE_MARGINS[METRIC[task][0]]
         for seed, c in zip(SEEDS, checks, strict=True):
-            assert c.kind == "no effect" and c.margin == margin
+            assert c.kind == "no drop" and c.margin == margin
             d = _deltas(data, task, seed)[1:3]
             assert c.result.margins == pytest.approx(d, abs=1e-6)
     assert [c.head for c in o.per_task["RTE"]] == [1] * 3  # 1-2 costs 6 of 40

@@ -398,6 +398,22 @@ def test_judge_no_effect():
     assert j(-3.0, -1.5, margin=1.0, alpha_lo=-3.5, alpha_hi=-0.8).verdict == "inconclusive"
 
 
+def test_judge_no_drop_lets_a_gain_of_any_size_agree():
+    j = rs.judge_no_drop
+    # "not detrimental ... and in some cases even improves it": a large gain is yes, where
+    # the two-sided band of judge_no_effect would read it as an effect shown (no)
+    assert j(2.0, 5.0, margin=1.0).verdict == "yes"
+    assert rs.judge_no_effect(2.0, 5.0, margin=1.0).verdict == "no"
+    assert j(-0.9, 0.3, margin=1.0).verdict == "yes"
+    assert j(-1.4, 0.6, margin=1.0).verdict == "inconclusive"
+    assert j(-5.0, -2.0, margin=1.0).verdict == "no"
+    # no needs the 1 - a interval wholly below the floor
+    assert j(-3.0, -1.5, margin=1.0, alpha_lo=-3.5, alpha_hi=-0.8).verdict == "inconclusive"
+    assert j(-3.0, -1.5, margin=1.0, alpha_lo=-3.5, alpha_hi=-1.2).verdict == "no"
+    with pytest.raises(ValueError, match="margin"):
+        j(0.0, 1.0, margin=0.0)
+
+
 def test_judge_tasks_per_task():
     # "disabling some single head improves every task": STS-B in 3 of 3 seeds, the others in
     # none: no (not mixed), shown per task

@@ -20,7 +20,7 @@ claims) with :mod:`.resample`'s rules. Verdicts (:data:`VERDICTS`):
   null), and the control does not earn ``yes`` under the same rule;
 - ``no``: the paper's effect lies outside the interval (for a claim with no size: the interval
   lies within the equivalence margin; for a "no effect" claim: the interval lies beyond the
-  margin), or the interval lies wholly on the other side: a claim that fails here;
+  margin; for a "no drop" claim: below the margin's floor), or the interval lies wholly on the other side: a claim that fails here;
 - ``inconclusive``: the interval holds both the null and the paper's effect: this test could
   not tell (the ``mde`` column says how large an effect it could have seen);
 - ``mixed``: fine-tuning seeds of one task disagree (nothing else: tasks that differ give
@@ -142,9 +142,9 @@ class Check:
     not know the family's size). ``result``: a :class:`~.resample.Resampled` or
     :class:`~.resample.MaxOverHeads` (anything with ``interval_at(alpha)``, ``p_value``, ``se``,
     ``design_effect``); ``kind``: ``"effect"`` (judge_effect: ``null``, ``paper_effect`` on the
-    statistic's scale, ``direction`` +1 above / -1 below, ``margin`` for claims with no size)
-    or ``"no effect"`` (judge_no_effect: the band ``null +- margin``); ``head``: for a
-    MaxOverHeads, judge head ``head``'s simultaneous interval (and its own max-T p-value)
+    statistic's scale, ``direction`` +1 above / -1 below, ``margin`` for claims with no size),
+    ``"no effect"`` (judge_no_effect: the band ``null +- margin``) or ``"no drop"``
+    (judge_no_drop: above ``null - margin``, one-sided); ``head``: for a MaxOverHeads, judge head ``head``'s simultaneous interval (and its own max-T p-value)
     instead of the best one's;
     ``untestable``: why this entry cannot be judged (the entry then reads ``untestable``)."""
 
@@ -162,14 +162,15 @@ class Check:
             raise TypeError(f"Check.kind must be one of {CHECK_KINDS}, got {self.kind!r}")
         if self.direction not in (1, -1):
             raise TypeError(f"Check.direction must be +1 or -1, got {self.direction!r}")
-        if self.kind == "no effect" and not self.untestable and not (
+        if self.kind in ("no effect", "no drop") and not self.untestable and not (
                 self.margin is not None and self.margin > 0):
-            raise TypeError("a 'no effect' Check needs margin > 0: the band null +- margin "
-                            "that the claim calls no effect")
+            raise TypeError(f"a {self.kind!r} Check needs margin > 0: the band null +- margin "
+                            "(or the floor null - margin) that the claim calls no effect")
 
 
-#: What a :class:`Check` can claim: an effect (``judge_effect``) or none (``judge_no_effect``).
-CHECK_KINDS = ("effect", "no effect")
+#: What a :class:`Check` can claim: an effect (``judge_effect``), none (``judge_no_effect``)
+#: or no drop, a gain of any size allowed (``judge_no_drop``).
+CHECK_KINDS = ("effect", "no effect", "no drop")
 
 
 @dataclass(frozen=True)
@@ -316,10 +317,10 @@ def _mde(ch: Check, alpha: float) -> float:
 def _judge(ch: Check, a: float, p_adjusted: float | None):
     """A Check's :class:`~.resample.Judgement` at the family-corrected level ``a``: an effect
     claim from its ``1 - a`` interval (and Holm's ``p_adjusted`` for ``yes``, where the row has
-    one); a no-effect claim from its ``1 - 2a`` interval (TOST, for ``yes``) and its ``1 - a``
-    interval (for ``no``). An interval that cannot be judged (not finite: a one-sided test)
+    one); a no-effect or no-drop claim from its ``1 - 2a`` interval (TOST, or its lower end
+    alone for no drop, for ``yes``) and its ``1 - a`` interval (for ``no``). An interval that cannot be judged (not finite: a one-sided test)
     gives ``untestable`` with the reason."""
-    from .resample import Judgement, judge_effect, judge_no_effect
+    from .resample import Judgement, judge_effect, judge_no_drop, judge_no_effect
 
     if ch.untestable:
         return Judgement("untestable", ch.untestable)
@@ -335,6 +336,9 @@ def _judge(ch: Check, a: float, p_adjusted: float | None):
                                 p_adjusted=p_adjusted, alpha=ALPHA)
         lo90, hi90 = _interval(ch, min(2 * a, 0.5))
         alo, ahi = _interval(ch, a)
+        if ch.kind == "no drop":
+            return judge_no_drop(lo90, hi90, margin=ch.margin, null=ch.null, alpha_lo=alo,
+                                 alpha_hi=ahi)
         return judge_no_effect(lo90, hi90, margin=ch.margin, null=ch.null, alpha_lo=alo,
                                alpha_hi=ahi)
     except ValueError as err:

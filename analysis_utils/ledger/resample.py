@@ -1025,6 +1025,35 @@ def judge_no_effect(lo: float, hi: float, *, margin: float, null: float = 0.0,
                                      f"margin {margin:g} but does not exclude it")
 
 
+def judge_no_drop(lo: float, hi: float, *, margin: float, null: float = 0.0,
+                  alpha_lo: float | None = None, alpha_hi: float | None = None,
+                  untestable: str = "") -> Judgement:
+    """The verdict on a claim that something costs nothing ("disabling heads is not
+    detrimental ... and in some cases even improves it"): the claim is ``> null - margin``,
+    one-sided, so a gain of any size agrees with it (non-inferiority).
+
+    ``[lo, hi]``: the ``1 - 2 alpha`` (90%) interval, whose lower end must lie above
+    ``null - margin`` for ``yes`` (a one-sided test at ``alpha``); ``[alpha_lo, alpha_hi]``:
+    the two-sided ``1 - alpha`` interval, which must lie wholly below ``null - margin`` for
+    ``no`` (a drop larger than the margin is shown). Otherwise ``inconclusive``."""
+    if untestable:
+        return Judgement("untestable", untestable)
+    if not (np.isfinite(margin) and margin > 0):
+        raise ValueError(f"margin must be > 0, got {margin}")
+    _check_interval(lo, hi)
+    a_lo = lo if alpha_lo is None else alpha_lo
+    a_hi = hi if alpha_hi is None else alpha_hi
+    _check_interval(a_lo, a_hi)
+    if lo > null - margin:
+        return Judgement("yes", f"the 90% interval [{lo:.4g}, {hi:.4g}] lies above "
+                                f"{null:g} - {margin:g}: no drop beyond the margin")
+    if a_hi < null - margin:
+        return Judgement("no", f"the interval [{a_lo:.4g}, {a_hi:.4g}] lies below {null:g} - "
+                               f"{margin:g}: a drop beyond the margin is shown")
+    return Judgement("inconclusive", f"the interval [{lo:.4g}, {hi:.4g}] reaches below "
+                                     f"{null:g} - {margin:g} but does not exclude it")
+
+
 def judge_tasks(per_task: Mapping[str, Sequence[str]], scope: str = "every",
                 min_seeds: int = 3) -> tuple[str, dict[str, str], str]:
     """Claims about tasks, judged per task and then over tasks.
