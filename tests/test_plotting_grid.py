@@ -13,10 +13,10 @@ import pytest  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
-from analysis_utils import report  # noqa: E402
 from analysis_utils.plotting import grid  # noqa: E402
 from analysis_utils.plotting import probes as probe_plots  # noqa: E402
 from analysis_utils.plotting import surface as surface_plots  # noqa: E402
+from analysis_utils.publish import report  # noqa: E402
 
 
 def _ticks(ax, axis):

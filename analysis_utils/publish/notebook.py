@@ -5,7 +5,7 @@
 :func:`setup` collects the parameters (the names assigned in the notebook's cell tagged
 ``parameters``, with the values in effect, papermill's injected ones included) for the
 provenance record, seeds numpy, sets display options, loads the model and its control and
-opens the output record (:class:`NotebookRun`, a :class:`~analysis_utils.report.Run`).
+opens the output record (:class:`NotebookRun`, a :class:`~analysis_utils.publish.report.Run`).
 :func:`attention_maps` extracts (or reads from the cache) the maps of both models for the same
 inputs.
 

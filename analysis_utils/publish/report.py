@@ -6,7 +6,7 @@ and every figure with ``run.figure(fig, "name")`` (``figures/01_name.png``), and
 ``run.finish()``, which writes ``results/01_provenance.json``: parameters, model identities,
 package versions, git commit, device, CPU count, wall time, peak memory, the list of files
 written and, per table, the tolerance and row key that ``python -m analysis_utils compare``
-uses to check a rerun against the committed table (see :mod:`analysis_utils.compare`).
+uses to check a rerun against the committed table (see :mod:`analysis_utils.publish.compare`).
 
 The book's and README's tables generated from these records (``python -m analysis_utils
 report``) are :mod:`analysis_utils.publish.readme`'s.
@@ -200,7 +200,7 @@ class Run:
         tolerance: how far a rerun's values may drift from this table's and still reproduce
         it, recorded in the provenance for ``python -m analysis_utils compare``: a number
         (absolute, every float column) or ``{column or pattern: rule}`` with rules from
-        :mod:`analysis_utils.compare` (``within(abs=, rel=)``, ``from_sd("sd col", k=2)``,
+        :mod:`analysis_utils.publish.compare` (``within(abs=, rel=)``, ``from_sd("sd col", k=2)``,
         ``EXACT``, ``IGNORE``); ``None``: exact text and integers, floats within
         ``compare.DEFAULT_FLOAT_ABS``.
         key: the columns that identify a row (default: inferred by ``compare``).
