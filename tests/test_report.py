@@ -304,3 +304,17 @@ def test_markdown_tables_show_text_as_written_and_numbers_formatted():
     lines = report.markdown_table(df).splitlines()[2:]
     assert [ln.split("|")[1].strip() for ln in lines] == ["1.000", "0.050", "0.1235"]
     assert [ln.split("|")[2].strip() for ln in lines] == ["0.1235", "2", report.MISSING]
+
+
+def test_a_notebook_rendered_once_over_every_folder_is_linked_in_notebooks(tmp_path):
+    """Notebook 08 renders once, over results/ and results/base/; the registry's untestable
+    rows of the base model sit in it, so their link goes to notebooks/08_*.ipynb."""
+    (tmp_path / "notebooks" / "base").mkdir(parents=True)
+    (tmp_path / "notebooks" / "08_cross_model.ipynb").write_text("{}")
+    (tmp_path / "notebooks" / "01_a.ipynb").write_text("{}")
+    (tmp_path / "notebooks" / "base" / "01_a.ipynb").write_text("{}")
+    base = readme_md.Run("base", "m", 1, 2)
+    assert base.notebook_page("01", tmp_path) == "notebooks/base/01_a.ipynb"
+    assert base.notebook_page("08", tmp_path) == "notebooks/08_cross_model.ipynb"
+    with pytest.raises(FileNotFoundError, match="no rendered notebook 05_"):
+        base.notebook_page("05", tmp_path)

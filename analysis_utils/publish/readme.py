@@ -165,9 +165,13 @@ class Run:
 
     def notebook_page(self, prefix: str, root: Path) -> str:
         """The notebook's page, as a link from the book's top folder (``notebooks/NN_x.ipynb``,
-        ``notebooks/base/NN_x.ipynb``)."""
+        ``notebooks/base/NN_x.ipynb``). A notebook rendered once over every run folder (08, the
+        ledger's own, where the registry's untestable rows of every model sit) is linked in
+        ``notebooks/`` when the run's subfolder has no render of it."""
         folder = root / "notebooks" / self.sub if self.sub else root / "notebooks"
         found = sorted(folder.glob(f"{prefix}_*.ipynb"))
+        if not found and self.sub:
+            found = sorted((root / "notebooks").glob(f"{prefix}_*.ipynb"))
         if not found:
             raise FileNotFoundError(f"no rendered notebook {prefix}_*.ipynb in {folder}")
         return found[0].relative_to(root).as_posix()
