@@ -214,6 +214,18 @@ def _head_links(heads: str, run: Run, atlas: str | None) -> str:
     return ", ".join(out)
 
 
+#: Where a ledger row's notebook link points: notebooks 01-07 end with a "Verdicts" section of
+#: their own rows; notebook 08, the ledger's own (where the registry's untestable entries that
+#: name no notebook sit), has its ledger section instead (the MyST anchor of its heading).
+ROW_ANCHORS = {"08": "the-claims-ledger-every-claim-of-notebooks-01-07-per-model"}
+
+
+def row_anchor(notebook: str) -> str:
+    """The anchor a ledger row of ``notebook`` links to (:data:`ROW_ANCHORS`, else
+    ``verdicts``)."""
+    return ROW_ANCHORS.get(notebook, "verdicts")
+
+
 def ledger_table(results: str | Path | None = None, root: str | Path | None = None) -> str:
     """The book's findings: every row of the claims ledger, one table per model, each row
     linked to the Verdicts section of the notebook that checks it (the model's own rendered
@@ -240,8 +252,9 @@ def ledger_table(results: str | Path | None = None, root: str | Path | None = No
                   "|---|---|---|---|---|---|---|---|---|---|---|"]
         for _, row in g.iterrows():
             page = run.notebook_page(row["notebook"], root)
+            link = f"{page}#{row_anchor(row['notebook'])}"
             parts.append("| " + " | ".join([
-                f"[{row['notebook']}]({page}#verdicts)", _cell(row["claim"]),
+                f"[{row['notebook']}]({link})", _cell(row["claim"]),
                 _cell(row.get("quote", "")) or "\u2013", _cell(row["paper_value"]),
                 _cell(row["this_run"]), _cell(row.get("unit", "")) or "\u2013",
                 _cell(row.get("interval", "")) or "\u2013", _cell(row["p_adjusted"]),
