@@ -23,12 +23,33 @@ suppress_warnings = []
 # Notebooks are shown as committed: never executed, outputs as rendered by `make reproduce`.
 nb_execution_mode = "off"
 nb_merge_streams = True
+# Markdown outputs (the Verdicts tables, 06's per-task tables) are parsed as MyST, like the
+# pages: MyST-NB's default, CommonMark, has no tables and showed them as `| a | b |` text.
+nb_render_markdown_format = "myst"
 myst_enable_extensions = ["colon_fence", "dollarmath"]
 myst_heading_anchors = 3
 
 html_theme = "sphinx_book_theme"
 html_title = "Attention heads: a reproduction compendium"
 html_extra_path = ["_extra"]  # atlas/<model>.html and figures/, served as they are
+# book/_static/book.css: wide tables and outputs scroll inside their own box, never the page;
+# the staged _static/mathjax/ is MathJax 2.7 from the `jupyter-server-mathjax` wheel (the book
+# extra), copied by the build, so math renders with no request off the machine.
+html_static_path = ["_static"]
+html_css_files = ["book.css"]
+html_js_files = ["findings.js"]
+mathjax_path = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full"
+mathjax2_config = {
+    "extensions": ["tex2jax.js"],  # this build of the combined config leaves it out
+    "tex2jax": {"inlineMath": [["\\(", "\\)"]], "displayMath": [["\\[", "\\]"]],
+                "processEscapes": True,
+                # MyST-NB wraps each page in `tex2jax_ignore`; Sphinx marks its math `math`
+                "processClass": "math|output_area|tex2jax_process|mathjax_process"},
+    # the wheel ships the STIX-Web fonts only (as Jupyter's own pages use them)
+    "HTML-CSS": {"availableFonts": [], "preferredFont": None, "webFont": "STIX-Web",
+                 "imageFont": None},
+    "menuSettings": {"zoom": "None"},
+}
 html_show_sourcelink = False
 # Search reads the index shipped with the site; its result summaries would fetch each page,
 # which a browser refuses for pages opened from files, so the results list titles only.
