@@ -193,7 +193,36 @@ def atlas_for_book(text: str, pages: dict[str, Path]) -> str:
         name = Path(m.group(1)).name
         return f'"href":"{name}"' if name in names else m.group(0)
 
-    return re.sub(r'"href":"((?:\.\./)+[^"]*atlas/[^"/]+\.html)"', local, text)
+    text = re.sub(r'"href":"((?:\.\./)+[^"]*atlas/[^"/]+\.html)"', local, text)
+    # its claim cards link the claim's page and the notebook's page in the book
+    text = re.sub(r'"book":\{"root":"[^"]*"', '"book":{"root":"../"', text, count=1)
+    return text.replace('"claims":null,"html":false}', '"claims":"../claims/","html":true}', 1)
+
+
+def atlas_data(text: str) -> dict:
+    """The data an atlas page's script reads (its ``application/json`` block)."""
+    block = text.split('type="application/json">', 1)[1].split("</script>", 1)[0]
+    return json.loads(block.replace("<\\!--", "<!--"))
+
+
+def _atlas_links(text: str) -> list[str]:
+    """The local links an atlas page's script builds from its data: the other model's page,
+    each claim card's page and notebook."""
+    try:
+        data = atlas_data(text)
+    except (IndexError, json.JSONDecodeError):
+        return []
+    out = [o["href"] for o in data.get("others", []) if o.get("href")]
+    b = data.get("book") or {}
+    for r in data.get("claims", {}).get("rows", []):
+        if b.get("claims") and r.get("id"):
+            out.append(f"{b['claims']}{r['id']}.html")
+        path = (b.get("notebooks") or {}).get(r.get("notebook"))
+        if path:
+            if b.get("html"):
+                path = re.sub(r"\.ipynb(#|$)", r".html\1", path)
+            out.append(b["root"] + path)
+    return sorted(set(out))
 
 
 def stage(root: str | Path | None = None, source: str | Path | None = None) -> Path:
@@ -334,7 +363,7 @@ def broken_links(site: str | Path) -> list[str]:
             continue
         links = list(page(html).links)
         if rel.parts[0] == "atlas":  # its script builds links from its data: check those too
-            links += [h for h in re.findall(r'"href":"([^"]+)"', _text(html))
+            links += [h for h in _atlas_links(_text(html))
                       if not re.match(r"^[a-z][a-z0-9+.-]*:", h)]
         for link in links:
             parts = urlsplit(link)

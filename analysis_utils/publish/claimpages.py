@@ -179,6 +179,22 @@ def interval_numbers(note: str) -> dict | None:
     return out
 
 
+def in_display_units(numbers: dict, interval: str) -> tuple[dict, str]:
+    """``numbers`` (raw units, from the note) scaled to the units of the row's ``interval``
+    cell where that cell shows them x 100 (points, %), with the unit's name for the
+    caption; unchanged otherwise."""
+    shown = re.search(rf"\[({_NUM})%?, ({_NUM})%?\]", interval.replace("+", ""))
+    if not shown:
+        return numbers, ", raw units"
+    a, b = float(shown.group(1)), float(shown.group(2))
+    for scale, unit in ((100.0, " in points" if "point" in interval else ", %"), (1.0, "")):
+        if math.isclose(a, numbers["lo"] * scale, rel_tol=0.06, abs_tol=0.06) and \
+                math.isclose(b, numbers["hi"] * scale, rel_tol=0.06, abs_tol=0.06):
+            return ({k: (v * scale if v is not None else None) for k, v in numbers.items()},
+                    unit)
+    return numbers, ", the ledger's raw units"
+
+
 def interval_svg(numbers: dict, label: str) -> str:
     """A 560 x 74 inline SVG: the interval as a bar on an axis with the null (dashed) and
     the paper's effect (a diamond) where the note gives them; numbers in the ledger's raw
@@ -260,12 +276,27 @@ def _atlas_links(row: dict, run: Run, root: Path, up: str) -> list[tuple[str, st
     return [(h, f"{up}{atlas}#{h}{tail}") for h in heads]
 
 
-def page(c: Claim, found: dict[str, Run], root: Path) -> str:
-    """The Markdown of claim ``c``'s page (it sits in ``claims/``)."""
+def _table_name(section: str) -> str:
+    m = re.search(r"Table \d+", section)
+    return m.group(0) if m else "table"
+
+
+def registry_by_quote() -> dict:
+    """``{quote: claims registry entry}``: where each of the paper's words stands (``source``:
+    text, table or caption), so a table row is shown as one, not as a sentence."""
+    from .. import claims as registry
+
+    return {" ".join(e.quote.split()): e for e in registry.load()}
+
+
+def page(c: Claim, found: dict[str, Run], root: Path, sources: dict | None = None) -> str:
+    """The Markdown of claim ``c``'s page (it sits in ``claims/``); ``sources``:
+    :func:`registry_by_quote`."""
+    sources = sources or {}
     up = "../"
     models = list(c.rows)
     first = c.first
-    out = ["---", "orphan: true", "---", "", f"({c.id})=", f"# {_md(c.claim)}", "",
+    out = ["---", "orphan: true", "---", "", f"({c.id})=", f"# {_md(c.claim[:1].upper() + c.claim[1:])}", "",
            f"{c.paper}, Section {_md(c.section)} · notebook {c.notebook} · "
            f'<a href="../findings.html#{c.id}">all findings</a>', ""]
     cards = ['<div class="claim-verdicts">']
@@ -282,7 +313,16 @@ def page(c: Claim, found: dict[str, Run], root: Path) -> str:
             ""]
     out += ["## The paper's words", ""]
     for piece in first["quote"].split(" | "):
-        out += [f"> {_md(piece)}", ""]
+        entry = sources.get(" ".join(piece.split()))
+        if entry is not None and entry.source == "table":
+            row = re.sub(r"<b>(.*?)</b>", "\x00\\1\x01", piece.strip())
+            row = " · ".join(_md(cell) for cell in re.split(r"\t+", row))
+            row = row.replace("\x00", "**").replace("\x01", "**")
+            out += [f"A row of the paper's {_md(_table_name(entry.section))} (bold as the "
+                    f"paper prints it): {row}", "",
+                    f"What the row claims, in a line: {_md(entry.claim)}.", ""]
+        else:
+            out += [f"> {_md(piece)}", ""]
     out += [f"The paper: {_md(first['paper_value']) or '–'}.", "",
             "## The criterion and the test", "",
             f"**Criterion.** {_md(first['criterion']) or '–'}", ""]
@@ -297,10 +337,11 @@ def page(c: Claim, found: dict[str, Run], root: Path) -> str:
                  if row["control_verdict"] else ""), ""]
         numbers = interval_numbers(row["note"])
         if numbers and row["interval"]:
+            numbers, unit = in_display_units(numbers, row["interval"])
             out += [interval_svg(numbers, f"{model}: interval {row['interval']}"), "",
-                    "*The interval (blue bar) in the ledger's raw units, against the null "
-                    "(dashed line) and the paper's effect (diamond) where the note states "
-                    "them.*", ""]
+                    f"*The interval {_md(row['interval'])} (blue bar{unit}) against the null "
+                    "(dashed line) and, where the ledger's note states it, the paper's "
+                    "effect (diamond).*", ""]
         fields = [("this run", row["this_run"]), ("interval", row["interval"]),
                   ("p (Holm)", row["p_adjusted"]), ("family", row["family"]),
                   ("mde", row["mde"]), ("unit resampled", row["unit"]),
@@ -377,7 +418,8 @@ def write(source: Path, root: str | Path | None = None) -> dict[Path, str]:
     df = ledger(root)
     found = runs(root / "results")
     cs = claims(df)
-    out = {Path("claims") / f"{c.id}.md": page(c, found, root) for c in cs}
+    sources = registry_by_quote()
+    out = {Path("claims") / f"{c.id}.md": page(c, found, root, sources) for c in cs}
     findings = (root / "book" / "findings.md").read_text()
     start, end = "<!-- ledger:start -->", "<!-- ledger:end -->"
     i, j = findings.find(start), findings.find(end)
