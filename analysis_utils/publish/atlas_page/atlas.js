@@ -860,7 +860,7 @@
       nav.appendChild(document.createTextNode("The other model: "));
       nav.appendChild(el("a", { href: o.href, "data-other": o.profile }, o.name + " (" + o.num_layers +
         " × " + o.num_heads + ")"));
-      nav.appendChild(document.createTextNode(" — each head links to its layer at the same relative depth there. "));
+      nav.appendChild(document.createTextNode(" — each head links to its best head on the same property at the same relative depth, and overall (the same role). "));
     });
     if (D.others && D.others.length) $("shared-label").textContent = "colour scale shared with " +
       D.others.map(o => o.name).join(", ");
