@@ -7,7 +7,11 @@ reads this file. No notebook is executed: the pages show the committed outputs.
 """
 
 import json
+import re
 from pathlib import Path
+
+import sphinx.search
+from sphinx.search.en import SearchEnglish
 
 _settings = json.loads((Path(__file__).parent / "_book.json").read_text())
 
@@ -37,7 +41,7 @@ html_extra_path = ["_extra"]  # atlas/<model>.html and figures/, served as they 
 # extra), copied by the build, so math renders with no request off the machine.
 html_static_path = ["_static"]
 html_css_files = ["book.css"]
-html_js_files = ["findings.js"]
+html_js_files = ["findings.js", "search-heads.js"]
 mathjax_path = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full"
 mathjax2_config = {
     "extensions": ["tex2jax.js"],  # this build of the combined config leaves it out
@@ -72,3 +76,23 @@ html_theme_options = {
 # The colour mode the pages open in (the theme's switch changes it); set, so that a page opened
 # from a file (no stored choice) starts in a known mode rather than logging an error.
 html_context = {"default_mode": "light"}
+
+
+class HeadSearch(SearchEnglish):
+    """English search that also indexes head labels ("3-10", "12-1"): Sphinx's own splits
+    words at "-" and drops numbers, so a reader's "3-10" found nothing
+    (``_static/search-heads.js`` keeps the label whole in the query)."""
+
+    _heads = re.compile(r"\b\d{1,2}-\d{1,2}\b")
+
+    def split(self, input):
+        return super().split(input) + self._heads.findall(input)
+
+    def word_filter(self, word):
+        return bool(self._heads.fullmatch(word)) or super().word_filter(word)
+
+    def stem(self, word):
+        return word if self._heads.fullmatch(word) else super().stem(word)
+
+
+sphinx.search.languages["en"] = HeadSearch
