@@ -258,8 +258,9 @@ def _md(text: str) -> str:
 
 
 def _verdict(v: str) -> str:
-    v = v or "none"
-    return f'<span class="verdict verdict-{html.escape(v)}">{html.escape(v)}</span>'
+    v = v or "not run"
+    cls = "none" if v == "not run" else html.escape(v)
+    return f'<span class="verdict verdict-{cls}">{html.escape(v)}</span>'
 
 
 def _where(c: Claim) -> str:
@@ -297,7 +298,8 @@ def page(c: Claim, found: dict[str, Run], root: Path, sources: dict | None = Non
     models = list(c.rows)
     first = c.first
     out = ["---", "orphan: true", "---", "", f"({c.id})=", f"# {_md(c.claim[:1].upper() + c.claim[1:])}", "",
-           f"{c.paper}, Section {_md(c.section)} · notebook {c.notebook} · "
+           f"{c.paper}, {'Section ' if c.section[:1].isdigit() else ''}{_md(c.section)} · "
+           f"notebook {c.notebook} · "
            f'<a href="../findings.html#{c.id}">all findings</a>', ""]
     cards = ['<div class="claim-verdicts">']
     for model in models:
@@ -307,6 +309,11 @@ def page(c: Claim, found: dict[str, Run], root: Path, sources: dict | None = Non
             f'<div class="model-card"><h3>{html.escape(model)}</h3>{_verdict(row["verdict"])}'
             + (f'<p>random-weights control: {_verdict(control)}</p>' if control else "")
             + f'<p>{html.escape(row["this_run"] or "–")}</p></div>')
+    for model in found:
+        if model not in c.rows:
+            cards.append(f'<div class="model-card"><h3>{html.escape(model)}</h3>'
+                         f'{_verdict("")}<p>no row: notebook {html.escape(c.notebook)} has not '
+                         f'run on this model (see the findings\' counts)</p></div>')
     cards.append("</div>")
     out += ["\n".join(cards), ""]
     out += ["Verdicts: " + "; ".join(f"{_md(m)} **{c.rows[m]['verdict']}**" for m in models),
@@ -318,8 +325,8 @@ def page(c: Claim, found: dict[str, Run], root: Path, sources: dict | None = Non
             row = re.sub(r"<b>(.*?)</b>", "\x00\\1\x01", piece.strip())
             row = " · ".join(_md(cell) for cell in re.split(r"\t+", row))
             row = row.replace("\x00", "**").replace("\x01", "**")
-            out += [f"A row of the paper's {_md(_table_name(entry.section))} (bold as the "
-                    f"paper prints it): {row}", "",
+            out += [f"From the paper's {_md(_table_name(entry.section))} (as printed, bold kept)"
+                    f": {row}", "",
                     f"What the row claims, in a line: {_md(entry.claim)}.", ""]
         else:
             out += [f"> {_md(piece)}", ""]

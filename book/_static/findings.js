@@ -7,6 +7,12 @@ document.addEventListener("DOMContentLoaded", () => {
   const selects = [...document.querySelectorAll(".findings-filters select")];
   const shown = document.querySelector(".findings-shown");
   const rows = [...table.tBodies[0].rows];
+  // the header row sticks just below the theme's sticky article header (48-56 px)
+  const bar = document.querySelector(".bd-header-article");
+  const stick = () => table.style.setProperty("--findings-top",
+    (bar && getComputedStyle(bar).position === "sticky" ? bar.offsetHeight : 0) + "px");
+  stick();
+  window.addEventListener("resize", stick);
   function apply() {
     const f = Object.fromEntries(selects.map(s => [s.dataset.filter, s.value]));
     let n = 0;
