@@ -16,10 +16,9 @@ from analysis_utils.publish import readme as readme_md
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    """The site built once; without the book's packages this fails naming the install."""
-    folder = tmp_path_factory.mktemp("book")
-    return book.build(out=folder / "html", source=folder / "source")
+def site(book_site):
+    """The site built once for the session (``tests/conftest.py``)."""
+    return book_site
 
 
 def test_the_book_builds_with_its_pages(site):
