@@ -40,6 +40,9 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "book": (".publish.book", "cli",
              "build the book, a static site of the committed notebooks, findings, atlas and\n"
              "methods, into book/_build/html (make book; no notebook is run)"),
+    "ledger": (".publish.ledger_stage", "cli",
+               "judge every claim from the committed results: results/08_claims.csv, each\n"
+               "folder's NN_verdicts.csv (after the notebooks; --check: compare only)"),
     "stale": (".publish.stale", "cli",
               "list rendered notebooks whose code, data manifest or profile changed since\n"
               "the commit their provenance records (exit 1 if any)"),

@@ -65,7 +65,7 @@ from analysis_utils.engine import atomic, interventions
 from analysis_utils.heads import head_label
 from analysis_utils.paths import output_dirs
 from analysis_utils.plotting import surface as surface_plots
-from analysis_utils.publish import notebook, verdicts
+from analysis_utils.publish import notebook
 from analysis_utils.publish.compare import EXACT, IGNORE, within
 
 lm, control, run = notebook.setup("01", globals(), precision=3)
@@ -464,8 +464,11 @@ _ = run.finish()
 # notebook's claims. Each test resamples the Wikipedia *articles* the segments come from
 # (`01_by_segment_*.npz`), since overlapping paragraph pairs of one article are not
 # independent, and a claim about "some head" chooses the best head inside every resample.
-# Notebook 08 gathers every notebook's rows for both models into `results/08_claims.csv`;
-# `untestable` says why in `note`.
-
-# %%
-verdicts.show("01")
+#
+# **The verdicts are not computed here.** This notebook measures; every claim is judged after
+# the notebooks, in one stage of its own (`python -m analysis_utils ledger`, run by
+# `make reproduce`), from the tables this notebook has just saved. Its rows for this notebook
+# are in `results/01_verdicts.md` (the base model's in `results/base/01_verdicts.md`;
+# both models together in `results/08_claims.csv`), and the book shows each claim on a page
+# of its own, linked from this notebook's page. A change to a verdict rule re-runs that stage
+# in minutes and never this notebook.

@@ -84,7 +84,7 @@ from analysis_utils.engine import attention
 from analysis_utils.engine.models import load_model
 from analysis_utils.heads import head_label, head_labels, parse_head_label
 from analysis_utils.plotting import maptypes as maptype_plots
-from analysis_utils.publish import notebook, verdicts
+from analysis_utils.publish import notebook
 from analysis_utils.publish.compare import EXACT, IGNORE, from_sd, within
 
 lm, control, run = notebook.setup("05", globals(), precision=3)
@@ -604,8 +604,13 @@ Markdown(comparison.to_markdown(index=False))
 # (they state numbers only). Each claim's criterion, reference and test are fixed in
 # `analysis_utils/ledger/clark.py` before any number is read; the same rule runs on the
 # random-weights control (`reference_value`), and p-values are Holm-corrected over this
-# notebook's claims (`p_adjusted`). Notebook 08 gathers every notebook's rows for both models
+# notebook's claims (`p_adjusted`). The ledger stage gathers every notebook's rows for both models
 # into `results/08_claims.csv`; `untestable` says why in `note`.
-
-# %%
-verdicts.show("05")
+#
+# **The verdicts are not computed here.** This notebook measures; every claim is judged after
+# the notebooks, in one stage of its own (`python -m analysis_utils ledger`, run by
+# `make reproduce`), from the tables this notebook has just saved. Its rows for this notebook
+# are in `results/05_verdicts.md` (the base model's in `results/base/05_verdicts.md`;
+# both models together in `results/08_claims.csv`), and the book shows each claim on a page
+# of its own, linked from this notebook's page. A change to a verdict rule re-runs that stage
+# in minutes and never this notebook.

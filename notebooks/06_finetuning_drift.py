@@ -88,6 +88,7 @@ import time
 import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
+from scipy.stats import norm
 
 from analysis_utils import papers
 from analysis_utils.analyses import drift, features, glue_metrics, maptypes
@@ -97,11 +98,10 @@ from analysis_utils.data import framenet, silver
 from analysis_utils.data import labels as sheets
 from analysis_utils.engine import atomic, attention, memory, padded
 from analysis_utils.engine.wordmaps import encode_words
-from analysis_utils.ledger import stats as ledger_stats
 from analysis_utils.plotting import finetuning as ft_plots
 from analysis_utils.plotting import maptypes as maptype_plots
 from analysis_utils.plotting.grid import head_grids
-from analysis_utils.publish import notebook, report, verdicts
+from analysis_utils.publish import notebook, report
 from analysis_utils.publish.compare import EXACT, IGNORE, from_sd, within
 from analysis_utils.runplan import finetunes as plan
 from analysis_utils.training import finetune as ftune
@@ -842,7 +842,7 @@ fig = head_grids({f"{lm.label} minus the random-weights control, exact filter "
                  suptitle="Figure 3: attention along FrameNet target-core element links, "
                           "against the control")
 _ = run.figure(fig, "framenet_heatmap")
-chance = len(exact) * ledger_stats.normal_tail(n_sd)
+chance = len(exact) * float(norm.sf(n_sd))  # P(Z > n_sd): the share chance passes
 below = int((fn_scores["exact"] < ctrl_scores).sum())
 display(Markdown(
     f"**{len(standout)} of {len(exact)} heads** stand out (score more than {n_sd:g} sd above the "
@@ -972,11 +972,16 @@ Markdown(comparison.to_markdown(index=False))
 # ## Verdicts
 #
 # The claims ledger's rows for this notebook (criteria and tests fixed in
-# `analysis_utils/ledger/kovaleva.py` before any number is read; notebook 08 gathers every
+# `analysis_utils/ledger/kovaleva.py` before any number is read; the ledger stage gathers every
 # notebook's rows for both models into `results/08_claims.csv`). A `yes` needs the effect to
 # beat its reference (chance, the random-weights control under the same rule) under a test,
 # Holm-corrected over this notebook's claims; a claim about fine-tuned models needs at least
 # three fine-tuning seeds per task, and `untestable` says why in `note`.
-
-# %%
-verdicts.show("06")
+#
+# **The verdicts are not computed here.** This notebook measures; every claim is judged after
+# the notebooks, in one stage of its own (`python -m analysis_utils ledger`, run by
+# `make reproduce`), from the tables this notebook has just saved. Its rows for this notebook
+# are in `results/06_verdicts.md` (the base model's in `results/base/06_verdicts.md`;
+# both models together in `results/08_claims.csv`), and the book shows each claim on a page
+# of its own, linked from this notebook's page. A change to a verdict rule re-runs that stage
+# in minutes and never this notebook.

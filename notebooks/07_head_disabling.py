@@ -99,7 +99,7 @@ from analysis_utils.engine import atomic, wordmaps
 from analysis_utils.heads import head_label, parse_head_label
 from analysis_utils.paths import output_dirs
 from analysis_utils.plotting import disabling as plots
-from analysis_utils.publish import notebook, verdicts
+from analysis_utils.publish import notebook
 from analysis_utils.publish.compare import EXACT, IGNORE, within
 from analysis_utils.runplan import finetunes as plan
 
@@ -687,12 +687,17 @@ Markdown(comparison.to_markdown(index=False))
 # ## Verdicts
 #
 # The claims ledger's rows for this notebook (criteria and tests fixed in
-# `analysis_utils/ledger/kovaleva.py` before any number is read; notebook 08 gathers every
+# `analysis_utils/ledger/kovaleva.py` before any number is read; the ledger stage gathers every
 # notebook's rows for both models into `results/08_claims.csv`). The tests resample the
 # fine-tuning seeds and the dev examples (`07_predictions_<task>.npz`); gains and drops get
 # the same two-sided max-T correction over a model's heads or layers, so a best-of-72 gain is
 # compared with what the best of 72 gives under the null; claims about tasks are judged per
 # task, and a task needs at least three fine-tuning seeds; `untestable` says why in `note`.
-
-# %%
-verdicts.show("07")
+#
+# **The verdicts are not computed here.** This notebook measures; every claim is judged after
+# the notebooks, in one stage of its own (`python -m analysis_utils ledger`, run by
+# `make reproduce`), from the tables this notebook has just saved. Its rows for this notebook
+# are in `results/07_verdicts.md` (the base model's in `results/base/07_verdicts.md`;
+# both models together in `results/08_claims.csv`), and the book shows each claim on a page
+# of its own, linked from this notebook's page. A change to a verdict rule re-runs that stage
+# in minutes and never this notebook.

@@ -1,4 +1,4 @@
-"""Cross-device tolerances from the seed spread (``analysis_utils.runplan.tolerances``):
+"""Cross-device tolerances from the seed spread (``analysis_utils.publish.tolerances``):
 hand-computed cases, and the committed run's proposal against issue 34's GPU measurements."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from analysis_utils import paths
-from analysis_utils.runplan import tolerances as tol
+from analysis_utils.publish import tolerances as tol
 
 
 def _rows(task, init, metric, values, dev=100):

@@ -469,8 +469,8 @@ def test_norm_findings_of_a_control_that_also_discounts_a_token():
 
 def test_recap_writes_tokens_as_code_so_markdown_keeps_mpnets_s(root):
     runs = cm.load_runs("results,results/base", root=root)
-    sink, claims = cm.sink_by_layer(runs), ledger.build([str(r.path) for r in runs])
-    lines = cm.recap(sink, cm.positional_heads(runs), cm.syntax_best_heads(runs), claims)
+    sink = cm.sink_by_layer(runs)
+    lines = cm.recap(sink, cm.positional_heads(runs), cm.syntax_best_heads(runs))
     (b,) = [line for line in lines if line.startswith("**tiny-b (4 x 2)**")]
     # unquoted, "</s> in layers 1-4" would close, and a later "<s>" open, HTML strikethrough
     assert b.startswith("**tiny-b (4 x 2)**: attention sink `</s>` in layers 1-4 (of 4)")
@@ -527,7 +527,7 @@ def test_recap_counts_every_verdict_and_a_control_that_ran():
                                   "untestable"],
                       "control_verdict": ["no", "inconclusive", "mixed", "yes", "", "untestable",
                                           "\u2013"]})
-    line = cm.verdict_counts(g)
+    line = cm.ledger.verdict_counts(g)
     assert line.startswith("2 of 7 claims of the ledger came out yes (")
     for v in ledger.VERDICTS[1:]:  # every verdict but yes is listed with its count
         assert f" {v}" in line

@@ -141,10 +141,10 @@ def test_every_committed_yes_beats_a_reference_under_a_test():
         assert row["control_verdict"] != "yes", f"{where}: the control passes the same rule"
 
 
-def test_rendered_recap_of_notebook_08_agrees_with_its_tables(committed_ledger):
+def test_rendered_recap_of_notebook_08_agrees_with_its_tables():
     runs = cm.load_runs(",".join(_committed_folders()))
     lines = cm.recap(cm.sink_by_layer(runs), cm.positional_heads(runs),
-                     cm.syntax_best_heads(runs), committed_ledger.build(_committed_folders()))
+                     cm.syntax_best_heads(runs))
     nb = json.loads((paths.REPO_ROOT / "notebooks" / "08_cross_model.ipynb").read_text())
     rendered = "".join("".join(o.get("data", {}).get("text/markdown", ""))
                        for c in nb["cells"] for o in c.get("outputs", []))
@@ -152,20 +152,6 @@ def test_rendered_recap_of_notebook_08_agrees_with_its_tables(committed_ledger):
         assert line in rendered, f"the rendered recap does not say: {line}"
 
 
-@pytest.mark.parametrize("prefix", ["01", "02", "03", "04", "05", "06", "07"])
-def test_a_notebooks_own_verdicts_are_its_rows_of_the_whole_ledger(prefix, committed_ledger):
-    """Notebooks 01-07 show ``ledger.notebook_rows`` of their own output folder: the same
-    rows (Holm over that notebook's claims) as the ledger over every notebook."""
-    folder = paths.REPO_ROOT / "results"
-    if not (folder / f"{prefix}_provenance.json").is_file():
-        pytest.skip(f"results/ holds no {prefix} run")
-    whole = committed_ledger.build(["results"])
-    own = committed_ledger.notebook_rows(prefix, folder)
-    pd.testing.assert_frame_equal(
-        own.reset_index(drop=True),
-        whole[whole["notebook"] == prefix].reset_index(drop=True))
-    with pytest.raises(FileNotFoundError, match="run.finish"):
-        ledger.notebook_rows("09", folder)
 
 
 

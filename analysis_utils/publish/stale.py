@@ -17,6 +17,13 @@ would render it now differs from what rendered it then:
 - or its commit cannot vouch for it: none recorded, not in this clone, or ``-dirty`` (rendered
   from uncommitted changes).
 
+The ledger stage (``python -m analysis_utils ledger``, :mod:`.ledger_stage`) is judged the
+same way from ``results/ledger_provenance.json``: its code (the stage module and everything
+it imports, the claims registry among them) against the commit it records, and, since it reads
+the notebooks' outputs, the digest of every ``NN_provenance.json`` it read against the files
+now: a notebook re-rendered after it makes the stage stale. No notebook imports the ledger,
+so a change to a verdict rule makes only the stage stale.
+
 ``profiles.py`` itself is judged by the parameters, not as a file, so a change to one
 profile does not mark the other profiles' notebooks stale.
 
@@ -171,6 +178,78 @@ def _parameter_differences(recorded: dict, expected: dict) -> list[str]:
     return out
 
 
+#: The ledger stage: its module and the provenance it writes.
+STAGE_MODULE = "analysis_utils.publish.ledger_stage"
+STAGE_PROVENANCE = "results/ledger_provenance.json"
+STAGE_LABEL = "ledger stage (results/08_claims.csv, results/**/NN_verdicts.csv)"
+
+
+def stage_inputs(repo: Path, graph: dict[str, set[str]], package: str = imports.PACKAGE
+                 ) -> list[str]:
+    """Repository-relative paths of the ledger stage's code: its module's import closure and
+    the data files of :data:`MODULE_DATA` in it; sorted."""
+    modules = imports.package_modules(repo, package)
+    if STAGE_MODULE not in modules:
+        return []
+    closure = imports.closure({STAGE_MODULE}, graph)
+    files = {modules[m].relative_to(repo).as_posix() for m in closure if m in modules}
+    files |= {f"{package}/{data}" for module, data_files in MODULE_DATA.items()
+              if f"{package}.{module}" in closure for data in data_files}
+    return sorted(files - set(NOT_AS_FILES))
+
+
+def _digest(path: Path) -> str | None:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+
+
+def stage_status(repo: Path, graph: dict[str, set[str]], revisions: dict,
+                 package: str = imports.PACKAGE) -> Status | None:
+    """The ledger stage's :class:`Status` (``None`` when it has never run here)."""
+    prov_path = repo / STAGE_PROVENANCE
+    if not prov_path.is_file():
+        return None
+    try:
+        prov = json.loads(prov_path.read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        st = Status(STAGE_PROVENANCE, STAGE_LABEL, None, "ledger")
+        st.problem = f"unreadable provenance ({err})"
+        return st
+    commit = prov.get("git_commit")
+    st = Status(STAGE_PROVENANCE, STAGE_LABEL, commit, "ledger")
+    read = prov.get("inputs") or {}
+    for rel, digest in sorted(read.items()):
+        now = _digest(repo / rel)
+        if now != digest:
+            st.changed.append(f"{rel} ({'deleted' if now is None else 're-rendered since'})")
+    for f in prov.get("folders") or []:
+        for p in sorted((repo / f).glob("[0-9][0-9]_provenance.json")):
+            rel = p.relative_to(repo).as_posix()
+            if rel not in read:
+                st.changed.append(f"{rel} (new)")
+    if not commit:
+        st.problem = "no commit recorded"
+        return st
+    if commit.endswith("-dirty"):
+        st.problem = "run from uncommitted changes"
+    base = commit.removesuffix("-dirty")
+    try:
+        _git(repo, "cat-file", "-e", f"{base}^{{commit}}")
+    except subprocess.CalledProcessError:
+        st.problem = f"commit {base[:7]} is not in this clone (fetch it, or re-run the stage)"
+        return st
+    code = stage_inputs(repo, graph, package)
+    then = revisions.setdefault(base, _Revision(repo, base)).read(code)
+    for path in code:
+        now_file = repo / path
+        now = now_file.read_bytes() if now_file.is_file() else None
+        if _normalised(path, then[path]) != _normalised(path, now):
+            st.changed.append(path + (" (new)" if then[path] is None else
+                                      " (deleted)" if now is None else ""))
+    return st
+
+
 def provenance_files(repo: Path, results: str = "results") -> list[Path]:
     """``results/NN_provenance.json`` and ``results/<sub>/NN_provenance.json`` under ``repo``."""
     folder = repo / results
@@ -231,6 +310,9 @@ def check(repo: str | Path | None = None, profiles: dict | None = None,
             if _normalised(path, then[path]) != _normalised(path, now):
                 status.changed.append(path + (" (new)" if then[path] is None else
                                               " (deleted)" if now is None else ""))
+    stage = stage_status(repo, graph, revisions, package)
+    if stage is not None:
+        out.append(stage)
     return out
 
 
@@ -263,11 +345,14 @@ def cli(argv: list[str] | None = None) -> int:
     if stale:
         by_profile: dict[str, list[str]] = {}
         for s in stale:
-            by_profile.setdefault(s.profile, []).append(Path(s.provenance).name[:2])
-        commands = "; ".join(f"python -m analysis_utils run --profile {p} --only {','.join(n)}"
-                             for p, n in by_profile.items())
-        print(f"stale: {len(stale)} of {len(statuses)} rendered notebooks; re-render them "
-              f"({commands}) and commit")
+            if s.provenance != STAGE_PROVENANCE:
+                by_profile.setdefault(s.profile, []).append(Path(s.provenance).name[:2])
+        commands = [f"python -m analysis_utils run --profile {p} --only {','.join(n)}"
+                    for p, n in by_profile.items()]
+        commands += ["python -m analysis_utils ledger"] * any(
+            s.provenance == STAGE_PROVENANCE for s in stale)
+        print(f"stale: {len(stale)} of {len(statuses)} rendered outputs; re-run them "
+              f"({'; then '.join(commands)}) and commit")
         return 1
-    print(f"stale: none of {len(statuses)} rendered notebooks")
+    print(f"stale: none of {len(statuses)} rendered outputs (notebooks and the ledger stage)")
     return 0

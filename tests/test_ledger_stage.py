@@ -1,0 +1,145 @@
+"""The ledger stage (``python -m analysis_utils ledger``): judgement after the notebooks.
+
+No notebook imports the ledger, the stage rebuilds the committed ledger exactly from the
+committed results, its per-notebook tables are its rows of the whole ledger, a change to the
+ledger's code makes only the stage stale, and a re-rendered notebook makes the stage stale."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from analysis_utils import paths
+from analysis_utils.publish import imports, ledger_stage, stale
+
+ROOT = paths.REPO_ROOT
+
+
+def _committed_folders() -> list[str]:
+    return [f for f in ledger_stage.DEFAULT_FOLDERS
+            if any((ROOT / f).glob("[0-9][0-9]_provenance.json"))]
+
+
+def test_claim_id_is_notebook_then_the_claims_words():
+    assert ledger_stage.claim_id("07", "Disabling [CLS] heads: not detrimental (RTE, +3.2)") == \
+        "07-disabling-cls-heads-not-detrimental-rte-3-2"
+    long = ledger_stage.claim_id("01", "word " * 40)
+    assert long.startswith("01-word-word") and len(long) <= 63 and not long.endswith("-")
+
+
+@pytest.mark.parametrize("source", sorted((ROOT / "notebooks").glob("0[1-8]_*.py")),
+                         ids=lambda p: p.name[:2])
+def test_no_notebook_imports_the_ledger(source):
+    graph = imports.import_graph(ROOT)
+    inputs = stale.notebook_inputs(source, ROOT, graph)
+    ledger = [p for p in inputs if p.startswith("analysis_utils/ledger/")
+              or p == "analysis_utils/publish/ledger_stage.py"]
+    assert not ledger, f"{source.name} imports the ledger through {ledger}: notebooks measure, " \
+                       "the ledger stage judges"
+
+
+def test_the_stage_rebuilds_the_committed_ledger_exactly(committed_ledger):
+    folders = _committed_folders()
+    if not folders or not (ROOT / ledger_stage.PROVENANCE).is_file():
+        pytest.fail("no committed ledger stage output: run `python -m analysis_utils ledger`")
+    tables = ledger_stage.judge(folders, ROOT, build=committed_ledger.build)
+    prov = json.loads((ROOT / ledger_stage.PROVENANCE).read_text())
+    assert sorted(prov["tables"]) == sorted(tables)
+    for rel, df in tables.items():
+        assert (ROOT / rel).read_text() == ledger_stage.csv_text(df), \
+            f"{rel} differs from a rebuild: run `python -m analysis_utils ledger` and commit"
+    whole = tables[f"{folders[0]}/{ledger_stage.CLAIMS_TABLE}"]
+    for rel, df in tables.items():
+        if rel.endswith("_verdicts.csv"):
+            nb = Path(rel).name[:2]
+            mine = whole[whole["notebook"] == nb]
+            assert set(df["id"]) <= set(mine["id"])
+            assert df["model"].nunique() == 1 if "model" in df else True
+    # every row has an anchor, unique per model
+    assert not whole.duplicated(["model", "id"]).any()
+
+
+def test_a_folder_without_runs_is_refused_with_the_command(tmp_path):
+    with pytest.raises(FileNotFoundError, match="make reproduce"):
+        ledger_stage.judge(["results"], tmp_path)
+
+
+def _git(repo, *args):
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True,
+                          text=True).stdout
+
+
+def _fake_repo(tmp_path: Path) -> Path:
+    """A git clone-alike: the package, one notebook source and its provenance, and the
+    ledger stage's provenance naming the same commit."""
+    repo = tmp_path / "repo"
+    shutil.copytree(ROOT / "analysis_utils", repo / "analysis_utils",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    (repo / "notebooks").mkdir()
+    shutil.copy(ROOT / "notebooks" / "02_syntax_heads.py", repo / "notebooks")
+    (repo / "results").mkdir()
+    _git(tmp_path, "init", "-q", str(repo))
+    _git(repo, "config", "user.email", "t@t")
+    _git(repo, "config", "user.name", "t")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-qm", "code")
+    commit = _git(repo, "rev-parse", "HEAD").strip()
+    from analysis_utils import params, profiles
+
+    prov = {"notebook": "02", "profile": "default", "git_commit": commit,
+            "parameters": {**params.read_parameters(repo / "notebooks" / "02_syntax_heads.py"),
+                           **profiles.overrides("default", "02")}}
+    (repo / "results" / "02_provenance.json").write_text(json.dumps(prov))
+    digest = ledger_stage.inputs(repo, ["results"])
+    (repo / ledger_stage.PROVENANCE).write_text(json.dumps(
+        {"stage": "ledger", "git_commit": commit, "folders": ["results"], "inputs": digest}))
+    return repo
+
+
+def _by_label(statuses):
+    return {s.notebook: s for s in statuses}
+
+
+def test_a_ledger_change_makes_only_the_stage_stale(tmp_path):
+    repo = _fake_repo(tmp_path)
+    st = _by_label(stale.check(repo))
+    assert not any(s.stale for s in st.values()), [s.line() for s in st.values()]
+    core = repo / "analysis_utils" / "ledger" / "core.py"
+    core.write_text(core.read_text().replace("ALPHA = 0.05", "ALPHA = 0.01"))
+    st = _by_label(stale.check(repo))
+    assert st[stale.STAGE_LABEL].stale
+    assert "analysis_utils/ledger/core.py" in st[stale.STAGE_LABEL].changed
+    assert not st["notebooks/02_syntax_heads.ipynb"].stale
+
+
+def test_a_re_rendered_notebook_makes_the_stage_stale(tmp_path):
+    repo = _fake_repo(tmp_path)
+    prov = repo / "results" / "02_provenance.json"
+    prov.write_text(json.dumps({**json.loads(prov.read_text()), "wall_time_s": 1}))
+    st = _by_label(stale.check(repo))
+    assert st[stale.STAGE_LABEL].stale
+    assert st[stale.STAGE_LABEL].changed == ["results/02_provenance.json (re-rendered since)"]
+
+
+def test_the_stage_tables_are_compared_with_their_declared_tolerance(tmp_path):
+    from analysis_utils.publish import compare
+
+    decl = ledger_stage._tables_record(["results/08_claims.csv", "results/02_verdicts.csv"])
+    assert decl["results/08_claims.csv"]["key"] == ["model", "notebook", "claim"]
+    assert decl["results/02_verdicts.csv"]["key"] == ["id"]
+    old = pd.DataFrame({"id": ["02-a"], "claim": ["c"], "verdict": ["yes"], "interval": ["[1, 2]"]})
+    new = old.assign(interval="[1.1, 2.1]")
+    ok = compare.compare_tables(old.to_csv(index=False), new.to_csv(index=False),
+                                "02_verdicts.csv", decl["results/02_verdicts.csv"]["tolerance"],
+                                ["id"])
+    assert ok == []
+    flipped = new.assign(verdict="no")
+    bad = compare.compare_tables(old.to_csv(index=False), flipped.to_csv(index=False),
+                                 "02_verdicts.csv", decl["results/02_verdicts.csv"]["tolerance"],
+                                 ["id"])
+    assert bad and "verdict" in str(bad[0])
