@@ -184,12 +184,14 @@ def _claim_row(folder, start):
 
 
 
-def test_a_no_says_when_the_estimate_points_the_claimed_way():
-    weak = core.Outcome("x", effect=True, p=0.2)
-    reversed_ = core.Outcome("x", effect=False, p=1.0)
-    assert core.verdict(weak, 0.2, None)[0] == "no" and "not shown" in core.verdict(weak, 0.2,
-                                                                                    None)[1]
-    assert core.verdict(reversed_, 1.0, None) == ("no", "")
+def test_an_estimate_on_the_claimed_side_that_its_test_misses_is_inconclusive_not_no():
+    weak = core._judge_outcome(core.Outcome("x", effect=True, p=0.2), 0.05, 0.2)
+    assert weak.verdict == "inconclusive" and "not shown" in weak.reason
+    reversed_ = core._judge_outcome(core.Outcome("x", effect=False, p=1.0), 0.05, 1.0)
+    assert reversed_.verdict == "no"
+    seeds = core._judge_outcome(core.Outcome("x", effect=True, p=0.01,
+                                             per_seed=[True, False, True]), 0.05, 0.01)
+    assert seeds.verdict == "inconclusive" and "2 of 3 seeds pass" in seeds.reason
 
 
 # --- resampled Checks, judged by evaluate (issue 33) ----------------------------------------

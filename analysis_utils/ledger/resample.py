@@ -948,58 +948,67 @@ def _check_interval(lo, hi):
 
 def judge_effect(lo: float, hi: float, *, null: float = 0.0, paper_effect: float | None = None,
                  direction: int = 1, margin: float | None = None, p_adjusted: float | None = None,
-                 alpha: float = 0.05, untestable: str = "") -> Judgement:
+                 alpha: float = 0.05, untestable: str = "", sized: bool = False) -> Judgement:
     """The verdict on a claim that an effect exists in ``direction`` (+1: above ``null``, -1:
     below), from the two-sided interval ``[lo, hi]`` at the family-corrected level (e.g. the
     ``1 - 0.05 / m`` interval, or max-T's simultaneous one; both sides corrected, so gains and
     drops are treated alike).
 
-    - ``yes``: the interval excludes ``null`` on the claimed side (or, when ``p_adjusted`` is
-      given, e.g. Holm's, it is below ``alpha`` and the interval's centre is on that side);
-    - ``no``: the paper's effect (``paper_effect``, the statistic's value the paper reports,
-      on the same scale as the interval) lies outside the interval (or, with no size in the
-      paper, the interval lies within ``+- margin`` of the null: any effect is negligible; or
-      it lies wholly on the wrong side of the null);
-    - ``inconclusive``: the interval holds the null and the paper's effect (or, without a
-      size, reaches beyond the margin): this test could not tell;
+    ``margin``: the smallest effect of interest, fixed from the claim's words or the metric's
+    scale before any number is read; the claim is then "an effect of at least ``margin`` on the
+    claimed side", and the margin is applied before ``yes``:
+
+    - ``yes``: the interval lies beyond ``null + direction * margin`` on the claimed side (no
+      margin: it excludes ``null`` there, or Holm's ``p_adjusted`` is below ``alpha`` with the
+      interval's centre on that side);
+    - ``no``: the interval lies wholly on the other side of ``null`` (reversed), or wholly
+      short of the margin (any effect is smaller than the claim's smallest effect of interest);
+      or, only for a claim whose own words state a size on this metric and baseline
+      (``sized``), the paper's effect ``paper_effect`` lies outside the interval;
+    - ``inconclusive``: otherwise: this test could not tell;
     - ``untestable``: ``untestable`` gives the reason.
 
-    A "by over 10 points" claim is an effect claim with ``null=10``."""
+    BERT-base's effect (``paper_effect``) decides nothing unless ``sized``: a claim of direction
+    is not refuted by an effect smaller than BERT-base's. A "by over 10 points" claim is an
+    effect claim with ``null=10``."""
     if untestable:
         return Judgement("untestable", untestable)
     if direction not in (1, -1):
         raise ValueError(f"direction must be +1 (above the null) or -1 (below), got {direction}")
+    if margin is not None and not (np.isfinite(margin) and margin >= 0):
+        raise ValueError(f"margin must be >= 0 (the smallest effect of interest), got {margin}")
     _check_interval(lo, hi)
     d = direction
-    if p_adjusted is not None:
+    edge = null + d * (margin or 0.0)
+    side = "above" if d == 1 else "below"
+    span = f"[{lo:.4g}, {hi:.4g}]"
+    if margin:
+        shown = bool(lo > edge) if d == 1 else bool(hi < edge)
+    elif p_adjusted is not None:
         shown = bool(p_adjusted < alpha and d * ((lo + hi) / 2 - null) > 0)
     else:
         shown = bool(lo > null) if d == 1 else bool(hi < null)
     if shown:
-        return Judgement("yes", f"the interval [{lo:.4g}, {hi:.4g}] excludes {null:g} on the "
-                                "claimed side")
+        return Judgement("yes", f"the interval {span} lies {side} {edge:g}" + (
+            f" (the null {null:g} {'+' if d == 1 else '-'} the smallest effect of interest "
+            f"{margin:g})" if margin else " on the claimed side"))
     if (d == 1 and hi < null) or (d == -1 and lo > null):
-        return Judgement("no", f"the interval [{lo:.4g}, {hi:.4g}] lies on the other side of "
-                               f"{null:g}: reversed")
-    if paper_effect is not None:
-        if not lo <= paper_effect <= hi:
-            return Judgement("no", f"the paper's effect {paper_effect:g} lies outside the "
-                                   f"interval [{lo:.4g}, {hi:.4g}]")
-        return Judgement("inconclusive", f"the interval [{lo:.4g}, {hi:.4g}] holds both the "
-                                         f"null {null:g} and the paper's effect "
-                                         f"{paper_effect:g}")
-    if margin is not None and null - margin < lo and hi < null + margin:
-        return Judgement("no", f"the interval [{lo:.4g}, {hi:.4g}] lies within the "
-                               f"equivalence margin {margin:g} of {null:g}: any effect is "
-                               "negligible")
-    return Judgement("inconclusive", f"the interval [{lo:.4g}, {hi:.4g}] holds {null:g}, and "
-                                     "the paper gives no size to exclude"
-                     + ("" if margin is None else f" and it reaches beyond the margin {margin:g}"))
+        return Judgement("no", f"the interval {span} lies on the other side of {null:g}: "
+                               "reversed")
+    if margin and ((d == 1 and hi < edge) or (d == -1 and lo > edge)):
+        return Judgement("no", f"the interval {span} lies short of {edge:g}: any effect is "
+                               f"smaller than the smallest effect of interest {margin:g}")
+    if sized and paper_effect is not None and not lo <= paper_effect <= hi:
+        return Judgement("no", f"the paper's stated size {paper_effect:g} lies outside the "
+                               f"interval {span}")
+    return Judgement("inconclusive", f"the interval {span} holds {null:g}"
+                     + (f" and reaches past {edge:g}" if margin else "")
+                     + ": this test could not tell")
 
 
 def judge_no_effect(lo: float, hi: float, *, margin: float, null: float = 0.0,
                     alpha_lo: float | None = None, alpha_hi: float | None = None,
-                    untestable: str = "") -> Judgement:
+                    untestable: str = "", inner_level: str = "90%") -> Judgement:
     """The verdict on a claim of *no* effect ("the FrameNet heads are not important", "not
     much better than"): the claim is the band ``null +- margin``.
 
@@ -1016,8 +1025,8 @@ def judge_no_effect(lo: float, hi: float, *, margin: float, null: float = 0.0,
     a_hi = hi if alpha_hi is None else alpha_hi
     _check_interval(a_lo, a_hi)
     if null - margin < lo and hi < null + margin:
-        return Judgement("yes", f"the 90% interval [{lo:.4g}, {hi:.4g}] lies within "
-                                f"{null:g} +- {margin:g}")
+        return Judgement("yes", f"the {inner_level} interval [{lo:.4g}, {hi:.4g}] lies "
+                                f"within {null:g} +- {margin:g}")
     if a_lo > null + margin or a_hi < null - margin:
         return Judgement("no", f"the interval [{a_lo:.4g}, {a_hi:.4g}] lies beyond the "
                                f"margin {margin:g} of {null:g}: an effect is shown")
@@ -1027,7 +1036,7 @@ def judge_no_effect(lo: float, hi: float, *, margin: float, null: float = 0.0,
 
 def judge_no_drop(lo: float, hi: float, *, margin: float, null: float = 0.0,
                   alpha_lo: float | None = None, alpha_hi: float | None = None,
-                  untestable: str = "") -> Judgement:
+                  untestable: str = "", inner_level: str = "90%") -> Judgement:
     """The verdict on a claim that something costs nothing ("disabling heads is not
     detrimental ... and in some cases even improves it"): the claim is ``> null - margin``,
     one-sided, so a gain of any size agrees with it (non-inferiority).
@@ -1045,7 +1054,7 @@ def judge_no_drop(lo: float, hi: float, *, margin: float, null: float = 0.0,
     a_hi = hi if alpha_hi is None else alpha_hi
     _check_interval(a_lo, a_hi)
     if lo > null - margin:
-        return Judgement("yes", f"the 90% interval [{lo:.4g}, {hi:.4g}] lies above "
+        return Judgement("yes", f"the {inner_level} interval [{lo:.4g}, {hi:.4g}] lies above "
                                 f"{null:g} - {margin:g}: no drop beyond the margin")
     if a_hi < null - margin:
         return Judgement("no", f"the interval [{a_lo:.4g}, {a_hi:.4g}] lies below {null:g} - "
@@ -1061,8 +1070,9 @@ def judge_tasks(per_task: Mapping[str, Sequence[str]], scope: str = "every",
     per_task: each task's per-seed verdicts (``yes``/``no``/``inconclusive``, or
     ``untestable``; one entry for a pooled test such as :func:`hierarchical_bootstrap`).
     A task's verdict: ``untestable`` with fewer than ``min_seeds`` testable seeds (a pooled
-    entry counts as enough); the seeds' common verdict when they agree; ``mixed`` when they
-    disagree (``mixed`` means seeds of one task disagree, nothing else).
+    entry counts as enough); the seeds' common verdict when they agree; ``mixed`` only when one
+    seed is a conclusive ``yes`` and another a conclusive ``no``; ``inconclusive`` when a
+    conclusive seed stands beside inconclusive ones.
 
     ``scope="every"`` ("... improves every task"): ``no`` when some task is ``no`` (it fails
     in every seed), else ``mixed`` if a task is, else ``inconclusive`` if a task is, else
@@ -1084,8 +1094,10 @@ def judge_tasks(per_task: Mapping[str, Sequence[str]], scope: str = "every",
             tasks[task] = "untestable"
         elif len(set(tested)) == 1:
             tasks[task] = tested[0]
-        else:
+        elif {"yes", "no"} <= set(tested):
             tasks[task] = "mixed"
+        else:  # yes or no beside inconclusive seeds: this task's seeds cannot tell
+            tasks[task] = "inconclusive"
     vs = list(tasks.values())
 
     def named(v):
