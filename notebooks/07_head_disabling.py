@@ -47,7 +47,7 @@ seed = 0  # bootstrap resamples, random pruning orders, the importance subset
 # The fine-tuning plan: the same values as notebook 06, so the models it trained are loaded
 # from the cache (the cache key includes every one of them).
 tasks = "MRPC,STS-B,SST-2,RTE,CoLA"
-seeds = "42,43,44"  # fine-tuning seeds: all on multi_seed_tasks, the first one elsewhere
+seeds = "42,43,44,45,46"  # fine-tuning seeds: all on multi_seed_tasks, the first one elsewhere
 multi_seed_tasks = "MRPC,STS-B,SST-2,RTE,CoLA"
 train_subsets = "SST-2:8000,CoLA:4000"  # seeded train subsets (TASK:N); others: full train set
 subset_seed = 0
