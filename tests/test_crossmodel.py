@@ -379,8 +379,8 @@ def test_notebook_08_runs_on_two_depths_and_a_missing_folder(root, tmp_path, mon
     assert "the first token (`[CLS]`) gets much more weight than norm share in layer 2" in text
     assert '"output_type": "error"' not in text
     results = tmp_path / "out" / "results"
-    claims = pd.read_csv(results / "08_claims.csv")
-    assert set(claims["model"]) == {"tiny-a (2 x 2)", "tiny-b (4 x 2)"}
+    # notebook 08 measures; the ledger stage, not the notebook, writes 08_claims.csv
+    assert not (results / "08_claims.csv").exists()
     prov = _json.loads((results / "08_provenance.json").read_text())
     assert {m["name"] for m in prov["models"].values()} == {"tiny-a", "tiny-b"}
     assert (tmp_path / "out" / "figures" / "08_head_depths.png").is_file()
@@ -527,7 +527,7 @@ def test_recap_counts_every_verdict_and_a_control_that_ran():
                                   "untestable"],
                       "control_verdict": ["no", "inconclusive", "mixed", "yes", "", "untestable",
                                           "\u2013"]})
-    line = cm.ledger.verdict_counts(g)
+    line = ledger.verdict_counts(g)
     assert line.startswith("2 of 7 claims of the ledger came out yes (")
     for v in ledger.VERDICTS[1:]:  # every verdict but yes is listed with its count
         assert f" {v}" in line
@@ -536,4 +536,4 @@ def test_recap_counts_every_verdict_and_a_control_that_ran():
     # mean it was not
     assert line.endswith("its random-weights control, run under the same rules on 4 of them, "
                          "came out yes on 1")
-    assert set(cm.overview.CONTROL_RAN) == set(ledger.VERDICTS) - {"untestable"}
+    assert set(ledger._CONTROL_RAN) == set(ledger.VERDICTS) - {"untestable"}

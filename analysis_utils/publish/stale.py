@@ -316,6 +316,13 @@ def check(repo: str | Path | None = None, profiles: dict | None = None,
     return out
 
 
+def _counted(statuses: list[Status]) -> str:
+    """``"13 rendered notebooks and the ledger stage"``: what ``check`` judged."""
+    n = sum(s.provenance != STAGE_PROVENANCE for s in statuses)
+    stage = any(s.provenance == STAGE_PROVENANCE for s in statuses)
+    return f"{n} rendered notebooks" + (" and the ledger stage" if stage else "")
+
+
 def cli(argv: list[str] | None = None) -> int:
     """``python -m analysis_utils stale``; returns the exit status (1 if any is stale)."""
     import argparse
@@ -351,8 +358,8 @@ def cli(argv: list[str] | None = None) -> int:
                     for p, n in by_profile.items()]
         commands += ["python -m analysis_utils ledger"] * any(
             s.provenance == STAGE_PROVENANCE for s in stale)
-        print(f"stale: {len(stale)} of {len(statuses)} rendered outputs; re-run them "
+        print(f"stale: {len(stale)} of {_counted(statuses)}; re-run them "
               f"({'; then '.join(commands)}) and commit")
         return 1
-    print(f"stale: none of {len(statuses)} rendered outputs (notebooks and the ledger stage)")
+    print(f"stale: none of {_counted(statuses)}")
     return 0
