@@ -45,6 +45,8 @@ from .report import git_commit, markdown_table, peak_rss_mb, versions
 DEFAULT_FOLDERS = ("results", "results/base")
 #: The combined ledger, in the first folder.
 CLAIMS_TABLE = "08_claims.csv"
+#: The cross-model notebook, whose tables the ledger does not read.
+LEDGER_NOTEBOOK = "08"
 #: Columns that carry resampled numbers: compared as text they would differ on another
 #: machine, so ``compare`` ignores them and checks the verdicts and claims exactly.
 RESAMPLED = ("this_run", "reference_value", "p_value", "p_adjusted", "interval", "mde",
@@ -70,11 +72,13 @@ def _digest(path: Path) -> str:
 
 def inputs(root: Path, folders: Sequence[str]) -> dict[str, str]:
     """``{repository-relative NN_provenance.json: sha256}`` of every folder judged: what the
-    stage read, so a notebook re-rendered after it shows as a changed input."""
+    stage read, so a notebook re-rendered after it shows as a changed input. Notebook 08's is
+    left out: it measures across models and the ledger reads none of its tables."""
     out = {}
     for f in folders:
         for p in sorted((root / f).glob("[0-9][0-9]_provenance.json")):
-            out[p.relative_to(root).as_posix()] = _digest(p)
+            if p.name[:2] != LEDGER_NOTEBOOK:
+                out[p.relative_to(root).as_posix()] = _digest(p)
     return out
 
 
