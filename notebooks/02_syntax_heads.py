@@ -226,8 +226,8 @@ notebook.table_view(tables["control"][list(shown)[:7]], index="relation")
 # %% [markdown]
 # ## Per-word data for the claims ledger
 #
-# The tables above count words; the ledger's tests resample *sentences* (the unit EWT was
-# sampled by), pair each head with the offset baseline on the same words and choose the best
+# The tables above count words; the ledger's tests resample *documents* (EWT's sentences
+# come clustered in documents, so the document is the unit it was sampled by), pair each head with the offset baseline on the same words and choose the best
 # of the 2 x L x H head-directions inside every resample, so they need each word's outcome.
 # `02_by_word_{model,control}.npz` hold, per scored word (a word under "All" and again under
 # its relation): its sentence and document (the EWT `sent_id` up to its last `-`), its

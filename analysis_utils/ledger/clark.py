@@ -77,7 +77,7 @@ LITTLE, OFTEN, SUBSTANTIAL = 0.10, 0.25, 0.10
 
 _ART = (f"cluster bootstrap over the Wikipedia articles ({RESAMPLES_01:,} resamples; the "
         "segments are overlapping paragraph pairs of them), two-sided")
-_MAXT = (f"max-over-heads over the Wikipedia articles ({RESAMPLES_01:,} resamples): the best "
+_MAXT_01 = (f"max-over-heads over the Wikipedia articles ({RESAMPLES_01:,} resamples): the best "
          "head chosen inside every resample (studentised max-T, simultaneous interval), "
          "two-sided")
 
@@ -532,7 +532,8 @@ NOT_MUCH = max(acc - base for rel, (_h, acc, base, _o, _d) in CLARK_TABLE1.items
 #: The 10 most common relations of the paper's Table 1 and "5 other ones attention heads do
 #: well on"; the ones in bold: "particularly effective heads".
 BOLD = ("pobj", "det", "dobj", "poss", "auxpass", "ccomp", "mark", "prt")
-_SENTENCES = "sentences (EWT's sampling unit) resampled, 10,000 times"
+_SENTENCES = ("EWT documents resampled, 10,000 times (its sentences come clustered in "
+              "documents, so the document is the sampling unit)")
 _CACHE: dict = {}
 
 
@@ -599,11 +600,13 @@ def _resample(fn, *args, **kwargs):
 
 
 def _deff_note(r, words: _Words, rows, k: int, base) -> str:
-    """Design effects of head ``k``'s margin: sentences (the test's unit) and documents."""
-    docs = paired_cluster_bootstrap(words.head[rows, k].astype(float), base.astype(float),
-                                    words.document[rows], n_resamples=2000)
-    return (f"design effect of the chosen head's margin {r.design_effect:.2f} for sentences, "
-            f"{docs.design_effect:.2f} for the {docs.n_clusters} EWT documents")
+    """Design effects of head ``k``'s margin: documents (the test's unit) and, for
+    comparison, sentences (the unit an earlier ledger resampled)."""
+    sents = paired_cluster_bootstrap(words.head[rows, k].astype(float), base.astype(float),
+                                     words.sentence[rows], n_resamples=2000)
+    return (f"design effect of the chosen head's margin {r.design_effect:.2f} for the EWT "
+            f"documents (the test's unit), {sents.design_effect:.2f} for its "
+            f"{sents.n_clusters:,} sentences")
 
 
 def _best_offset(words: _Words, rows) -> int:
@@ -628,7 +631,7 @@ def _syntax(rel: str):
             return Outcome(value=DASH, untestable=f"no {ud} words in this run's sample")
         o = _best_offset(w, rows)
         base = w.offset[rows, o]
-        r, why = _resample(max_over_heads, w.head[rows], base, w.sentence[rows])
+        r, why = _resample(max_over_heads, w.head[rows], base, w.document[rows])
         if r is None:
             return Outcome(value=f"{len(rows)} {ud} words", untestable=why)
         k = r.best
@@ -637,7 +640,7 @@ def _syntax(rel: str):
             value=(f"{name} {w.column(k)}: {100 * w.head[rows, k].mean():.1f} vs. offset "
                    f"{w.offsets[o]:+d} {100 * base.mean():.1f} ({100 * r.estimate:+.1f})"),
             check=Check(result=r, null=0.0, paper_effect=(acc - base_acc) / 100),
-            unit=_n_units(len(np.unique(w.sentence[rows])), "sentences"),
+            unit=_n_units(len(np.unique(w.document[rows])), "documents"),
             heads=w.labels[k], scale=100, suffix=" points",
             note=f"{len(rows):,} words; " + _deff_note(r, w, rows, k, base) + authors)
     authors = ""
@@ -657,14 +660,14 @@ def _no_single_head(t: Tables, which: str) -> Outcome:
     rows = w.words("All")
     o = int(np.flatnonzero(w.offsets == 1)[0])
     base = w.offset[rows, o]
-    r = max_over_heads(w.head[rows], base, w.sentence[rows])
+    r = max_over_heads(w.head[rows], base, w.document[rows])
     k = r.best
     return Outcome(
         value=(f"All {w.column(k)}: {100 * w.head[rows, k].mean():.1f} vs. right-branching "
                f"{100 * base.mean():.1f} ({100 * r.estimate:+.1f})"),
         check=Check(result=r, kind="no effect", null=0.0, margin=NOT_MUCH,
                     paper_effect=(CLARK_TABLE1["All"][1] - CLARK_TABLE1["All"][2]) / 100),
-        unit=_n_units(len(np.unique(w.sentence[rows])), "sentences"), heads=w.labels[k],
+        unit=_n_units(len(np.unique(w.document[rows])), "documents"), heads=w.labels[k],
         scale=100, suffix=" points",
         note=(f"'not much better' read as a margin within +-{100 * NOT_MUCH:.1f} points (the "
               "largest margin of a Table 1 row the paper does not bold); " +
@@ -690,7 +693,7 @@ def _over_75(t: Tables, which: str) -> Outcome:
         acc = w.head[rows].mean(axis=0)
         paper = CLARK_TABLE1[rel][1] / 100
         best = int(np.argmax(acc))
-        r, why = _resample(max_over_heads, w.head[rows], None, w.sentence[rows], null=0.75)
+        r, why = _resample(max_over_heads, w.head[rows], None, w.document[rows], null=0.75)
         best = r.best if r is not None else best
         check = Check(result=r, null=0.0, paper_effect=paper - 0.75)
         if r is None:
@@ -700,7 +703,7 @@ def _over_75(t: Tables, which: str) -> Outcome:
         parts.append(f"{label} {w.labels[best]} {100 * acc[best]:.1f}%")
         heads.append(w.labels[best])
     return Outcome(value="; ".join(parts), per_task=per, scope="every",
-                   unit=_n_units(len(np.unique(w.sentence)), "sentences"),
+                   unit=_n_units(len(np.unique(w.document)), "documents"),
                    heads=", ".join(heads), scale=100, suffix=" points above 75%",
                    note="each interval is the best head's accuracy minus 75%, simultaneous "
                         "over the 2 x L x H head-directions")
@@ -773,7 +776,7 @@ def _direction(t: Tables, which: str) -> Outcome:
             return means[..., :na].max(axis=-1) - means[..., na:].max(axis=-1)
 
         groups[label] = (rows, w.head[rows][:, np.concatenate([a, b])].astype(float), gap)
-    for label, r in _shared_resamples(w.sentence, groups).items():
+    for label, r in _shared_resamples(w.document, groups).items():
         if isinstance(r, str):
             per[label] = [Check(untestable=r)]
             continue
@@ -781,7 +784,7 @@ def _direction(t: Tables, which: str) -> Outcome:
         parts.append(f"{label} {100 * r.estimate:+.1f}")
     return Outcome(value="dep2head minus head2dep, best heads: " + "; ".join(parts),
                    per_task=per, scope="every",
-                   unit=_n_units(len(np.unique(w.sentence)), "sentences"), scale=100,
+                   unit=_n_units(len(np.unique(w.document)), "documents"), scale=100,
                    suffix=" points",
                    note="SD prep has no UD counterpart and is left out; UD case (the paper's "
                         "pobj reversed) is expected dep2head, which is the paper's exception "
@@ -816,14 +819,14 @@ def _only_slightly(t: Tables, which: str) -> Outcome:
         m = means[..., :R] / np.maximum(means[..., R:], 1e-12)
         return np.sort(m, axis=-1)[..., kth - 1]
 
-    r = cluster_bootstrap(cols[keep], w.sentence[keep], statistic=kth_margin)
+    r = cluster_bootstrap(cols[keep], w.document[keep], statistic=kth_margin)
     small = sum(m < NOT_MUCH for m in margins)
     return Outcome(
         value=(f"{small} of {R} relations with a best-head margin below "
                f"{100 * NOT_MUCH:.1f} points; the {kth}th smallest margin "
                f"{100 * r.estimate:+.1f}"),
         check=Check(result=r, null=NOT_MUCH, direction=-1),
-        unit=_n_units(len(np.unique(w.sentence[keep])), "sentences"), scale=100,
+        unit=_n_units(len(np.unique(w.document[keep])), "documents"), scale=100,
         suffix=" points",
         note=(f"'many' read as at least a third of the {R} relations with >= {min_count} "
               f"words ({kth}); 'only slightly' as below {100 * NOT_MUCH:.1f} points (the "
@@ -844,7 +847,7 @@ def _non_nouns_to_sep(t: Tables, which: str) -> Outcome:
                                               "best obj head (no obj words?)")
     upos = s["upos_names"][s["upos"]]
     keep = ~np.isin(upos, _NOUNS)
-    sent = w.sentence[w.all_rows][keep]
+    sent = w.document[w.all_rows][keep]
     sep = s["share_sep"][keep].astype(float)
     cls = s["share_cls"][keep].astype(float)
     r = cluster_bootstrap(sep, sent, null=0.5)
@@ -852,7 +855,7 @@ def _non_nouns_to_sep(t: Tables, which: str) -> Outcome:
         value=(f"head {s['share_head']} ({s['share_direction']}): non-nouns put "
                f"{100 * sep.mean():.1f}% on [SEP], {100 * cls.mean():.1f}% on [CLS]"),
         check=Check(result=r, null=0.5, direction=1),
-        unit=_n_units(len(np.unique(sent)), "sentences"), heads=str(s["share_head"]),
+        unit=_n_units(len(np.unique(sent)), "documents"), heads=str(s["share_head"]),
         scale=100, suffix="%",
         note=(f"{keep.sum():,} non-noun words (UPOS other than NOUN, PROPN); the paper's head "
               "8-10 is BERT-base's, tested here on this model's best obj head"
@@ -871,7 +874,7 @@ def _ignore_special(t: Tables, which: str) -> Outcome:
                                               "as candidates; re-run it")
     rows = w.all_rows
     drop = w.special_lost.astype(np.float32)  # right without them, wrong with them
-    r = cluster_bootstrap(drop, w.sentence[rows],
+    r = cluster_bootstrap(drop, w.document[rows],
                           statistic=lambda m: np.median(m, axis=-1))
     per_head = drop.mean(axis=0)
     margin = EQUIVALENCE_MARGINS["accuracy"]
@@ -879,7 +882,7 @@ def _ignore_special(t: Tables, which: str) -> Outcome:
         value=(f"median loss {100 * r.estimate:.1f} points; {int((per_head < margin).sum())} "
                f"of {len(per_head)} head-directions lose < {100 * margin:.0f} point"),
         check=Check(result=r, kind="no effect", null=0.0, margin=margin),
-        unit=_n_units(len(np.unique(w.sentence[rows])), "sentences"), scale=100,
+        unit=_n_units(len(np.unique(w.document[rows])), "documents"), scale=100,
         suffix=" points",
         note=("'does not significantly change' read as a loss within the accuracy "
               f"equivalence margin ({100 * margin:.0f} point); 'most heads' as the median "
@@ -1186,7 +1189,7 @@ def claims() -> list[Claim]:
             f"{', '.join(map(str, n3[f'{key}_heads']))}: the count is shown in this_run and "
             "heads, not tested); the paper gives no share beyond the threshold, so `no` needs "
             "the best head's upper bound below 50%", f"{_CONTROL}; chance: uniform attention "
-            "gives about 1/n per token (0.8% at 128)", f"{_MAXT}; null: the threshold",
+            "gives about 1/n per token (0.8% at 128)", f"{_MAXT_01}; null: the threshold",
             _best_head(direction, n3["positional_share"]), seg_needs, registry=(rid,)))
     out.append(Claim(
         "01", CLARK, "3.1", "most heads put little attention on the current token",
@@ -1233,7 +1236,7 @@ def claims() -> list[Claim]:
         c3["sep_to_sep"], "the best head's mean [SEP]->[SEP] share > 90% (the paper: the heads "
         "processing [SEP] attend 'almost entirely' to the [SEP] tokens; read as the heads most "
         "on [SEP], i.e. the best of all heads, chosen inside every resample)", _CONTROL,
-        f"{_MAXT}; null: the threshold", _with_note(_best_head("sep_to_sep", n3["sep_to_sep"])),
+        f"{_MAXT_01}; null: the threshold", _with_note(_best_head("sep_to_sep", n3["sep_to_sep"])),
         seg_needs, registry=("clark-3.2-sep-to-sep-90",)))
     out.append(Claim(
         "01", CLARK, "3.2, Figure 2", "heads attend to [SEP] more from [SEP] than from other "
@@ -1280,7 +1283,7 @@ def claims() -> list[Claim]:
         "01", CLARK, "3.3, Figure 4", "layer-1 heads attend broadly (<= ~10% on any word)",
         c3["broad_layer1"], "the broadest layer-1 head's mean maximum weight < 10% (the "
         "paper gives no size beyond the bound)", f"{_CONTROL}; chance: uniform attention gives "
-        "1/n", f"{_MAXT} over the layer's heads (the smallest chosen); null: the bound",
+        "1/n", f"{_MAXT_01} over the layer's heads (the smallest chosen); null: the bound",
         _best_head("max_weight", n3["broad_max_weight"], direction=-1, layers=[1]),
         seg_needs, registry=("clark-3.3-broad-10-percent",)))
     out.append(Claim(
@@ -1371,8 +1374,8 @@ def claims() -> list[Claim]:
 
 # --- the claims of 02 and 03 -------------------------------------------------------------
 
-_MAXT = ("max-T over the 2 x L x H head-directions (the best chosen inside each of 10,000 "
-         "resamples of sentences), paired with the baseline on the same words; two-sided")
+_MAXT_02 = ("max-T over the 2 x L x H head-directions (the best chosen inside each of 10,000 "
+            "resamples of documents), paired with the baseline on the same words; two-sided")
 
 
 def _claims_02() -> list[Claim]:
@@ -1390,7 +1393,7 @@ def _claims_02() -> list[Claim]:
             "the best head-direction's accuracy above the best fixed offset's on the same "
             "words (margin > 0)", f"{_CONTROL} (its own best head); the paper's margin "
             "decides 'no' (outside the interval) against 'inconclusive'",
-            f"{_SENTENCES}; {_MAXT}", _syntax(rel), needs,
+            f"{_SENTENCES}; {_MAXT_02}", _syntax(rel), needs,
             registry=(f"clark-4.2-table1-{rel}",) + (("clark-4.2-specialised-heads",)
                                                       if bold else ())))
     a = CLARK_TABLE1["All"]
@@ -1402,7 +1405,7 @@ def _claims_02() -> list[Claim]:
         f"+-{100 * NOT_MUCH:.1f} points (90% interval; the largest margin of a Table 1 row "
         "the paper does not bold)", "none: a claim of no (large) effect; random attention "
         "meets it trivially, so the control's verdict would say nothing",
-        f"{_SENTENCES}; {_MAXT}; equivalence (TOST) on the simultaneous interval",
+        f"{_SENTENCES}; {_MAXT_02}; equivalence (TOST) on the simultaneous interval",
         _no_single_head, needs, control=False, registry=("clark-4.2-no-single-head-overall",)))
     out.append(Claim(
         "02", CLARK, "1 (restating 4.2)", "heads find direct objects, determiners, objects of "
