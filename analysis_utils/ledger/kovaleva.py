@@ -774,7 +774,9 @@ def _resample_seed(task: str) -> int:
 
 
 @functools.lru_cache(maxsize=32)
-def _draws_cached(path: str, mtime: float, seed: int, n_resamples: int):
+def _draws_cached(path: str, mtime: float, seed: int, n_resamples: int, offset: int = 0):
+    """``offset``: :func:`~.resample.seed_offset` in force, part of the key so a stability
+    rebuild under another bootstrap seed never reads the usual draws."""
     z = _load(path, mtime)
     task = path.rsplit("07_predictions_", 1)[1][:-len(".npz")]
     metric = str(z["metric"])
@@ -790,7 +792,7 @@ def _draws(t: Tables, p: _Preds, seed: int) -> tuple[np.ndarray, np.ndarray]:
     """The task's metric of every change of seed ``seed``'s model, ``(est (K,), draws (B,
     K))``, on the task's common dev resamples."""
     path = t.path / f"07_predictions_{p.task}.npz"
-    return _draws_cached(str(path), path.stat().st_mtime, seed, N_RESAMPLES)
+    return _draws_cached(str(path), path.stat().st_mtime, seed, N_RESAMPLES, rs.seed_offset())
 
 
 def _changes_max_t(t: Tables, p: _Preds, seed: int, rows: np.ndarray) -> rs.MaxOverHeads:
@@ -1051,7 +1053,7 @@ def _same_heads(t: Tables, which: str) -> Outcome:
         d = [_head_deltas(t, p, s) for s in p.seeds]
         e = np.stack([x[0] for x in d])  # (S, heads)
         dr = np.stack([x[1] for x in d])  # (S, B, heads)
-        rng = np.random.default_rng([_resample_seed(task), 2])
+        rng = rs.make_rng([_resample_seed(task), 2])
         S, B = len(p.seeds), dr.shape[1]
         idx = rng.integers(0, S, size=(B, S))
         counts = np.stack([np.bincount(row, minlength=S) for row in idx]).astype(float)

@@ -46,6 +46,8 @@ ordered resamples of ``C`` clusters) to get the exact bootstrap distribution of 
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -69,6 +71,37 @@ INTERVALS = ("percentile", "basic")
 
 
 # --- per-unit sums ---------------------------------------------------------------------------
+
+
+#: A shift of every bootstrap stream, for the verdict-stability report (:func:`another_seed`):
+#: 0, the default, leaves every stream exactly as the committed ledger drew it.
+_SEED_OFFSET: contextvars.ContextVar[int] = contextvars.ContextVar("bootstrap_seed_offset",
+                                                                    default=0)
+
+
+def seed_offset() -> int:
+    """The bootstrap-seed shift in force (0 unless inside :func:`another_seed`)."""
+    return _SEED_OFFSET.get()
+
+
+@contextlib.contextmanager
+def another_seed(offset: int):
+    """Inside the block every resample of this module draws another stream (offset 0: the
+    usual one): a verdict that changes under it rests on the bootstrap's own noise."""
+    token = _SEED_OFFSET.set(int(offset))
+    try:
+        yield
+    finally:
+        _SEED_OFFSET.reset(token)
+
+
+def make_rng(seed) -> np.random.Generator:
+    """``np.random.default_rng(seed)``, shifted by :func:`seed_offset` when one is set."""
+    off = _SEED_OFFSET.get()
+    if not off:
+        return np.random.default_rng(seed)
+    base = list(seed) if isinstance(seed, (list, tuple)) else [seed]
+    return np.random.default_rng([*base, 10_007, off])
 
 
 def _finite(name: str, x: np.ndarray) -> np.ndarray:
@@ -193,7 +226,7 @@ def resample_counts(n_clusters: int, n_resamples: int, seed: int):
     ``(n_clusters, n_resamples, seed)`` gives the same rows."""
     if int(n_resamples) < 1:
         raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
-    rng = np.random.default_rng(seed)
+    rng = make_rng(seed)
     done = 0
     while done < n_resamples:
         b = min(BLOCK, n_resamples - done)
@@ -609,7 +642,7 @@ def select_then_test(values, baseline=None, clusters=None, *, null: float = 0.0,
     if n_sel < 2 or len(units) - n_sel < 2:
         raise ValueError(f"{len(units)} units cannot be split into two halves of >= 2 units "
                          f"at select_share={select_share}")
-    rng = np.random.default_rng(seed)
+    rng = make_rng(seed)
     sel_units = np.sort(rng.choice(units, size=n_sel, replace=False))
     in_sel = np.isin(c, sel_units)
     sel_margin = v[in_sel].mean(axis=0) - null
@@ -750,7 +783,7 @@ def hierarchical_bootstrap(y_true, preds, metric="accuracy", *, preds_b=None,
     est_a = m.finish(fa.sum(axis=1)).mean()
     est = est_a - (m.finish(fb.sum(axis=1)).mean() if fb is not None else 0.0)
     blocks, b = _weight_blocks(len(ids), n_resamples, seed, weights)
-    rng = np.random.default_rng([seed, 1])
+    rng = make_rng([seed, 1])
 
     def seed_rows(sw, n_seeds, rows, start):
         if sw is not None:

@@ -45,6 +45,11 @@ from .report import git_commit, markdown_table, peak_rss_mb, versions
 DEFAULT_FOLDERS = ("results", "results/base")
 #: The combined ledger, in the first folder.
 CLAIMS_TABLE = "08_claims.csv"
+#: Whether each tested verdict holds under another bootstrap seed and on the other model, and
+#: the share that holds (:mod:`analysis_utils.ledger.stability`); the figure beside them.
+STABILITY_TABLE = "08_verdict_stability.csv"
+STABILITY_SHARES = "08_verdict_stability_shares.csv"
+STABILITY_FIGURE = "figures/08_verdict_stability.png"
 #: The cross-model notebook, whose tables the ledger does not read.
 LEDGER_NOTEBOOK = "08"
 #: Columns that carry resampled numbers: compared as text they would differ on another
@@ -89,10 +94,14 @@ def _with_ids(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def judge(folders: Sequence[str], root: Path, build=None) -> dict[str, pd.DataFrame]:
+def judge(folders: Sequence[str], root: Path, build=None,
+          stability: bool = True) -> dict[str, pd.DataFrame]:
     """``{repository-relative csv path: table}``: the combined ledger and every folder's
-    per-notebook verdict tables. Pure: reads the folders, writes nothing. ``build``: the
-    ledger builder (default :func:`analysis_utils.ledger.build`; tests pass a memo of it)."""
+    per-notebook verdict tables, and (``stability``) the verdict-stability table and its
+    shares (:mod:`analysis_utils.ledger.stability`: the ledger rebuilt under another bootstrap
+    seed, and each claim on the other model). Pure: reads the folders, writes nothing.
+    ``build``: the ledger builder (default :func:`analysis_utils.ledger.build`; tests pass a
+    memo of it)."""
     from .. import ledger
 
     build = build if build is not None else (lambda fs: ledger.build(fs, root=root))
@@ -111,6 +120,15 @@ def judge(folders: Sequence[str], root: Path, build=None) -> dict[str, pd.DataFr
         raise ValueError(f"claims share an anchor (the same notebook and opening words): "
                          f"{clash}; reword one claim in ledger/clark.py or kovaleva.py")
     out = {f"{present[0]}/{CLAIMS_TABLE}": claims}
+    if stability:
+        from ..ledger import resample
+        from ..ledger import stability as stab
+
+        with resample.another_seed(1):
+            rebuilt = build(present)
+        table = stab.table(claims, rebuilt)
+        out[f"{present[0]}/{STABILITY_TABLE}"] = table
+        out[f"{present[0]}/{STABILITY_SHARES}"] = stab.shares(table)
     view = ["id", *ledger.VIEW_COLUMNS, "control_verdict", "training_specific"]
     for f in present:
         label = ledger.Tables(root / f).label()
@@ -126,6 +144,13 @@ def _tables_record(names: Sequence[str]) -> dict[str, dict]:
 
     rec = {}
     for name in names:
+        if name.endswith((STABILITY_TABLE, STABILITY_SHARES)):
+            cols = ["bootstrap seed", "holds under all", "hold", "share"]
+            key = (["model", "notebook", "claim"] if name.endswith(STABILITY_TABLE)
+                   else ["model", "question"])
+            rec[name] = {"tolerance": normalise_tolerance({c: IGNORE for c in cols}, cols,
+                                                          name), "key": key}
+            continue
         cols = list(RESAMPLED)
         key = ["model", "notebook", "claim"] if name.endswith(CLAIMS_TABLE) else ["id"]
         rec[name] = {"tolerance": normalise_tolerance({c: IGNORE for c in cols}, cols, name),
@@ -149,10 +174,23 @@ def write(tables: dict[str, pd.DataFrame], root: Path, record: dict) -> list[str
         md = csv.with_suffix(".md")
         caption = ("The claims ledger: every claim of notebooks 01-07, per model"
                    if rel.endswith(CLAIMS_TABLE) else
+                   "Verdict stability: each tested verdict under another bootstrap seed and "
+                   "on the other model" if rel.endswith(STABILITY_TABLE) else
+                   "Verdict stability: the share of tested verdicts that hold"
+                   if rel.endswith(STABILITY_SHARES) else
                    f"Verdicts of notebook {csv.name[:2]}: {df['claim'].size} claims "
                    f"(`python -m analysis_utils ledger`)")
         atomic.write_text(md, f"{caption}\n\n{markdown_table(df)}\n")
         written += [rel, Path(rel).with_suffix(".md").as_posix()]
+    shares = next((df for rel, df in tables.items() if rel.endswith(STABILITY_SHARES)), None)
+    if shares is not None:
+        from ..plotting.ledger import stability_bars
+
+        fig = stability_bars(shares)
+        with atomic.replacing(root / STABILITY_FIGURE) as tmp:
+            fig.savefig(tmp, format="png", dpi=130, bbox_inches="tight",
+                        metadata={"Software": None})
+        written.append(STABILITY_FIGURE)
     folders = sorted({Path(r).parent.as_posix() for r in tables})
     for f in folders:
         for old in (root / f).glob("[0-9][0-9]_verdicts.csv"):
