@@ -24,13 +24,14 @@ def stability_bars(shares: pd.DataFrame, title: str = "") -> Figure:
         ax.barh(y, np.nan_to_num(vals), height=h * 0.9, color=colours[i % len(colours)],
                 label=model)
         for yy, v, held, rows in zip(y, vals, g["hold"], g["rows"], strict=True):
-            text = "n/a" if not rows else f"{int(held)} / {int(rows)}"
+            text = "n/a: not computed" if not rows else f"{int(held)} / {int(rows)}"
             ax.text((0 if np.isnan(v) else v) + 0.01, yy, text, va="center", fontsize=8)
     ax.set_yticks(np.arange(len(questions)), questions)
     ax.invert_yaxis()
     ax.set_xlim(0, 1.12)
     ax.set_xlabel("share of tested verdicts that hold")
     ax.set_title(title or "Verdict stability: does each tested verdict survive?", fontsize=10)
-    ax.legend(loc="lower right", fontsize=8, frameon=False)
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=max(len(models), 1),
+              fontsize=8, frameon=False)
     fig.tight_layout()
     return fig
