@@ -182,7 +182,8 @@ def _best_head(column: str, threshold: float, direction: int = 1,
                  + (f" ({', '.join(raw[:8])}{', ...' if len(raw) > 8 else ''})" if raw else ""))
         return Outcome(value=value, check=Check(result=r, null=threshold, direction=direction),
                        unit=seg.unit, heads=", ".join(clear), scale=100, suffix="%",
-                       note=f"heads: the simultaneous 95% interval clears {pct(threshold, 0)}")
+                       note=f"heads: those whose own simultaneous 95% interval (not corrected for "
+                            f"this notebook's claims) clears {pct(threshold, 0)}")
     return rule
 
 

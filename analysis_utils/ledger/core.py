@@ -403,7 +403,7 @@ class _Judged:
 
 
 def _per_task_text(per_task: dict[str, list[Check]], entries: dict[str, list[str]],
-                   tasks: dict[str, str]) -> str:
+                   tasks: dict[str, str], seeded: bool = True) -> str:
     """``"STS-B yes; MRPC no; RTE mixed (yes, no, yes) (3 seeds)"``: each task's verdict, the
     seeds' own where they disagree, and how many entries each task has."""
     sizes = {t: len(v) for t, v in per_task.items()}
@@ -417,7 +417,8 @@ def _per_task_text(per_task: dict[str, list[Check]], entries: dict[str, list[str
             text += f" ({sizes[t]} seeds)"
         parts.append(text)
     n = next(iter(sizes.values()))
-    tail = f" ({n} seeds)" if same and n > 1 else (" (seeds pooled)" if same else "")
+    tail = (f" ({n} seeds)" if same and n > 1 else
+            (" (seeds pooled)" if same and seeded else ""))
     return "; ".join(parts) + tail
 
 
@@ -451,7 +452,8 @@ def _judge_outcome(o: Outcome, a: float, p_adj: float, is_control: bool = False)
         v, tasks, why = judge_tasks(entries, o.scope, MIN_SEEDS)
         mdes = [_mde(ch, a) for checks in o.per_task.values() for ch in checks]
         mdes = [m for m in mdes if math.isfinite(m)]
-        out = _Judged(v, why, per_task=_per_task_text(o.per_task, entries, tasks),
+        out = _Judged(v, why, per_task=_per_task_text(o.per_task, entries, tasks,
+                                                      seeded=bool(o.seeds)),
                       mde=_amount(max(mdes), o) if mdes else "")
         pooled = {t: c[0] for t, c in o.per_task.items()
                   if len(c) == 1 and c[0].result is not None and not c[0].untestable}

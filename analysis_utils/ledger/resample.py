@@ -1136,16 +1136,18 @@ def judge_tasks(per_task: Mapping[str, Sequence[str]], scope: str = "every",
     def named(v):
         return ", ".join(t for t, x in tasks.items() if x == v)
 
+    # seed wording only where a task has seeds (a pooled test, or relations, has none)
+    each = "" if all(len(list(v)) == 1 for v in per_task.values()) else " in every seed"
     if scope == "every":
-        for v, why in (("no", "fails in every seed"), ("mixed", "has seeds that disagree"),
+        for v, why in (("no", f"fails{each}"), ("mixed", "has seeds that disagree"),
                        ("inconclusive", "cannot be told"), ("untestable", "is untestable")):
             if v in vs:
                 return v, tasks, f"{named(v)} {why}"
-        return "yes", tasks, "every task passes in every seed"
+        return "yes", tasks, f"every task passes{each}"
     if "yes" in vs:
-        return "yes", tasks, f"{named('yes')} passes in every seed"
+        return "yes", tasks, f"{named('yes')} passes{each}"
     for v, why in (("mixed", "has seeds that disagree"), ("inconclusive", "cannot be told"),
                    ("untestable", "is untestable")):
         if v in vs:
             return v, tasks, f"no task passes; {named(v)} {why}"
-    return "no", tasks, "every task fails in every seed"
+    return "no", tasks, f"every task fails{each}"
