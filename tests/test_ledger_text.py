@@ -36,11 +36,16 @@ def contradictions(r) -> list[str]:
             out.append(f"an interval level {levels} without a Holm family")
         elif any(x != level(0.05 / int(m.group(1))) for x in levels):
             out.append(f"interval level {levels} is not 1 - 0.05/{m.group(1)}")
+    # a no-effect or no-drop claim's "yes" reads the 1 - 2a interval (TOST): both levels
+    allowed = set(levels)
+    if m:
+        a = 0.05 / int(m.group(1))
+        allowed |= {level(a), level(min(2 * a, 0.5))}
     text = " ".join([r["note"], r["per_task"], r["test"]])
     if re.search(r"\bseeds?\b", text) and not (r["seeds"] or "seed" in r["unit"]):
         out.append("seed wording in a row without seeds")
     for lv in re.findall(r"the (\d+(?:\.\d+)?%) interval", r["note"]):
-        if lv not in levels and f"the {lv} interval" not in r["test"] and not re.search(
+        if lv not in allowed and f"the {lv} interval" not in r["test"] and not re.search(
                 rf"{re.escape(lv)} interval \(not corrected", r["note"]):
             out.append(f"the note states a {lv} interval, the row's is {levels}")
     said = re.search(r"resamples of (\w+)|(\w+) \(\w+'s sampling unit\) resampled", r["test"])

@@ -1292,7 +1292,7 @@ def claims() -> list[Claim]:
         "all tokens", "very close (no number)", "per layer |mean entropy from [CLS] - mean "
         f"entropy| within {ENTROPY_MARGIN} nats ('very close' read as the [CLS]-entropy rows' "
         "band; the paper gives no number) in more than half of the layers: the layer ranked "
-        "L/2 + 1 from the bottom, a no-effect claim (90% interval inside the band: yes; the "
+        "L/2 + 1 from the bottom, a no-effect claim (1 - 2a interval inside the band: yes; the "
         "interval beyond it: no)", f"{_CONTROL}; uniform attention: 0 by construction",
         f"{_ART}; statistic: that layer's gap", _cls_entropy_close, seg_needs,
         registry=("clark-3.3-cls-entropy-close",)))
@@ -1301,7 +1301,7 @@ def claims() -> list[Claim]:
         c3["cls_entropy_last"], f"the last layer's mean entropy from [CLS] within "
         f"{ENTROPY_MARGIN} nats of 3.89, a no-effect claim (the paper's claim is that it is "
         "high, 'very broad'; the number is what is tested)", f"{_CONTROL}; uniform attention "
-        "over 128 pieces gives ln 128 = 4.85 nats", f"{_ART}; 90% interval against the band",
+        "over 128 pieces gives ln 128 = 4.85 nats", f"{_ART}; the 1 - 2a interval against the band",
         _cls_entropy, seg_needs, registry=("clark-3.3-cls-entropy-last",)))
     out.append(Claim(
         "01", CLARK, "4.1", "words split into several word pieces", c3["split_words"],
@@ -1403,7 +1403,7 @@ def _claims_02() -> list[Claim]:
         "not much better than right-branching",
         f"{a[0]}: {a[1]:.1f} vs. right-branching {a[2]:.1f} ({a[1] - a[2]:+.1f})",
         f"the best head's margin over right-branching (offset +1) on all words lies within "
-        f"+-{100 * NOT_MUCH:.1f} points (90% interval; the largest margin of a Table 1 row "
+        f"+-{100 * NOT_MUCH:.1f} points (the 1 - 2a interval, a the family's level; the largest margin of a Table 1 row "
         "the paper does not bold)", "none: a claim of no (large) effect; random attention "
         "meets it trivially, so the control's verdict would say nothing",
         f"{_SENTENCES}; {_MAXT_02}; equivalence (TOST) on the simultaneous interval",

@@ -1144,7 +1144,7 @@ def _framenet_unimportant(t: Tables, which: str) -> Outcome:
                    heads=", ".join(watch), scale=100, suffix=" points", digits=2,
                    note=f"no drop beyond the metric's equivalence margin (1 point; 2 for MCC) "
                         f"when either of {', '.join(watch)} is disabled: per model, max-T over "
-                        "the two heads, one-sided (the 90% interval's lower end; a gain agrees "
+                        "the two heads, one-sided (the lower end of the 1 - 2a interval, a the family's level; a gain agrees "
                         "with the claim)")
 
 
@@ -1250,7 +1250,7 @@ def claims06() -> list[Claim]:
               "fine-tuned models' [CLS] + [SEP] score (mean over layers, heads and inputs) "
               f"within ±{STRIPE_MARGIN:.0%} of the pre-trained model's (equivalence); "
               "every task; " + seeds, "the pre-trained model on the same inputs",
-              hb + "; equivalence (90% interval inside the margin)", _stripes_from_pretraining,
+              hb + "; equivalence (the 1 - 2a interval inside the margin, a the family's level)", _stripes_from_pretraining,
               ex, control=False, registry=("kovaleva-4.4-stripes-from-pretraining",)),
         Claim("06", KOVALEVA, "4.5", "the best verb-subject and noun-pronoun heads are "
               "diagonal heads", "diagonal heads", "per task and relation, the best relation "
@@ -1294,7 +1294,7 @@ def claims() -> list[Claim]:
         Claim("07", KOVALEVA, "4.6, Figure 8", "the best single-head gain is +0.1 points on "
               "STS-B and +1.2 on MRPC", "+0.1 (STS-B) to +1.2 points (MRPC)", "per task the "
               "paper sizes and seed, the largest single-head gain lies within the metric's "
-              "equivalence margin (1 point) of the paper's (90% simultaneous interval); 'no' "
+              "equivalence margin (1 point) of the paper's (the 1 - 2a simultaneous interval); 'no' "
               "where its interval lies beyond that band", "the paper's gain +- the margin",
               "per model: dev examples resampled, max-T over the heads; equivalence (two "
               "one-sided tests) on the largest gain", _gain_range, ("07_disabling.csv",),
@@ -1324,7 +1324,7 @@ def claims() -> list[Claim]:
         Claim("07", KOVALEVA, "5 (Discussion)", "disabling single heads or a whole layer is not "
               "detrimental", "not detrimental", "per task and seed, no single-head and no "
               "whole-layer disabling lowers the dev metric beyond the metric's equivalence "
-              "margin (simultaneous 90% intervals over all heads and layers); every task, in "
+              "margin (simultaneous 1 - 2a intervals over all heads and layers); every task, in "
               "every seed", "0 change, less than the margin below it",
               "per model: dev examples resampled, max-T over heads and layers together; "
               "one-sided non-inferiority on the change that reaches lowest", _not_detrimental,
@@ -1345,7 +1345,7 @@ def claims() -> list[Claim]:
         Claim("07", KOVALEVA, "4.2, 5 (Discussion)", "the FrameNet heads are not important for "
               "the tasks", "2 heads, no drop", "per task and seed, disabling either FrameNet "
               "head lowers the dev metric by less than the metric's equivalence margin "
-              "(1 point; 2 for MCC; 90% simultaneous interval over the 2 heads, its lower end); "
+              "(1 point; 2 for MCC; the 1 - 2a simultaneous interval over the 2 heads, its lower end); "
               "every task, in every seed", "0 change, less than the margin below it", "per "
               "model: dev examples resampled, max-T over the 2 heads, one-sided "
               "non-inferiority", _framenet_unimportant,
