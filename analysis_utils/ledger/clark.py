@@ -1443,7 +1443,7 @@ def _claims_02() -> list[Claim]:
         "02", CLARK, "4.1, footnote 3", "ignoring [SEP] and [CLS] does not significantly "
         "change most heads' accuracy", "no number", "the median head-direction's accuracy "
         "lost on all words when [CLS]/[SEP] are kept as candidates lies within 1 point "
-        "(90% interval)", "none: a claim of no effect (the control's verdict would say "
+        "(the 1 - 2a interval, a the family's level)", "none: a claim of no effect (the control's verdict would say "
         "nothing)", f"{_SENTENCES}; the median over the 2 x L x H head-directions of the "
         "paired loss; equivalence (TOST)", _ignore_special, needs, control=False,
         registry=("clark-4.1-ignore-special",)))
