@@ -180,9 +180,10 @@ print(f"{n_relations} relations with >= {min_count} words, each a row of Table 1
       f"besides All; {len(small)} rarer relations ({small['total'].sum()} words) get no row "
       "of their own and are still counted in All")
 for lbl, df in scores.items():  # argmax-based: a near-tie may move one word on another CPU
-    run.table(df, f"head_scores_{lbl}", key=["relation", "direction", "layer", "head"],
+    run.table(notebook.one_based(df), f"head_scores_{lbl}", key=["relation", "direction", "layer", "head"],
               tolerance=ARGMAX_SCORES,
-              caption=f"Accuracy of every head per relation and direction; {lbl}; {data_label}")
+              caption=f"Accuracy of every head per relation and direction (layers and heads "
+                      f"1-based); {lbl}; {data_label}")
 _ = run.table(baselines, "offset_baselines", key=["relation", "offset"],
               tolerance={"accuracy": EXACT},  # from the trees alone
               caption=f"Fixed-offset baselines; {data_label}")

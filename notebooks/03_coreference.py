@@ -154,9 +154,11 @@ baselines, baseline_correct = coref.baseline_accuracy(wins, return_correct=True)
 print(f"scoring both models and the baselines: {time.perf_counter() - t0:.1f} s "
       "(maps read from the cache)")
 for lbl, df in head_scores.items():  # argmax-based: a near-tie may move one mention elsewhere
-    run.table(df, f"head_scores_{lbl}", key=["layer", "head", "breakdown", "group"],
+    run.table(notebook.one_based(df), f"head_scores_{lbl}",
+              key=["layer", "head", "breakdown", "group"],
               tolerance=ARGMAX_SCORES,
-              caption=f"Antecedent accuracy of every head; {lbl}; {data_label}")
+              caption=f"Antecedent accuracy of every head (layers and heads 1-based); {lbl}; "
+                      f"{data_label}")
 _ = run.table(baselines, "baselines", key=["system", "breakdown", "group"],
               tolerance={"accuracy": EXACT},  # rules over the gold mentions alone
               caption=f"Baseline accuracy; {data_label}")

@@ -816,13 +816,13 @@ funnel
 
 # %%
 exact = fn_tables["exact"]
-_ = run.table(exact, "framenet_heads", key=["head_label"],
+_ = run.table(notebook.one_based(exact), "framenet_heads", key=["head_label"],
               tolerance={"score": within(abs=0.01), "sd": within(abs=0.01), "sem": IGNORE,
                          "z": within(abs=0.5), "rank": IGNORE, "standout": IGNORE,
                          "n_sentences": EXACT},
               caption=f"FrameNet link score per head ({len(readings['exact'])} sentences, authors' "
                       f"filter, {framenet_direction}, {framenet_level} level; {lm.label})")
-_ = run.table(ctrl_table, "framenet_heads_control", key=["head_label"],
+_ = run.table(notebook.one_based(ctrl_table), "framenet_heads_control", key=["head_label"],
               tolerance={"score": within(abs=0.01), "sd": within(abs=0.01), "sem": IGNORE,
                          "z": within(abs=0.5), "rank": IGNORE, "standout": IGNORE,
                          "n_sentences": EXACT},

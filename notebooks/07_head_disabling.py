@@ -193,8 +193,7 @@ fn_ctrl = fn_scores.head_table(fn_scores.sentence_scores(
     fn_scores.iter_links(sentences, fn_store_ctrl, fn_enc, "word")), n_sd=framenet_n_sd)
 run.data.update({"framenet-1.7": f"{len(sentences)} sentences (reading 'exact')"})
 # saved with 1-based layer and head (as head_label; issue 33), kept 0-based here to index maps
-run.table(fn_table.assign(layer=fn_table["layer"] + 1, head=fn_table["head"] + 1),
-          "framenet_heads", key=["layer", "head"],
+run.table(notebook.one_based(fn_table), "framenet_heads", key=["layer", "head"],
           tolerance={"*": within(rel=1e-4, abs=1e-5)},  # pre-trained weights: float noise only
           caption=f"FrameNet link score per head of pre-trained {lm.label}, mean over "
                   f"{len(sentences)} sentences (Kovaleva Figure 3)")

@@ -104,10 +104,14 @@ class Family:
     properties: list[Property] = field(default_factory=list)
 
 
-def _grid(df: pd.DataFrame, column: str, num_layers: int, num_heads: int, base: int,
+def _grid(df: pd.DataFrame, column: str, num_layers: int, num_heads: int, base: int | None,
           source: str) -> np.ndarray:
     """``df[column]`` as a (num_layers, num_heads) array from its ``layer``/``head`` columns
-    (``base``: 0 or 1); heads absent from ``df`` are NaN (or None for text)."""
+    (``base``: 0 or 1; ``None``: read off a table of every head, 0-based when a layer 0
+    appears: tables saved before every table was 1-based); heads absent from ``df`` are NaN
+    (or None for text)."""
+    if base is None:
+        base = 0 if len(df) and int(df["layer"].min()) == 0 else 1
     layer = df["layer"].astype(int).to_numpy() - base
     head = df["head"].astype(int).to_numpy() - base
     if len(df) and (layer.min() < 0 or head.min() < 0 or layer.max() >= num_layers
@@ -218,8 +222,8 @@ def _syntax(folder: Path, L: int, H: int) -> list[Property]:
         n = int(m["total"].iloc[0]) if "total" in m else None
         out.append(Property(
             f"02.{rel}.{dirn}", f"{rel} accuracy, {_DIRECTIONS.get(dirn, dirn)}",
-            _grid(m, "accuracy", L, H, 0, "02_head_scores_model.csv"),
-            _grid(c, "accuracy", L, H, 0, "02_head_scores_control.csv") if c is not None else None,
+            _grid(m, "accuracy", L, H, None, "02_head_scores_model.csv"),
+            _grid(c, "accuracy", L, H, None, "02_head_scores_control.csv") if c is not None else None,
             roles=("syntax", rel.lower(), dirn),
             note=f"{n:,} EWT dependencies" if n else "", baseline=offsets.get(str(rel))))
     return out
@@ -247,8 +251,8 @@ def _coref(folder: Path, L: int, H: int) -> list[Property]:
         c = (ctrl[(ctrl.breakdown == brk) & (ctrl.group == grp)] if ctrl is not None else None)
         label = f"coreference accuracy, {_coref_group(brk, str(grp))}"
         out.append(Property(
-            f"03.{brk}.{grp}", label, _grid(m, "accuracy", L, H, 0, "03_head_scores_model.csv"),
-            _grid(c, "accuracy", L, H, 0, "03_head_scores_control.csv") if c is not None else None,
+            f"03.{brk}.{grp}", label, _grid(m, "accuracy", L, H, None, "03_head_scores_model.csv"),
+            _grid(c, "accuracy", L, H, None, "03_head_scores_control.csv") if c is not None else None,
             roles=("coreference", "coref", str(grp).split("-")[0].lower()),
             note=f"{int(m['total'].iloc[0]):,} mentions" if "total" in m else ""))
     return out
@@ -280,7 +284,7 @@ def _behaviour(folder: Path, L: int, H: int) -> list[Property]:
 def _framenet(folder: Path, L: int, H: int) -> list[Property]:
     df = _read(folder, "06_framenet_heads.csv")
     return [Property("06.framenet.score", "FrameNet: attention from frame to its elements",
-                     _grid(df, "score", L, H, 0, "06_framenet_heads.csv"), None,
+                     _grid(df, "score", L, H, None, "06_framenet_heads.csv"), None,
                      roles=("framenet", "frame", "semantic")),
             Property("06.framenet.z", "FrameNet: z-score among heads",
                      _grid(df, "z", L, H, 0, "06_framenet_heads.csv"), None,

@@ -294,6 +294,12 @@ def _seconds(s: float) -> str:
     return f"{s:.1f} s" if s < 10 else f"{s:.0f} s"
 
 
+def one_based(df):
+    """``df`` with its ``layer`` and ``head`` columns counted from 1, as every saved table
+    names heads ("3-10": layer 3, head 10); the analyses index from 0."""
+    return df.assign(**{c: df[c].astype(int) + 1 for c in ("layer", "head") if c in df})
+
+
 def table_view(df, digits: int | Mapping[str, int] = 1, index: str | Sequence[str] | None = None):
     """``df`` as a reader sees it in the rendered notebook: floats with ``digits`` decimals
     (an int, or column -> int, default 1), missing values as ``report.MISSING`` ("–", never
