@@ -32,6 +32,7 @@ from .core import (
     Outcome,
     Tables,
     heterogeneous_band,
+    ordinal,
     pct,
 )
 from .resample import (
@@ -271,7 +272,7 @@ def _current_little(t: Tables, which: str) -> Outcome:
                                    seed=SEED_01, statistic=lambda m: _order_stat(m, k))
     below = int((x.mean(0) < LITTLE).sum())
     return Outcome(value=f"{below} of {x.shape[1]} heads below {pct(LITTLE, 0)}; the "
-                         f"{k + 1}th-smallest head {pct(r.estimate)}",
+                         f"{ordinal(k + 1)}-smallest head {pct(r.estimate)}",
                    check=Check(result=r, null=LITTLE, direction=-1), unit=seg.unit,
                    scale=100, suffix="%")
 
@@ -336,7 +337,7 @@ def _half_to_special(t: Tables, which: str) -> Outcome:
                                    n_resamples=RESAMPLES_01, seed=SEED_01,
                                    statistic=lambda m: _order_stat(m, rank))
     above = int((x.mean(0) > _C3["half_to_special"]).sum())
-    return Outcome(value=f"{above} of {K} heads above 50%; the {K - rank}th-largest head "
+    return Outcome(value=f"{above} of {K} heads above 50%; the {ordinal(K - rank)}-largest head "
                          f"{pct(r.estimate)}", check=Check(result=r, null=_C3["half_to_special"]),
                    unit=seg.unit, scale=100, suffix="%")
 
@@ -356,7 +357,7 @@ def _sep_from_sep(t: Tables, which: str) -> Outcome:
                                    statistic=lambda m: _order_stat(m, rank))
     more = int((d.mean(0) > 0).sum())
     return Outcome(value=f"{more} of {K} heads attend more to [SEP] from [SEP]; the "
-                         f"{K - rank}th-largest difference {100 * r.estimate:+.1f} points",
+                         f"{ordinal(K - rank)}-largest difference {100 * r.estimate:+.1f} points",
                    check=Check(result=r, null=0.0, margin=SHARE_MARGIN), unit=seg.unit,
                    scale=100, suffix=" points")
 
@@ -824,7 +825,7 @@ def _only_slightly(t: Tables, which: str) -> Outcome:
     small = sum(m < NOT_MUCH for m in margins)
     return Outcome(
         value=(f"{small} of {R} relations with a best-head margin below "
-               f"{100 * NOT_MUCH:.1f} points; the {kth}th smallest margin "
+               f"{100 * NOT_MUCH:.1f} points; the {ordinal(kth)} smallest margin "
                f"{100 * r.estimate:+.1f}"),
         check=Check(result=r, null=NOT_MUCH, direction=-1),
         unit=_n_units(len(np.unique(w.document[keep])), "documents"), scale=100,

@@ -587,6 +587,17 @@ def _quote(c: Claim, quotes: dict[str, str]) -> str:
     return " | ".join(quotes.get(i, f"(no registry entry {i!r})") for i in c.registry)
 
 
+def ordinal(n: int) -> str:
+    """``1st``, ``2nd``, ``3rd``, ``4th``, ``11th``, ``12th``, ``13th``, ``22nd``, ``73rd``.
+
+    >>> [ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 22, 73, 111)]
+    ['1st', '2nd', '3rd', '4th', '11th', '12th', '13th', '21st', '22nd', '73rd', '111th']
+    """
+    n = int(n)
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
 def pct(x: float, digits: int = 1) -> str:
     return f"{100 * x:.{digits}f}%"
 

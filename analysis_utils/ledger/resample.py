@@ -1039,6 +1039,18 @@ def judge_effect(lo: float, hi: float, *, null: float = 0.0, paper_effect: float
                      + ": this test could not tell")
 
 
+def _banded(lo, hi, margin, alpha_lo, alpha_hi) -> tuple[float, float]:
+    """The checks a no-effect and a no-drop claim share: a margin above 0 and judgeable
+    intervals; returns the ``1 - alpha`` interval (default: the inner one)."""
+    if not (np.isfinite(margin) and margin > 0):
+        raise ValueError(f"margin must be > 0, got {margin}")
+    _check_interval(lo, hi)
+    a_lo = lo if alpha_lo is None else alpha_lo
+    a_hi = hi if alpha_hi is None else alpha_hi
+    _check_interval(a_lo, a_hi)
+    return a_lo, a_hi
+
+
 def judge_no_effect(lo: float, hi: float, *, margin: float, null: float = 0.0,
                     alpha_lo: float | None = None, alpha_hi: float | None = None,
                     untestable: str = "", inner_level: str = "90%") -> Judgement:
@@ -1051,12 +1063,7 @@ def judge_no_effect(lo: float, hi: float, *, margin: float, null: float = 0.0,
     margin is shown (default: the same interval). Otherwise ``inconclusive``."""
     if untestable:
         return Judgement("untestable", untestable)
-    if not (np.isfinite(margin) and margin > 0):
-        raise ValueError(f"margin must be > 0, got {margin}")
-    _check_interval(lo, hi)
-    a_lo = lo if alpha_lo is None else alpha_lo
-    a_hi = hi if alpha_hi is None else alpha_hi
-    _check_interval(a_lo, a_hi)
+    a_lo, a_hi = _banded(lo, hi, margin, alpha_lo, alpha_hi)
     if null - margin < lo and hi < null + margin:
         return Judgement("yes", f"the {inner_level} interval [{lo:.4g}, {hi:.4g}] lies "
                                 f"within {null:g} +- {margin:g}")
@@ -1080,12 +1087,7 @@ def judge_no_drop(lo: float, hi: float, *, margin: float, null: float = 0.0,
     ``no`` (a drop larger than the margin is shown). Otherwise ``inconclusive``."""
     if untestable:
         return Judgement("untestable", untestable)
-    if not (np.isfinite(margin) and margin > 0):
-        raise ValueError(f"margin must be > 0, got {margin}")
-    _check_interval(lo, hi)
-    a_lo = lo if alpha_lo is None else alpha_lo
-    a_hi = hi if alpha_hi is None else alpha_hi
-    _check_interval(a_lo, a_hi)
+    a_lo, a_hi = _banded(lo, hi, margin, alpha_lo, alpha_hi)
     if lo > null - margin:
         return Judgement("yes", f"the {inner_level} interval [{lo:.4g}, {hi:.4g}] lies above "
                                 f"{null:g} - {margin:g}: no drop beyond the margin")
