@@ -1269,8 +1269,9 @@ def claims() -> list[Claim]:
         "01", CLARK, "3.2", "periods and commas are the most common tokens after 'the'",
         "'.' and ',' (no counts)", "in the segments, '.' and ',' are the two most frequent "
         "word pieces once 'the' (and the special tokens) are set aside: the smaller of their "
-        "counts above the largest other piece's", "none: a property of the text and the "
-        "tokenizer, which the control shares", f"{_ART}; statistic: the smaller count minus "
+        "counts above the largest other piece's", "the largest other word piece's count "
+        "in the same segments (no control: a property of the text and the tokenizer, which "
+        "the control shares)", f"{_ART}; statistic: the smaller count minus "
         "the largest other count, per segment", _punct_most_common, seg_needs, control=False,
         registry=("clark-3.2-punct-most-common",)))
     out.append(Claim(
