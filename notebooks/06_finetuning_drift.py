@@ -267,6 +267,9 @@ save_arrays("dev_predictions", dev_predictions)
 # columns is comparable, not the values.
 
 # %%
+display(Markdown(notebook.training_note(model)))
+
+# %%
 
 PAPER_COLUMN = {"frozen features": "pretrained", "untrained head": "pretrained",
                 "random init + fine-tuning": "random_finetuned",

@@ -563,6 +563,14 @@ notebook.table_view(fn_disabling[fn_disabling["mode"] == mode0].drop(columns="mo
 # %% [markdown]
 # ## Deviations from the paper, in plain words
 #
+# First, how the model was trained, in its model card's words (it shapes every head that is
+# disabled here, and the fine-tuned models start from it):
+
+# %%
+display(Markdown(notebook.training_note(model)))
+
+# %% [markdown]
+#
 # - **Model.** all-MiniLM-L6-v2 (6 layers x 12 heads = 72 heads, a sentence encoder distilled
 #   from a BERT) instead of BERT-base (144 heads); the `paper` profile runs bert-base-uncased.
 #   Head and layer numbers of the paper (e.g. its layer 1 on RTE, heads 4-1 and 2-12) name
