@@ -228,26 +228,34 @@ def stage_status(repo: Path, graph: dict[str, set[str]], revisions: dict,
             rel = p.relative_to(repo).as_posix()
             if rel not in read and p.name[:2] != "08":  # the ledger reads no 08 table
                 st.changed.append(f"{rel} (new)")
+    _compare_code(st, repo, stage_inputs(repo, graph, package), revisions,
+                  "run from uncommitted changes", "re-run the stage")
+    return st
+
+
+def _compare_code(status: Status, repo: Path, inputs: list[str], revisions: dict,
+                  dirty: str, redo: str) -> None:
+    """Fill ``status`` from its commit: a problem when the commit is missing, dirty or not in
+    this clone; else every path of ``inputs`` whose code differs between it and now."""
+    commit = status.commit
     if not commit:
-        st.problem = "no commit recorded"
-        return st
+        status.problem = "no commit recorded"
+        return
     if commit.endswith("-dirty"):
-        st.problem = "run from uncommitted changes"
+        status.problem = dirty
     base = commit.removesuffix("-dirty")
     try:
         _git(repo, "cat-file", "-e", f"{base}^{{commit}}")
     except subprocess.CalledProcessError:
-        st.problem = f"commit {base[:7]} is not in this clone (fetch it, or re-run the stage)"
-        return st
-    code = stage_inputs(repo, graph, package)
-    then = revisions.setdefault(base, _Revision(repo, base)).read(code)
-    for path in code:
+        status.problem = f"commit {base[:7]} is not in this clone (fetch it, or {redo})"
+        return
+    then = revisions.setdefault(base, _Revision(repo, base)).read(inputs)
+    for path in inputs:
         now_file = repo / path
         now = now_file.read_bytes() if now_file.is_file() else None
         if _normalised(path, then[path]) != _normalised(path, now):
-            st.changed.append(path + (" (new)" if then[path] is None else
-                                      " (deleted)" if now is None else ""))
-    return st
+            status.changed.append(path + (" (new)" if then[path] is None else
+                                          " (deleted)" if now is None else ""))
 
 
 def provenance_files(repo: Path, results: str = "results") -> list[Path]:
@@ -291,25 +299,8 @@ def check(repo: str | Path | None = None, profiles: dict | None = None,
             status.problem = str(err)
         else:
             status.parameters = _parameter_differences(prov.get("parameters") or {}, expected)
-        if not commit:
-            status.problem = "no commit recorded"
-            continue
-        if commit.endswith("-dirty"):
-            status.problem = "rendered from uncommitted changes"
-        base = commit.removesuffix("-dirty")
-        try:
-            _git(repo, "cat-file", "-e", f"{base}^{{commit}}")
-        except subprocess.CalledProcessError:
-            status.problem = f"commit {base[:7]} is not in this clone (fetch it, or re-render)"
-            continue
-        inputs = notebook_inputs(source, repo, graph, package)
-        then = revisions.setdefault(base, _Revision(repo, base)).read(inputs)
-        for path in inputs:
-            now_file = repo / path
-            now = now_file.read_bytes() if now_file.is_file() else None
-            if _normalised(path, then[path]) != _normalised(path, now):
-                status.changed.append(path + (" (new)" if then[path] is None else
-                                              " (deleted)" if now is None else ""))
+        _compare_code(status, repo, notebook_inputs(source, repo, graph, package), revisions,
+                      "rendered from uncommitted changes", "re-render")
     stage = stage_status(repo, graph, revisions, package)
     if stage is not None:
         out.append(stage)
