@@ -308,10 +308,11 @@ def check(repo: str | Path | None = None, profiles: dict | None = None,
 
 
 def _counted(statuses: list[Status]) -> str:
-    """``"13 rendered notebooks and the ledger stage"``: what ``check`` judged."""
+    """``"14 rendered outputs (13 notebooks and the ledger stage)"``: what ``check`` judged."""
     n = sum(s.provenance != STAGE_PROVENANCE for s in statuses)
-    stage = any(s.provenance == STAGE_PROVENANCE for s in statuses)
-    return f"{n} rendered notebooks" + (" and the ledger stage" if stage else "")
+    if not any(s.provenance == STAGE_PROVENANCE for s in statuses):
+        return f"{n} rendered notebooks"
+    return f"{n + 1} rendered outputs ({n} notebooks and the ledger stage)"
 
 
 def cli(argv: list[str] | None = None) -> int:
