@@ -1286,7 +1286,8 @@ def _distributed(t: Tables, which: str) -> Outcome:
                f"head {w.column(k)} {100 * tot[2 + k] / tot[1]:.1f} ({100 * r.estimate:+.1f}) "
                f"on {int(tot[1]):,} dev words"),
         check=Check(result=r, null=0.0), heads=w.labels[k],
-        unit=f"{len(np.unique(docs[same][use]))} documents ({int(use.sum()):,} dev sentences)",
+        unit=(f"{len(np.unique(docs[same][use]))} documents ({int(use.sum()):,} dev "
+              f"sentences; the probe's {len(a)} seeds averaged, not resampled)"),
         scale=100, suffix=" points",
         note=(f"{int((~same).sum())} of {n_sent} dev sentences left out, where 02's "
               "punctuation (UD deprel) and 04's (UPOS) differ, and "
