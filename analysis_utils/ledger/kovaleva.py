@@ -248,7 +248,7 @@ def _beats_random(t: Tables, which: str) -> Outcome:
     z, per_task, parts, seeds, units, extra = _compare(t, "pretrained", "random")
     if not per_task:
         return Outcome(value="\u2013", untestable="no paper task was fine-tuned here")
-    notes, run = [], list(per_task)
+    notes, run, doubled = [], list(per_task), []
     for task, metric in TWO_METRICS.items():
         if task not in per_task or per_task[task][0].result is None:
             continue
@@ -267,13 +267,14 @@ def _beats_random(t: Tables, which: str) -> Outcome:
         parts.append(f"{task} {100 * r.estimate:+.1f} {metric} (paper "
                      + (f"{100 * pe:+.1f})" if pe is not None else "none)"))
         notes.append(majority_note(y, b, task, "random-init"))
+        doubled.append(task)
     return Outcome(value="; ".join(parts), per_task=per_task, scope="every", unit=_units(units),
                    seeds=_seeds_text(seeds), scale=100, suffix=" points",
                    note=_join(*notes, _not_run(KOVALEVA_TASKS, run),
                               f"{', '.join(extra)} (not in the paper) not judged" if extra
                               else "",
-                              "MRPC and QQP are judged on both metrics Table 1 reports "
-                              "(F1 / accuracy)" if notes else ""))
+                              f"{' and '.join(doubled)} judged on both metrics Table 1 "
+                              "reports (F1 / accuracy)" if doubled else ""))
 
 
 def _pretraining_helps(t: Tables, which: str) -> Outcome:
