@@ -1002,7 +1002,7 @@ def _particular_heads(t: Tables, which: str) -> Outcome:
            "particular heads on particular relations": [Check(result=spec, null=NOT_MUCH)]}
     return Outcome(
         value=value, per_task=per, scope="every",
-        unit=_n_units(len(ids), "documents"), heads=", ".join(w.labels[k] for k in by_head),
+        unit=_n_units(len(ids), "documents"), heads=", ".join(dict.fromkeys(w.labels[k] for k in by_head)),
         scale=100, suffix=" points",
         note=(f"relations: {', '.join(r for r, _ in rels)} (Table 1's with a UD counterpart "
               f"and >= {min_count} words); 'many' and 'particular' read as a third of them "
