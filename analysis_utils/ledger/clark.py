@@ -1588,7 +1588,8 @@ def claims() -> list[Claim]:
         "accuracy (all heads combined; a lower bound, its root counted right) above the best "
         "single head-direction's (02, the best of 2 x L x H); the paper gives no size",
         "the best single head", "EWT documents resampled, 10,000 times; the best head "
-        "chosen inside every resample; the probe's seeds averaged; two-sided",
+        "chosen inside every resample; the probe's score the mean over its training runs; "
+        "two-sided",
         _distributed, (DEV_TABLE, BY_WORD.format("model")), control=False,
         registry=("clark-5-distributed",)))
     out.append(Claim(
