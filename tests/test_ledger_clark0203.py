@@ -371,3 +371,33 @@ def test_distributed_is_untestable_on_a_sample_of_dev(t02):
     assert c.registry == ("clark-5-distributed",)
     o = c.rule(core.Tables(t02.path), "model")
     assert "sample of 500 EWT dev sentences" in o.untestable
+
+
+def _dev_table(folder, docs, correct=2, scored=2):
+    rows = ["probe,seed,sentence,document,correct,scored"]
+    for seed in (0, 1):
+        rows += [f"Attention only,{seed},{s + 1},{docs[s]},{correct},{scored}"
+                 for s in range(N_SENT)]
+    (folder / clark.DEV_TABLE).write_text("\n".join(rows) + "\n")
+
+
+def test_distributed_compares_the_probe_with_the_best_head_on_the_same_words(t02):
+    """The fixture's 8 sentences have two All words each and no punctuation; 04 scores both
+    words of each, the probe right on both in every seed. One word per sentence is taken as
+    the root (no head can be right on it), so the probe is credited (2 - 1) / 1 per sentence
+    and column 0 (right on both All words of sentences 0-5) 12 / 8: the fixture is no tree
+    (its 'root' has a head that is right), which the arithmetic does not need."""
+    _provenance(t02.path, "04", {"max_dev": 0})
+    _dev_table(t02.path, [s // 2 + 1 for s in range(N_SENT)])
+    c = _claim("syntactic knowledge is distributed", "04")
+    o = c.rule(core.Tables(t02.path), "model")
+    assert o.check.result.estimate == pytest.approx(1.0 - 1.5)
+    assert o.heads == "1-1" and o.unit.startswith("4 documents (8 dev sentences")
+    # 04's documents are not 02's: refused
+    _dev_table(t02.path, [s % 2 + 1 for s in range(N_SENT)])
+    with pytest.raises(ValueError, match="different documents"):
+        c.rule(core.Tables(t02.path), "model")
+    # 04 scores other words than 02 in most sentences: refused
+    _dev_table(t02.path, [s // 2 + 1 for s in range(N_SENT)], scored=3)
+    with pytest.raises(ValueError, match="different dev words"):
+        c.rule(core.Tables(t02.path), "model")

@@ -1272,6 +1272,13 @@ def _distributed(t: Tables, which: str) -> Outcome:
     if same.mean() < 0.95:
         raise ValueError(f"02 and 04 score different dev words in {int((~same).sum())} of "
                          f"{n_sent} sentences")
+    # and the two files group the sentences into the same documents (one to one)
+    doc02 = np.full(n_sent, -1)
+    doc02[w.sentence[keep]] = w.document[keep]
+    pairs = {(int(x), int(y)) for x, y in zip(doc02[same & (doc02 >= 0)],
+                                                docs[same & (doc02 >= 0)], strict=True)}
+    if len(pairs) != len({x for x, _ in pairs}) or len(pairs) != len({y for _, y in pairs}):
+        raise ValueError("02 and 04 group the dev sentences into different documents")
     probe_lb = np.clip(a[..., 0] - 1, 0, None).mean(0)  # mean over probe seeds
     heads = np.zeros((n_sent, w.head.shape[1]))
     np.add.at(heads, w.sentence[keep], w.head[keep].astype(float))
