@@ -521,6 +521,8 @@ def _split_words(t: Tables, which: str) -> Outcome:
 # every resample (max-T), in place of a binomial test against a constant and Bonferroni.
 
 BY_WORD = "02_by_word_{}.npz"
+#: Resamples and seed of the 02 rules that draw their own documents.
+RESAMPLES_02, SEED_02 = 10_000, 0
 #: "not much better than" / "only slightly improves" (Clark 4.2), fixed from the paper's own
 #: Table 1: the largest margin over the best fixed offset among the rows the paper does *not*
 #: bold as "particularly effective" (nsubj, 58.5 vs. 45.5: +13.0 points; the other unbolded rows
@@ -554,6 +556,7 @@ class _Words:
         self.offset = unpack_bits(z["offset_correct"], len(self.offsets))
         self.rel = z["relations"][z["relation"]]
         self.sentence = z["sentence"]
+        self.dependent = z["dependent"]
         self.document = z["document"]
         self.labels = np.array([f"{a}-{b}" for a, b in zip(z["column_layer"], z["column_head"],
                                                            strict=True)])
@@ -895,6 +898,171 @@ def _ignore_special(t: Tables, which: str) -> Outcome:
                  if _minilm(t) else "")))
 
 
+#: clark-1-particular-heads and clark-5-by-product: the Table 1 relations that have a UD
+#: counterpart (SD prep has none), in Table 1's order.
+def _table1_relations(w: _Words, min_count: int) -> list[tuple[str, str]]:
+    """``[(label, ud), ...]``: the Table 1 relations with a UD counterpart and at least
+    ``min_count`` words in this sample (label ``"obj (dobj)"`` where the names differ)."""
+    out = []
+    for rel in CLARK_TABLE1:
+        ud = SD_TO_UD.get(rel)
+        if rel == "All" or ud is None or len(w.words(ud)) < min_count:
+            continue
+        out.append((ud if ud == rel else f"{ud} ({rel})", ud))
+    return out
+
+
+def breadth_and_specificity(margins: np.ndarray, q: int) -> np.ndarray:
+    """``margins (..., R, K)``: each head's accuracy on each relation minus that relation's
+    best fixed offset. Returns ``(..., 2)``:
+
+    - breadth: over the heads, the largest ``q``-th largest margin across the R relations
+      (above a line, some single head clears it on ``q`` relations);
+    - specificity: for each relation r its best head h_r, and h_r's margin on r minus h_r's
+      median margin on the other relations; the ``q``-th largest of these over the
+      relations (``q`` relations have a best head at least this much better on their own
+      relation than on the others)."""
+    m = np.asarray(margins, dtype=float)
+    R, K = m.shape[-2:]
+    if not 1 <= q <= R or R < 2:
+        raise ValueError(f"q must lie in 1..R with R >= 2 relations, got q={q}, R={R}")
+    breadth = np.sort(m, axis=-2)[..., R - q, :].max(axis=-1)
+    best = np.argmax(m, axis=-1)  # (..., R): h_r
+    idx = np.broadcast_to(best[..., None, :], m.shape[:-2] + (R, R))
+    g = np.take_along_axis(m, idx, axis=-1)  # g[..., r', r] = m[..., r', h_r]
+    own = np.diagonal(g, axis1=-2, axis2=-1)
+    eye = np.eye(R, dtype=bool)
+    others = np.nanmedian(np.where(eye, np.nan, g), axis=-2)
+    spec = np.sort(own - others, axis=-1)[..., R - q]
+    return np.stack([breadth, spec], axis=-1)
+
+
+def _relation_sums(w: _Words, rels: list[tuple[str, str]], codes: np.ndarray, n_docs: int):
+    """Per document: ``(head sums (D, R, K), best-offset sums (D, R), words (D, R))`` on each
+    relation's words, the offset the best on all the relation's words."""
+    K = w.head.shape[1]
+    hs = np.zeros((n_docs, len(rels), K))
+    bs = np.zeros((n_docs, len(rels)))
+    ns = np.zeros((n_docs, len(rels)))
+    for i, (_label, ud) in enumerate(rels):
+        rows = w.words(ud)
+        c = codes[rows]
+        np.add.at(hs[:, i, :], c, w.head[rows].astype(float))
+        bs[:, i] = np.bincount(c, w.offset[rows, _best_offset(w, rows)].astype(float), n_docs)
+        ns[:, i] = np.bincount(c, minlength=n_docs)
+    return hs, bs, ns
+
+
+def _particular_heads(t: Tables, which: str) -> Outcome:
+    """clark-1-particular-heads: no single head does well at many relations, and particular
+    heads do remarkably well at particular relations: :func:`breadth_and_specificity` of the
+    heads' margins over each relation's best offset on the Table 1 relations, documents
+    resampled, every best head chosen inside every resample; "many" and "particular" read as a
+    third of the relations (q = ceil(R/3)), "well" as a margin above NOT_MUCH."""
+    w = _words(t, which)
+    min_count = int(t.params("02").get("min_count", 100))
+    rels = _table1_relations(w, min_count)
+    if len(rels) < 3:
+        return Outcome(value=DASH, untestable=f"{len(rels)} Table 1 relations with >= "
+                                              f"{min_count} words: too few to say 'many'")
+    R, K = len(rels), w.head.shape[1]
+    q = math.ceil(R / 3)
+    ids, codes = np.unique(w.document, return_inverse=True)
+    hs, bs, ns = _relation_sums(w, rels, codes, len(ids))
+    flat = np.concatenate([hs.reshape(len(ids), -1), bs, ns], axis=1)
+
+    def margins(s):
+        h = s[..., :R * K].reshape(*s.shape[:-1], R, K)
+        b, n = s[..., R * K:R * K + R], s[..., R * K + R:]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return (h - b[..., None]) / n[..., None]
+
+    est = breadth_and_specificity(margins(flat.sum(0)), q)
+    draws = np.empty((RESAMPLES_02, 2))
+    start = 0
+    for wts in resample_counts(len(ids), RESAMPLES_02, SEED_02):
+        draws[start:start + len(wts)] = breadth_and_specificity(margins(wts @ flat), q)
+        start += len(wts)
+    broad = from_draws(draws[:, 0], est[0], null=NOT_MUCH, n_clusters=len(ids))
+    spec = from_draws(draws[:, 1], est[1], null=NOT_MUCH, n_clusters=len(ids))
+    m = margins(flat.sum(0))  # (R, K)
+    best = np.argmax(m, axis=1)
+    by_head: dict[int, list[str]] = {}
+    for i, k in enumerate(best):
+        by_head.setdefault(int(k), []).append(rels[i][0])
+    wide = int(np.argmax(np.sort(m, axis=0)[R - q]))
+    n_well = int((m[:, wide] > NOT_MUCH).sum())
+    shared = [f"{w.column(k)} best for {len(v)} ({', '.join(v)})"
+              for k, v in sorted(by_head.items(), key=lambda kv: -len(kv[1])) if len(v) > 1]
+    value = (f"{len(by_head)} distinct best heads for {R} relations"
+             + (f"; {'; '.join(shared)}" if shared else "")
+             + f"; widest head {w.column(wide)}: margin > {100 * NOT_MUCH:.1f} points on "
+               f"{n_well} of {R} relations, its {q}th largest {100 * est[0]:+.1f}; the "
+               f"{q}th largest own-relation lead {100 * est[1]:+.1f}")
+    per = {"no head well at many": [Check(result=broad, null=NOT_MUCH, direction=-1)],
+           "particular heads on particular relations": [Check(result=spec, null=NOT_MUCH)]}
+    return Outcome(
+        value=value, per_task=per, scope="every",
+        unit=_n_units(len(ids), "documents"), heads=", ".join(dict.fromkeys(w.labels[k] for k in by_head)),
+        scale=100, suffix=" points",
+        note=(f"relations: {', '.join(r for r, _ in rels)} (Table 1's with a UD counterpart "
+              f"and >= {min_count} words); 'many' and 'particular' read as a third of them "
+              f"({q}); 'performs well' and 'remarkably well' as a margin above "
+              f"{100 * NOT_MUCH:.1f} points (the largest margin of a Table 1 row the paper "
+              "does not bold); each relation's best offset fixed on all its words, its best "
+              "head chosen inside every resample"))
+
+
+def _by_product(t: Tables, which: str) -> Outcome:
+    """clark-5-by-product: per Table 1 relation, the model's best head-direction against the
+    random-weights control's best on the same words (both chosen inside every resample),
+    documents resampled; 'some aspects': some relation."""
+    w = _words(t, which)
+    c = _words(t, "control")
+    if not (np.array_equal(w.rel, c.rel) and np.array_equal(w.sentence, c.sentence)):
+        raise ValueError("02_by_word_model.npz and 02_by_word_control.npz score different "
+                         "words")
+    min_count = int(t.params("02").get("min_count", 100))
+    rels = _table1_relations(w, min_count)
+    if not rels:
+        return Outcome(value=DASH, untestable=f"no Table 1 relation with >= {min_count} words")
+    groups, parts = {}, []
+    for label, ud in rels:
+        rows = w.words(ud)
+        a = _prune(w.head[rows].mean(axis=0), len(rows))
+        b = _prune(c.head[rows].mean(axis=0), len(rows))
+        na = len(a)
+
+        def gap(means, na=na):
+            return means[..., :na].max(axis=-1) - means[..., na:].max(axis=-1)
+
+        groups[label] = (rows, np.concatenate([w.head[rows][:, a], c.head[rows][:, b]],
+                                              axis=1).astype(float), gap)
+    per = {}
+    for label, r in _shared_resamples(w.document, groups, RESAMPLES_02, SEED_02).items():
+        if isinstance(r, str):
+            per[label] = [Check(untestable=r)]
+            continue
+        per[label] = [Check(result=r, null=0.0, margin=EQUIVALENCE_MARGINS["accuracy"])]
+        parts.append(f"{label} {100 * r.estimate:+.1f}")
+    init = t.params("02").get("control_init", "")
+    return Outcome(
+        value="best trained head minus best random-weights head: " + "; ".join(parts),
+        per_task=per, scope="some", unit=_n_units(len(np.unique(w.document)), "documents"),
+        scale=100, suffix=" points",
+        note=("'some aspects of syntax' read as some Table 1 relation; each model's best "
+              "head-direction chosen inside every resample; the control is the same "
+              "architecture with random weights"
+              + (" and the pre-trained embeddings kept" if init == "random_keep_embeddings"
+                 else "")
+              + f" ({init or 'as notebook 02 recorded it'}); model note: {t.model} was "
+                "trained contrastively on sentence pairs after its self-supervised "
+                "pre-training" + (" (and distilled)" if _minilm(t) else "")
+              + ", so 'purely self-supervised' does not describe its training; the "
+                "combinations of heads are 04's probes (trained vs. random-init attention + "
+                "GloVe)"))
+
+
 # --- 03: coreference ---------------------------------------------------------------------
 # Rules on notebook 03's per-mention file (``03_by_mention_<which>.npz``): OntoGUM was sampled
 # by document, so every test resamples documents (the design effect against mentions-as-
@@ -1056,6 +1224,85 @@ def _probe(better: str, worse: str):
                        unit=f"{seed_text} x {len(sent_a):,} dev sentences ({n_docs} documents)",
                        seeds=str(n_seeds), note=note, scale=100, suffix=" points", digits=1)
     return rule
+
+
+def probe_vs_heads(means: np.ndarray) -> np.ndarray:
+    """``means (..., 2 + K)``: per drawn sentences' means of (the probe's correct words, the
+    words scored, each head-direction's correct words). The probe's accuracy minus the best
+    head-direction's on the same words (the best chosen on the draw itself)."""
+    m = np.asarray(means, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return m[..., 0] / m[..., 1] - (m[..., 2:] / m[..., 1:2]).max(axis=-1)
+
+
+def _distributed(t: Tables, which: str) -> Outcome:
+    """clark-5-distributed: 04's attention-only probe (all heads combined) against 02's best
+    single head-direction on the same EWT dev words (not punctuation, not the root: no head
+    can point to ROOT), documents resampled, the best head chosen inside every resample. The
+    probe's counts include each sentence's root, so it is credited with at most one fewer
+    right word per sentence (the root counted right: a lower bound)."""
+    cap = int(t.params("04").get("max_dev", 0) or 0)
+    if cap:
+        return Outcome(value=DASH, untestable=(
+            f"this run's notebook 04 scores a seeded sample of {cap} EWT dev sentences "
+            "(max_dev), and 04_dev_by_sentence.csv numbers them within the sample, not by "
+            "their EWT sentence id, so they cannot be matched to 02's words; the row needs "
+            "04 run on every dev sentence (max_dev = 0), or an EWT sentence id column in "
+            "04_dev_by_sentence.csv"))
+    d = t.read(DEV_TABLE)
+    a, sent, docs = _dev_counts(d, "Attention only")
+    w = _words(t, which)
+    allw = w.rel == "All"
+    n_sent = len(sent)
+    if not np.array_equal(sent, np.arange(1, n_sent + 1)):
+        raise ValueError(f"{DEV_TABLE}: dev sentences are not numbered 1..n")
+    # 02 scores dev then test sentences (ewt_splits "dev,test"), code i <-> 04's sentence i + 1
+    if t.params("02").get("ewt_splits", "dev,test").split(",")[0] != "dev":
+        raise ValueError("notebook 02 did not score the EWT dev split first")
+    # the All rows of punctuation words: those whose word has a punct relation row (a head
+    # is never right on the root, whose gold head is ROOT, so the root adds nothing to a
+    # head's right words and is taken off the words' count below)
+    key = w.sentence.astype(np.int64) * 100_000 + w.dependent.astype(np.int64)
+    punct = allw & np.isin(key, key[w.rel == "punct"])
+    keep = allw & ~punct & (w.sentence < n_sent)
+    non_punct = np.bincount(w.sentence[keep], minlength=n_sent)[:n_sent].astype(float)
+    scored = a[0, :, 1]
+    # sentences where 02's non-punctuation words (root included) are 04's scored words
+    same = non_punct == scored
+    n_words = np.clip(non_punct - 1, 0, None)  # less the root
+    if same.mean() < 0.95:
+        raise ValueError(f"02 and 04 score different dev words in {int((~same).sum())} of "
+                         f"{n_sent} sentences")
+    # and the two files group the sentences into the same documents (one to one)
+    doc02 = np.full(n_sent, -1)
+    doc02[w.sentence[keep]] = w.document[keep]
+    pairs = {(int(x), int(y)) for x, y in zip(doc02[same & (doc02 >= 0)],
+                                                docs[same & (doc02 >= 0)], strict=True)}
+    if len(pairs) != len({x for x, _ in pairs}) or len(pairs) != len({y for _, y in pairs}):
+        raise ValueError("02 and 04 group the dev sentences into different documents")
+    probe_lb = np.clip(a[..., 0] - 1, 0, None).mean(0)  # mean over probe seeds
+    heads = np.zeros((n_sent, w.head.shape[1]))
+    np.add.at(heads, w.sentence[keep], w.head[keep].astype(float))
+    cols = np.concatenate([probe_lb[:, None], n_words[:, None], heads], axis=1)[same]
+    use = cols[:, 1] > 0  # a sentence of its root alone has no word to score
+    r = cluster_bootstrap(cols[use], docs[same][use], statistic=probe_vs_heads,
+                          n_resamples=PROBE_RESAMPLES, seed=0)
+    tot = cols[use].sum(0)
+    k = int(np.argmax(tot[2:]))
+    return Outcome(
+        value=(f"attention-only probe >= {100 * tot[0] / tot[1]:.1f} (lower bound) vs. best "
+               f"head {w.column(k)} {100 * tot[2 + k] / tot[1]:.1f} ({100 * r.estimate:+.1f}) "
+               f"on {int(tot[1]):,} dev words"),
+        check=Check(result=r, null=0.0), heads=w.labels[k],
+        unit=(f"{len(np.unique(docs[same][use]))} documents ({int(use.sum()):,} dev "
+              f"sentences; the probe's {len(a)} seeds averaged, not resampled)"),
+        scale=100, suffix=" points",
+        note=(f"{int((~same).sum())} of {n_sent} dev sentences left out, where 02's "
+              "punctuation (UD deprel) and 04's (UPOS) differ, and "
+              f"{int((same & ~(n_words > 0)).sum())} with no word but the root; the probe's correct words per "
+              f"sentence are the mean over its {len(a)} seeds, less one (its root, counted "
+              "right), so the probe's accuracy is a lower bound; the best single head is "
+              "chosen on the drawn documents in every resample"))
 
 
 # --- 05: clustering and map types --------------------------------------------------------
@@ -1343,6 +1590,18 @@ def claims() -> list[Claim]:
             "level", _probe(better, worse), ("04_table3_seeds.csv",), control=control,
             registry=reg))
     out.append(Claim(
+        "04", CLARK, "5", "syntactic knowledge is distributed across heads: the "
+        "attention-only probe beats the best single head", f"probe {t3['Attention only']} vs. "
+        f"best head {CLARK_TABLE1['All'][1]} (Tables 3 and 1, on different words)",
+        "on the same EWT dev words (not punctuation, not the root), the attention-only probe's "
+        "accuracy (all heads combined; a lower bound, its root counted right) above the best "
+        "single head-direction's (02, the best of 2 x L x H); the paper gives no size",
+        "the best single head", "EWT documents resampled, 10,000 times; the best head "
+        "chosen inside every resample; the probe's score the mean over its training runs; "
+        "two-sided",
+        _distributed, (DEV_TABLE, BY_WORD.format("model")), control=False,
+        registry=("clark-5-distributed",)))
+    out.append(Claim(
         "05", CLARK, "6, Figure 6", "heads of the same layer have similar attention",
         CLARK_FIGURE6["same_layer_closer"], "same-layer / other-layer mean JS distance < 1",
         _CONTROL, "permutation test of layer labels over the heads (the population the claim "
@@ -1449,6 +1708,35 @@ def _claims_02() -> list[Claim]:
         "nothing)", f"{_SENTENCES}; the median over the 2 x L x H head-directions of the "
         "paired loss; equivalence (TOST)", _ignore_special, needs, control=False,
         registry=("clark-4.1-ignore-special",)))
+    t1 = [v[0] for r, v in CLARK_TABLE1.items() if r != "All"]
+    out.append(Claim(
+        "02", CLARK, "1 (summing up 4.2)", "no single head does well at many relations, but "
+        "particular heads do remarkably well at particular relations", f"Table 1: "
+        f"{len(set(t1))} distinct best heads for {len(t1)} relations (most often "
+        f"{max(set(t1), key=t1.count)}, best for {max(t1.count(h) for h in t1)})",
+        "over the Table 1 relations with a UD counterpart and >= min_count words (R of them), "
+        "each head's margin over each relation's best fixed offset; 'many' and 'particular' "
+        f"read as a third of the relations (q = ceil(R/3)), 'well' as a margin above "
+        f"{100 * NOT_MUCH:.1f} points (the largest margin of a Table 1 row the paper does not "
+        "bold). Both parts: (1) no head well at many: over the heads, the largest q-th largest "
+        f"margin below {100 * NOT_MUCH:.1f} points; (2) particular heads on particular "
+        "relations: each relation's best head's margin on it minus that head's median margin "
+        f"on the other relations, the q-th largest over the relations, above "
+        f"{100 * NOT_MUCH:.1f} points", f"{_CONTROL} (its own best heads)",
+        f"{_SENTENCES}; every relation's best head chosen inside every resample; two-sided "
+        "intervals at the family's level, judged per part", _particular_heads, needs,
+        registry=("clark-1-particular-heads",)))
+    out.append(Claim(
+        "02", CLARK, "5", "syntax is learned as a by-product of self-supervised training: "
+        "trained heads beat random-weights heads", "no number (from Tables 1 and 3)",
+        "per Table 1 relation (UD counterpart, >= min_count words), the model's best "
+        "head-direction's accuracy above the random-weights control's best on the same words; "
+        "'some aspects' read as some relation; the paper gives no size: `no` also when the gap "
+        f"lies within {100 * EQUIVALENCE_MARGINS['accuracy']:.0f} point", "the random-weights "
+        "control itself (the claim's own comparison)", f"{_SENTENCES}; per relation, the "
+        "difference of the two models' best heads, each chosen inside every resample, paired "
+        "on the same words", _by_product, needs + (BY_WORD.format("control"),), control=False,
+        registry=("clark-5-by-product",)))
     return out
 
 
