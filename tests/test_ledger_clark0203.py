@@ -96,7 +96,7 @@ def _claim(start, notebook):
                 and c.claim.startswith(start))
 
 
-def test_a_table1_row_is_the_best_head_against_the_best_offset_on_sentences(t02):
+def test_a_table1_row_is_the_best_head_against_the_best_offset_on_documents(t02):
     c = _claim("a head tracks det better", "02")
     assert c.registry == ("clark-4.2-table1-det", "clark-4.2-specialised-heads")
     o = c.rule(t02, "model")
@@ -106,9 +106,11 @@ def test_a_table1_row_is_the_best_head_against_the_best_offset_on_sentences(t02)
     assert ch.paper_effect == pytest.approx((acc - base) / 100)
     r = ch.result
     assert r.best == 0 and r.estimate == pytest.approx(1.0 - 0.5)  # col 0 vs. offset +1
-    assert r.n_clusters == N_SENT and o.unit == "8 sentences" and o.heads == "1-1"
+    # EWT's sentences come clustered in documents: the document is the unit resampled
+    assert r.n_clusters == 4 and o.unit == "4 documents" and o.heads == "1-1"
     assert o.value.startswith("det 1-1 dep2head: 100.0 vs. offset +1 50.0 (+50.0)")
-    assert "4 EWT documents" in o.note and o.scale == 100
+    assert "EWT documents (the test's unit)" in o.note and "8 sentences" in o.note
+    assert o.scale == 100
     assert not _claim("a head tracks prep better", "02").rule(t02, "model").check
     assert "no UD relation" in _claim("a head tracks prep", "02").rule(t02, "model").untestable
 
@@ -127,17 +129,17 @@ def test_no_single_head_is_a_no_effect_claim_against_right_branching(t02):
 
 def test_the_paired_test_is_sharper_than_an_unpaired_one(t02):
     """All words: head 1-1 right in sentences 0-5, right-branching in 0-3: the two agree on
-    sentences 0-3 and 6-7, so the paired margin varies far less than two separate means."""
+    sentences 0-3 and 6-7, so the paired margin varies far less than two separate means.
+    Sentences 2k and 2k+1 form document k, the unit resampled."""
     r = _claim("no single head does well", "02").rule(t02, "model").check.result
     z = np.load(t02.path / "02_by_word_model.npz")
     rows = z["all_rows"]
     head = syntax.unpack_bits(z["head_correct"], 4)[rows, 0].astype(float)
     base = syntax.unpack_bits(z["offset_correct"], 2)[rows, 1].astype(float)
-    sent = z["sentence"][rows]
-    unpaired = math.hypot(cluster_bootstrap(head, sent).se, cluster_bootstrap(base, sent).se)
-    # by hand: per sentence, paired differences 0,0,0,0,1,1,0,0: var .25 * .75 / 8
-    assert r.se == pytest.approx(math.sqrt(0.1875 / 8), rel=0.1)
-    assert unpaired == pytest.approx(math.sqrt((0.1875 + 0.25) / 8), rel=0.1)
+    doc = z["document"][rows]
+    unpaired = math.hypot(cluster_bootstrap(head, doc).se, cluster_bootstrap(base, doc).se)
+    # by hand: per document, paired differences 0,0,1,0: var .25 * .75 / 4
+    assert r.se == pytest.approx(math.sqrt(0.1875 / 4), rel=0.15)
     assert r.se < 0.75 * unpaired
 
 
