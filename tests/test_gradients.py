@@ -254,7 +254,7 @@ def test_mlm_head_builds_for_every_family_from_the_model_not_family_fields(tiny)
     ``hidden_act``). For BERT it is the head BERT's own config would build, weight for weight;
     for DistilBERT and ALBERT (factorised embeddings, narrower than the hidden states) it
     maps the last hidden states to vocabulary logits."""
-    from transformers import (AlbertConfig, AlbertModel, DistilBertConfig, DistilBertModel)
+    from transformers import AlbertConfig, AlbertModel, DistilBertConfig, DistilBertModel
     from transformers.models.bert.modeling_bert import BertOnlyMLMHead
 
     model, _, _ = tiny
