@@ -819,7 +819,9 @@ def recap(summary: pd.DataFrame, agreement: pd.DataFrame, framenet: pd.DataFrame
         f" largest drop: {s0['worst_layer_delta'][lo_l]:+.2f} ({name[lo_l]}, "
         f"{s0['worst_layer'][lo_l]}).",
         ("Across fine-tuning seeds, the head deltas correlate with Spearman "
-         + ", ".join(f"{r.task} s{r.seed_a}/s{r.seed_b} {r.spearman:+.2f}"
+         + ", ".join(f"{r.task} s{r.seed_a}/s{r.seed_b} "
+                     + (f"{r.spearman:+.2f}" if pd.notna(r.spearman) else
+                        "undefined (one seed's deltas are constant)")
                      for r in pairs.itertuples())
          + "; heads whose removal helps under both seeds, beside the overlap two random sets "
            "of the same sizes have on average: "
