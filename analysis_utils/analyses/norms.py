@@ -34,6 +34,8 @@ TARGETS = ("cls", "sep", "punct", "other")
 _PROJECTIONS = (
     ("attention.self.value", "attention.output.dense"),  # BERT, RoBERTa, ELECTRA, ...
     ("attention.attn.v", "attention.attn.o"),  # MPNet
+    ("attention.v_lin", "attention.out_lin"),  # DistilBERT
+    ("attention.value", "attention.dense"),  # ALBERT (one shared layer, see layer_projections)
 )
 
 
@@ -90,7 +92,8 @@ def projections(block: nn.Module) -> tuple[nn.Linear, nn.Linear]:
     raise ValueError(
         f"{type(block).__name__}: no value/output projection found (looked for "
         + ", ".join(f"{v} + {o}" for v, o in _PROJECTIONS)
-        + "); attention norms support BERT-family and MPNet encoders")
+        + "); attention norms support BERT, RoBERTa, ELECTRA, DistilBERT, ALBERT and MPNet "
+        "encoders")
 
 
 def transformed_norms(value: nn.Linear, output: nn.Linear, hidden: torch.Tensor,
