@@ -114,10 +114,21 @@ def layer_projections(loaded) -> list[tuple[nn.Linear, nn.Linear]]:
     model = unwrap_model(loaded)
     n = int(model.config.num_hidden_layers)
     layers = layer_list(model, n)
-    if layers is None:
-        raise ValueError(f"{type(model).__name__}: no list of {n} encoder layers found; "
-                         "attention norms support BERT-family and MPNet encoders")
-    return [projections(block) for block in layers]
+    if layers is not None:
+        return [projections(block) for block in layers]
+    # no layer list: one layer module reused by every layer (ALBERT), so one set of
+    # projections, found as the one module holding them, serves all n layers
+    found = []
+    for block in model.modules():
+        try:
+            found.append(projections(block))
+        except ValueError:
+            continue
+    if len(found) != 1:
+        raise ValueError(f"{type(model).__name__}: no list of {n} encoder layers and "
+                         f"{len(found)} modules with value/output projections (one shared "
+                         "layer expected); attention norms cannot number its layers")
+    return found * n
 
 
 def _forward(loaded, batch_inputs, projs):
