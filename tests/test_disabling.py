@@ -320,6 +320,30 @@ def test_fast_sweep_on_distilbert_layout(data):
     assert np.abs(fast[1:] - fast[0]).max() > 1e-3
 
 
+@pytest.mark.parametrize("family", ["mpnet", "albert"])
+def test_sweep_on_mpnet_and_albert(data, family):
+    """MPNet (attention in its own code, reached by the engine's hook): the fast sweep equals
+    full passes. ALBERT (one shared layer, no layer list): the sweep runs full passes."""
+    from transformers import (AlbertConfig, AlbertForSequenceClassification, MPNetConfig,
+                              MPNetForSequenceClassification)
+
+    inputs, _ = data
+    inputs = [{"input_ids": x["input_ids"]} for x in inputs]
+    shape = dict(vocab_size=30, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                 intermediate_size=32, num_labels=3, initializer_range=0.4)
+    torch.manual_seed(0)
+    if family == "mpnet":
+        model = MPNetForSequenceClassification(MPNetConfig(**shape)).eval()
+    else:
+        model = AlbertForSequenceClassification(AlbertConfig(
+            **shape, embedding_size=8, attn_implementation="eager")).eval()
+    changes = _all_changes("uniform")
+    fast = dis.evaluate_changes(model, inputs, changes, max_tokens=MAX_TOKENS)
+    naive = dis.evaluate_changes(model, inputs, changes, fast=False, max_tokens=MAX_TOKENS)
+    assert np.array_equal(fast, naive)
+    assert np.abs(fast[1:] - fast[0]).max() > 1e-3
+
+
 def test_model_state_is_restored(clf, data):
     inputs, labels = data
     model = copy.deepcopy(clf).train()
