@@ -324,8 +324,12 @@ def test_fast_sweep_on_distilbert_layout(data):
 def test_sweep_on_mpnet_and_albert(data, family):
     """MPNet (attention in its own code, reached by the engine's hook): the fast sweep equals
     full passes. ALBERT (one shared layer, no layer list): the sweep runs full passes."""
-    from transformers import (AlbertConfig, AlbertForSequenceClassification, MPNetConfig,
-                              MPNetForSequenceClassification)
+    from transformers import (
+        AlbertConfig,
+        AlbertForSequenceClassification,
+        MPNetConfig,
+        MPNetForSequenceClassification,
+    )
 
     inputs, _ = data
     inputs = [{"input_ids": x["input_ids"]} for x in inputs]
