@@ -6,7 +6,7 @@ smoke profile's sizes cut further by :data:`CUTS` (a tiny model's forward passes
 notebook's cost is its fixed work, so the cuts keep the matrix inside a CI budget).
 
 Every notebook either runs or states in the rendered notebook what it cannot do for that model
-(:data:`LIMITS`: the sentence each notebook prints, checked here); it never crashes. On any
+(:data:`STATED`: the sentence each notebook prints, checked here); it never crashes. On any
 model but the labelled all-MiniLM-L6-v2, notebooks 05 and 06 train their map-type classifier
 on MiniLM's labelled maps (its weights' sha256 in the provenance) and say so.
 
@@ -58,9 +58,13 @@ CUTS: dict[str, dict] = {
     "07": {**FINETUNE_PLAN, "modes": "uniform", "n_boot": 50, "importance_examples": 8,
            "prune_step": 0.5, "n_random_orders": 1},
 }
-# What a notebook says, in its rendered outputs, where it cannot do a part for a model.
-LIMITS: dict[tuple[str, str], str] = {}
-TRANSFER = "The hand labels are of all-MiniLM-L6-v2's maps"
+# What a notebook must say, in its rendered outputs, where it cannot do a part as the paper
+# did for these models: none ships a masked-LM head (01 fits one on the frozen encoder and
+# says so, with its quality), and no map of them was hand-labelled (05 and 06 transfer
+# MiniLM's labels). Every family ran every other part in the runs measured for issue 44.
+STATED = {"01": "masked-LM head: fitted on the frozen encoder",
+          "05": "The hand labels are of all-MiniLM-L6-v2's maps",
+          "06": "The hand labels are of all-MiniLM-L6-v2's maps"}
 
 
 def _matrix_params():
@@ -105,7 +109,7 @@ def _outputs_text(rendered: Path) -> str:
 
 @pytest.mark.parametrize(("name", "prefixes"), list(_matrix_params()))
 def test_model_runs_the_notebooks(matrix_root, name, prefixes):
-    family, layers, heads = MATRIX[name]
+    _, layers, heads = MATRIX[name]
     folder = matrix_root["models"] / name
     if not folder.is_dir():
         build(name, folder)
@@ -127,15 +131,13 @@ def test_model_runs_the_notebooks(matrix_root, name, prefixes):
             continue
         ident = prov["models"]["model"]
         assert (ident["num_layers"], ident["num_heads"]) == (layers, heads), prefix
-        text = _outputs_text(rendered)
-        limit = LIMITS.get((family, prefix))
-        if limit:
-            assert limit in text, f"{prefix} on {name}: its limit is not stated"
+        if prefix in STATED:
+            assert STATED[prefix] in _outputs_text(rendered), \
+                f"{prefix} on {name}: what it could not do as the paper did is not stated"
         if prefix in ("05", "06"):
-            # the map-type classifier learnt from the labelled model's maps, and says so
+            # the map-type classifier learnt from the labelled model's maps
             assert prov["models"]["labels"]["weights_sha256"] == \
                 sheets.LABELLED_WEIGHTS_SHA256, prefix
             assert prov["models"]["labels"]["init"] == "pretrained", prefix
-            assert TRANSFER in text, prefix
     print(f"\n{name}: " + ", ".join(f"{p} {t:.0f} s" for p, t in times.items())
           + f"; total {sum(times.values()):.0f} s")
