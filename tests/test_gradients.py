@@ -275,3 +275,22 @@ def test_mlm_head_builds_for_every_family_from_the_model_not_family_fields(tiny)
         assert h(torch.zeros(1, 3, 16)).shape == (1, 3, 50)
         assert h.predictions.decoder.weight.data_ptr() == \
             enc.get_input_embeddings().weight.data_ptr()
+
+
+def test_gradients_leave_out_segment_ids_a_model_has_no_table_for(tiny):
+    """RoBERTa has one token type: a second segment's id 1 (what notebook 01's segments carry
+    when the tokenizer gives none) indexed past its table and crashed 01 (issue 44). The
+    gradients' batches pass segment ids only where the engine's would (uses_token_types)."""
+    from transformers import RobertaConfig, RobertaModel
+
+    _, tok, _ = tiny
+    torch.manual_seed(0)
+    roberta = RobertaModel(RobertaConfig(
+        vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=32, max_position_embeddings=70, type_vocab_size=1, pad_token_id=0,
+        attn_implementation="eager")).eval()
+    encs = [{"input_ids": e, "token_type_ids": [0] * 3 + [1] * (len(e) - 3)}
+            for e in _three_pairs(tok)]
+    head = gradients.build_mlm_head(roberta, seed=1)
+    df = gradients.attention_gradient_importance(roberta, head, tok, encs, seed=3)
+    assert np.isfinite(df["mean_abs_grad"]).all()

@@ -19,6 +19,7 @@ from torch import nn
 
 from .. import training
 from ..engine import atomic
+from ..engine.attention import uses_token_types
 from ..engine.fingerprint import weights_fingerprint
 from ..engine.interventions import intervene
 from ..engine.memory import release
@@ -410,6 +411,9 @@ def attention_gradient_importance(encoder: nn.Module, mlm_head: nn.Module, token
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
 
     targets = TARGETS + (("[CLS]",) if separate_cls else ())
+    # segment ids only where the model has a table for them (RoBERTa has one type: a second
+    # segment's id 1 would index past it), as the engine's own batches do
+    types = uses_token_types(encoder)
     n_layers = None
     sums = counts = att_sums = None
     per_sums: list[np.ndarray] = []  # (examples of a batch, layers, targets), by_example only
@@ -429,7 +433,7 @@ def attention_gradient_importance(encoder: nn.Module, mlm_head: nn.Module, token
         masked_inputs.extend(masked)
         input_ids, attention_mask, token_type_ids = _pad_batch(masked, pad_id)
         kwargs = {"input_ids": input_ids.to(device), "attention_mask": attention_mask.to(device)}
-        if token_type_ids is not None:
+        if token_type_ids is not None and types:
             kwargs["token_type_ids"] = token_type_ids.to(device)
         with torch.enable_grad(), intervene(encoder, record=True, make_leaf=True) as iv:
             hidden = encoder(**kwargs).last_hidden_state
