@@ -55,7 +55,16 @@ def build_classifier(lm: LoadedModel, task: str, seed: int) -> nn.Module:
         config.label2id = {n: i for i, n in enumerate(spec.label_names)}
     with seeded(seed):
         model = AutoModelForSequenceClassification.from_config(config, attn_implementation="eager")
-    model.base_model.load_state_dict(lm.model.state_dict(), strict=True)
+    result = model.base_model.load_state_dict(lm.model.state_dict(), strict=False)
+    # Every weight of the task model's encoder must come from lm; the only weights of lm it may
+    # leave out are whole modules its architecture lacks (RoBERTa's and MPNet's classifiers
+    # build their encoder without the pooler, which classifies from the first token's state)
+    base = model.base_model
+    dropped = sorted({k.split(".")[0] for k in result.unexpected_keys})
+    if result.missing_keys or any(getattr(base, name, None) is not None for name in dropped):
+        raise RuntimeError(f"{type(model).__name__}: the encoder's weights do not fit its task "
+                           f"model (missing {result.missing_keys[:5]}, unexpected "
+                           f"{result.unexpected_keys[:5]})")
     return model.to(lm.device)
 
 
