@@ -573,8 +573,14 @@ def test_classifier_takes_every_encoder_weight_whatever_the_family(tmp_path, fam
     other weight is copied exactly, and a weight the task model's encoder has but the loaded
     one lacks still fails."""
     import torch
-    from transformers import (BertConfig, BertModel, MPNetConfig, MPNetModel, RobertaConfig,
-                              RobertaModel)
+    from transformers import (
+        BertConfig,
+        BertModel,
+        MPNetConfig,
+        MPNetModel,
+        RobertaConfig,
+        RobertaModel,
+    )
 
     from analysis_utils.engine.models import LoadedModel
 
