@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from ..data.glue_metrics import compute_metrics
+from ..engine.attention import uses_token_types
 from ..engine.models import LoadedModel, load_model
 from .glue_data import TaskDataset, task_dataset, task_spec
 from .loop import seeded
@@ -89,6 +90,7 @@ def predict(model, dataset: TaskDataset, tokenizer, *, batch_size: int = 64) -> 
 
     module = _module(model)
     device = next(module.parameters()).device
+    types = uses_token_types(module)  # a dataset built with segment ids the model has no table for
     collate = DataCollatorWithPadding(tokenizer, padding="longest")
     order = np.argsort(dataset.lengths, kind="stable")
     out: np.ndarray | None = None
@@ -98,7 +100,8 @@ def predict(model, dataset: TaskDataset, tokenizer, *, batch_size: int = 64) -> 
         with torch.inference_mode():
             for start in range(0, len(order), batch_size):
                 idx = order[start:start + batch_size]
-                batch = collate([{k: v for k, v in dataset[int(i)].items() if k != "labels"}
+                batch = collate([{k: v for k, v in dataset[int(i)].items()
+                                  if k != "labels" and (types or k != "token_type_ids")}
                                  for i in idx])
                 logits = module(**{k: v.to(device) for k, v in batch.items()}).logits
                 logits = logits.float().cpu().numpy()
@@ -125,7 +128,7 @@ def evaluate(model, tokenizer, task: str, examples, *, max_length: int = 128,
             evaluate(ft.model, ft.tokenizer, "MRPC", dev).metrics
     """
     ds = examples if isinstance(examples, TaskDataset) else task_dataset(
-        task, examples, tokenizer, max_length)
+        task, examples, tokenizer, max_length, uses_token_types(_module(model)))
     logits = predict(model, ds, tokenizer, batch_size=batch_size)
     preds = predictions_from_logits(task, logits)
     return Evaluation(task=task, logits=logits, predictions=preds, labels=ds.labels,
