@@ -228,10 +228,12 @@ layer_shares
 # attention sink of some models (all-MiniLM-L6-v2's, see the section above).
 #
 # **Not computed for every architecture.** The gradients are recorded through
-# `transformers.AttentionInterface`; a model that computes attention in its own code (MPNet in
-# transformers 5.x) cannot be reached, and the cell below says so instead of drawing the
-# figure; its gradient rows of the final table then read "not computed". The attention norms
-# of the next section answer the same question without gradients, for every model.
+# `transformers.AttentionInterface`, or, for a model that computes attention in its own code
+# (MPNet in transformers 5.x), through a hook the engine owns on the module its probabilities
+# enter (`engine.interventions.OWN_CODE_HOOKS`). A model reached by neither cannot be
+# recorded: the cell below says so instead of drawing the figure, and its gradient rows of the
+# final table then read "not computed". The attention norms of the next section answer the
+# same question without gradients, for every model.
 
 # %%
 grad, mlm_report = None, None

@@ -81,7 +81,6 @@ from analysis_utils.analyses import clustering, maptypes, surface
 from analysis_utils.data import glue, wikitext
 from analysis_utils.data import labels as sheets
 from analysis_utils.engine import attention
-from analysis_utils.engine.models import load_model
 from analysis_utils.heads import head_label, head_labels, parse_head_label
 from analysis_utils.plotting import maptypes as maptype_plots
 from analysis_utils.publish import notebook
@@ -297,17 +296,14 @@ separation
 # so no classifier can be evaluated on Block.
 
 # %%
-if sheets.labels_drawn_on(lm):
-    labels_lm = lm
-else:
-    # the labels name (layer, head) positions of the labelled model's maps; this model's maps at
-    # those positions are other heads, so the classifiers learn from the labelled model's maps
-    labels_lm = load_model(sheets.LABELLED_MODEL, device=lm.device)
-    print(f"The hand labels are of {labels_lm.label}'s maps, not {lm.label}'s: the classifiers "
-          f"below are trained and cross-validated on {labels_lm.label}'s labelled maps, then "
-          f"applied to {lm.label}'s maps (a transfer across models; how well it transfers "
-          "is not measured, no map of this model was labelled).")
-labels, label_maps, label_ids = sheets.labelled_maps(labels_lm, max_tokens=max_tokens)
+# the labels name (layer, head) positions of the labelled model's maps; on another model those
+# positions are other heads, so the guard trains on the labelled model's maps and says so
+training = sheets.training_set(lm, max_tokens=max_tokens)
+labels_lm = training.model
+run.models["labels"] = training.identity
+if training.transfer:
+    print(training.transfer)
+labels, label_maps, label_ids = training.labels, training.maps, training.inputs
 label_special = labels_lm.special_ids
 label_stats = pd.DataFrame([maptypes.map_statistics(m, x.input_ids, x.token_type_ids,
                                                     label_special["cls"], label_special["sep"],

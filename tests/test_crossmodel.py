@@ -515,8 +515,14 @@ def test_map_type_note_names_the_label_model_and_the_seed_spread(root):
                            (root / "results" / "base", (0.10, 0.40, 0.25))):
         pd.DataFrame({"task": "MRPC", "seed": [0, 1, 2], "Heterogeneous": shares}).to_csv(
             folder / "05_type_proportions_by_seed.csv", index=False)
+    from analysis_utils.data.labels import LABELLED_WEIGHTS_SHA256
+
     for r in runs:
-        r.parameters["05"] = {"model": "minilm" if r.folder == "results" else "mpnet"}
+        # the labelled model is told by its recorded weights, not by its name (issue 44): a
+        # run named "minilm" with other weights trained on transferred labels
+        r.parameters["05"] = {"model": "minilm"}
+        r.identity = {"weights_sha256": LABELLED_WEIGHTS_SHA256 if r.folder == "results"
+                      else "0" * 64, "init": "pretrained"}
     a, b = cm.map_type_note(runs).splitlines()
     assert "own labelled maps" in a and "moves by 10-10 points" in a
     assert "a transfer that is not measured" in b and "moves by 30-30 points" in b

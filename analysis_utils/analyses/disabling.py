@@ -51,7 +51,7 @@ import torch
 from torch import nn
 
 from ..engine import attention as engine_attention
-from ..engine.interventions import intervene, unwrap_model
+from ..engine.interventions import intervene, layer_list, unwrap_model
 from ..heads import head_label
 from . import significance
 
@@ -307,6 +307,10 @@ def evaluate_changes(model, inputs, changes: Sequence[Change], *, fast: bool = T
     batches, n = _prepare_batches(model, inputs, max_tokens, max_batch,
                                   _pad_id(model, pad_id))
     num_layers = int(model.config.num_hidden_layers)
+    if fast and layer_list(model, num_layers) is None:
+        # one layer module shared by every layer (ALBERT): no layer to start a pass from, so
+        # every change is a full pass (the same numbers, fast=False's)
+        fast = False
     out: np.ndarray | None = None
 
     def store(k: int, idx: np.ndarray, logits: torch.Tensor) -> None:
@@ -819,7 +823,9 @@ def recap(summary: pd.DataFrame, agreement: pd.DataFrame, framenet: pd.DataFrame
         f" largest drop: {s0['worst_layer_delta'][lo_l]:+.2f} ({name[lo_l]}, "
         f"{s0['worst_layer'][lo_l]}).",
         ("Across fine-tuning seeds, the head deltas correlate with Spearman "
-         + ", ".join(f"{r.task} s{r.seed_a}/s{r.seed_b} {r.spearman:+.2f}"
+         + ", ".join(f"{r.task} s{r.seed_a}/s{r.seed_b} "
+                     + (f"{r.spearman:+.2f}" if pd.notna(r.spearman) else
+                        "undefined (one seed's deltas are constant)")
                      for r in pairs.itertuples())
          + "; heads whose removal helps under both seeds, beside the overlap two random sets "
            "of the same sizes have on average: "

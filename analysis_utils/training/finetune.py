@@ -62,6 +62,7 @@ from torch import nn
 from .. import paths
 from ..data.glue import GlueExample
 from ..engine import memory
+from ..engine.attention import uses_token_types
 from ..engine.fingerprint import weights_fingerprint
 from ..engine.models import LoadedModel, resolve_device
 from .baselines import frozen_features_baseline, untrained_head_baseline
@@ -311,8 +312,9 @@ def _finetune(plan: _Plan, task: str, seed: int, init: str, settings: FinetuneSe
     work.mkdir(exist_ok=True)
     write_json(work / "key.json", key_inputs)
     tokenizer = lm.tokenizer
-    train_ds = task_dataset(task, train_ex, tokenizer, settings.max_length)
-    dev_ds = task_dataset(task, dev_ex, tokenizer, settings.max_length)
+    types = uses_token_types(lm.model)
+    train_ds = task_dataset(task, train_ex, tokenizer, settings.max_length, types)
+    dev_ds = task_dataset(task, dev_ex, tokenizer, settings.max_length, types)
     t0 = time.perf_counter()
     with seeded(seed), torch_threads(settings.num_threads), \
             precision_applied(settings.precision, dev_device):
