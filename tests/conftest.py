@@ -150,3 +150,14 @@ class LedgerMemo:
 def committed_ledger() -> LedgerMemo:
     """One :class:`LedgerMemo` for the whole session."""
     return LedgerMemo()
+
+
+@pytest.fixture(scope="session")
+def book_site(tmp_path_factory):
+    """The book built once for the session (``tests/test_book.py`` and
+    ``tests/test_book_browser.py`` read the same site); without the book's packages this
+    fails naming the install."""
+    from analysis_utils.publish import book
+
+    folder = tmp_path_factory.mktemp("book")
+    return book.build(out=folder / "html", source=folder / "source")

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from analysis_utils import paths
-from analysis_utils.publish import atlas
+from analysis_utils.publish import atlas, book
 
 # --- a tiny results folder: 2 layers x 3 heads ------------------------------------------
 
@@ -174,6 +174,7 @@ def test_committed_pages_match_the_committed_tables(profile, tmp_path):
     for d in (fresh, committed):  # links are relative to where each page was written
         for o in d.get("others", []):
             o.pop("href", None)
+        d.get("book", {}).pop("root", None)
     stale = [k for k in fresh if k not in ("examples", "sentences")
              and fresh[k] != committed.get(k)]
     assert not stale, (f"{page_path.name} is stale ({', '.join(stale)} changed): run "
@@ -500,13 +501,36 @@ def test_the_address_follows_a_click_and_the_other_model_is_linked_by_depth(read
     reader.select_option("#property", "01.previous")
     reader.click('#grid [data-head="2-5"]')
     assert reader.url.endswith("#2-5&p=01.previous")
-    href = reader.get_attribute('#detail .cross a[data-other="base"]', "href")
-    assert href == "../base/atlas/all-mpnet-base-v2.html#4-5&p=01.previous"
+    href = reader.get_attribute('#detail .cross a[data-other="base"][data-match="depth"]', "href")
+    assert href.startswith("../base/atlas/all-mpnet-base-v2.html#")
     assert (PAGES["default"][0].parent / href.split("#")[0]).resolve() == \
         PAGES["base"][0].resolve()
-    _goto(reader, "base", "#8-3")
-    back = reader.get_attribute('#detail .cross a[data-other="default"]', "href")
-    assert back.startswith("../../atlas/all-MiniLM-L6-v2.html#4-3&p=")
+
+
+def _cross(reader, which, fragment, match):
+    _goto(reader, which, fragment)
+    href = reader.get_attribute(f'#detail .cross a[data-match="{match}"]', "href")
+    return href.split("#", 1)[1]
+
+
+@pytest.mark.parametrize("prop", ["03.all.All", "01.previous", "02.nsubj.dep2head"])
+def test_the_cross_model_links_match_depth_and_role_and_come_back(reader, prop):
+    """Issue 42: the other model's head is its best on the same property at the same relative
+    depth (the layers covering this layer's depth) or overall (the same role), never this
+    head's number copied; from the smaller model's layer-best head, both links come back."""
+    data = {w: book.atlas_data(PAGES[w][0].read_text()) for w in PAGES}
+    other = {o["profile"]: o for o in data["default"]["others"]}["base"]
+    best_small = {o["profile"]: o for o in data["base"]["others"]}["default"]["best"][prop]
+    best_big = other["best"][prop]
+    for layer, head in enumerate(best_small["layers"], start=1):
+        start = f"{layer}-{head}&p={prop}"
+        there = _cross(reader, "default", "#" + start, "depth")
+        big_layer = int(there.split("-")[0])
+        assert 2 * layer - 1 <= big_layer <= 2 * layer  # 6 -> 12 layers: the same depth
+        assert _cross(reader, "base", "#" + there, "depth") == start  # a round trip
+    role = _cross(reader, "default", f"#1-1&p={prop}", "role")
+    assert role == f"{best_big['all']}&p={prop}"
+    assert _cross(reader, "base", "#" + role, "role") == f"{best_small['all']}&p={prop}"
 
 
 def test_the_grid_is_one_tab_stop_and_arrow_keys_move_focus(reader):

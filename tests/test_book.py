@@ -8,19 +8,17 @@ from __future__ import annotations
 
 import re
 
-import pandas as pd
 import pytest
 
 from analysis_utils import paths
-from analysis_utils.publish import book, links
+from analysis_utils.publish import book, claimpages, links
 from analysis_utils.publish import readme as readme_md
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    """The site built once; without the book's packages this fails naming the install."""
-    folder = tmp_path_factory.mktemp("book")
-    return book.build(out=folder / "html", source=folder / "source")
+def site(book_site):
+    """The site built once for the session (``tests/conftest.py``)."""
+    return book_site
 
 
 def test_the_book_builds_with_its_pages(site):
@@ -50,17 +48,49 @@ def test_no_internal_link_is_broken(site):
     assert book.broken_links(site) == []
 
 
-def test_findings_link_every_ledger_row_and_head(site):
-    ledger = pd.read_csv(paths.RESULTS_DIR / "08_claims.csv", dtype=str, keep_default_na=False)
+def test_findings_index_every_claim_and_its_page_links_its_evidence(site):
+    """The findings index has one row per claim with its anchor and its page; each page links
+    every model's row to the Verdicts section of that model's notebook and every head it
+    names to that model's atlas, on the claim's property."""
+    ledger = claimpages.ledger()
+    cs = claimpages.claims(ledger)
     html = (site / "findings.html").read_text()
-    verdict_links = re.findall(r'href="(notebooks/[^"#]+\.html)#verdicts"', html)
-    ledger_links = re.findall(r'href="(notebooks/08_[^"#]+\.html)#'
-                              + readme_md.ROW_ANCHORS["08"] + '"', html)
-    assert len(verdict_links) == (ledger["notebook"] != "08").sum()
-    assert len(ledger_links) == (ledger["notebook"] == "08").sum() > 0
-    heads = sum(len([h for h in row.split(",") if h.strip()]) for row in ledger["heads"])
-    atlas_links = re.findall(r'href="atlas/[^"#]+\.html#(\d+-\d+)"', html)
-    assert len(atlas_links) == heads > 0
+    assert re.findall(r'<tr id="([^"]+)"', html) == [c.id for c in cs]
+    assert re.findall(r'href="claims/([^"#]+)\.html"', html) == [c.id for c in cs]
+    found = readme_md.runs()
+    verdict_links = atlas_links = 0
+    for c in cs:
+        page = (site / "claims" / f"{c.id}.html").read_text()
+        for model, row in c.rows.items():
+            nb = found[model].notebook_page(row["notebook"], paths.REPO_ROOT)
+            link = f'href="../{nb[:-len(".ipynb")]}.html#{readme_md.row_anchor(row["notebook"])}"'
+            assert link in page, (c.id, model, link)
+            verdict_links += 1
+            atlas = found[model].atlas_page(paths.REPO_ROOT)
+            for head in (h.strip() for h in row["heads"].split(",") if h.strip()):
+                assert f'href="../{atlas}#{head}&amp;p=' in page, (c.id, model, head)
+                atlas_links += 1
+    assert verdict_links == len(ledger)
+    assert atlas_links == sum(len([h for h in r.split(",") if h.strip()])
+                              for r in ledger["heads"]) > 0
+
+
+def test_a_claims_atlas_links_name_its_property():
+    rows = claimpages.ledger().to_dict("records")
+    coref = next(r for r in rows if r["notebook"] == "03" and r["heads"])
+    assert claimpages.atlas_property(coref).startswith("03.")
+    syntax = next(r for r in rows if r["notebook"] == "02" and r["this_run"].startswith("nsubj"))
+    assert claimpages.atlas_property(syntax) == "02.nsubj.dep2head"
+
+
+def test_the_interval_figure_reads_the_notes_numbers():
+    note = ("1,882 words; the interval [-0.007659, 0.04273] holds both the null 0 and the "
+            "paper's effect 0.002")
+    n = claimpages.interval_numbers(note)
+    assert n == {"lo": -0.007659, "hi": 0.04273, "null": 0.0, "paper": 0.002}
+    svg = claimpages.interval_svg(n, "x")
+    assert svg.startswith("<svg") and "null 0" in svg and "paper 0.002" in svg
+    assert claimpages.interval_numbers("no interval here") is None
 
 
 def _open(chromium, url: str):

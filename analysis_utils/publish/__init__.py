@@ -16,5 +16,7 @@ science (driver layer, see :mod:`analysis_utils.publish.imports`). One purpose p
 - ``readme``: the generated parts of the book and README (runtime table, findings ledger);
 - ``atlas``: the head atlas, one self-contained HTML page per model (assets in ``atlas_page/``);
 - ``book``: the static site (``make book``): Sphinx with MyST-NB and the book theme, no
-  notebook executed.
+  notebook executed;
+- ``claimpages``: the book's page per claim and its findings index, generated at build time
+  from the ledger's committed ``08_claims.csv``.
 """

@@ -577,14 +577,21 @@ def claims(ledger_dir: Path, model_name: str, num_layers: int, num_heads: int) -
     keep = ("claim", "quote", "paper_value", "this_run", "verdict", "control_verdict", "test",
             "unit", "p_value", "p_adjusted", "family", "interval", "mde", "per_task", "note",
             "notebook", "paper", "criterion")
+    from .claimpages import atlas_property, claim_id
+
     rows = []
     for _, r in df.iterrows():
         named = heads_named(r["heads"], num_layers, num_heads)
         # the paper's heads are BERT-base's (12 x 12), whatever this model's size
         paper = heads_named(r.get("paper_value", ""), 12, 12)
         if named or paper:
-            rows.append({"heads": named, "paper_heads": paper,
-                         **{k: r.get(k, "") for k in keep}})
+            row = {"heads": named, "paper_heads": paper, **{k: r.get(k, "") for k in keep}}
+            # the paper's bold (Table 1's <b>76.3</b>) is markup, not the paper's words
+            row["quote"] = re.sub(r"</?[a-z][^>]*>", "", row["quote"])
+            # the claim's page in the book (claims/<id>.html) and the property it is about
+            row["id"] = claim_id(r["notebook"], r["claim"])
+            row["property"] = atlas_property(dict(r)) or ""
+            rows.append(row)
     return {"source": f"results/{LEDGER}", "note": "", "rows": rows}
 
 
@@ -789,16 +796,83 @@ def other_pages(profile: str, page_dir: Path) -> list[dict]:
         except AtlasError:
             continue
         L, H = int(info["num_layers"]), int(info["num_heads"])
-        ranges = {}
+        ranges, best = {}, {}
         for fam in collect(dest.results, L, H):
             for p in fam["properties"]:
                 vals = [v for row in p["values"] for v in row if isinstance(v, float)]
                 if vals and p["kind"] == "number":
                     ranges[p["id"]] = [min(vals), max(vals)]
+                    best[p["id"]] = best_heads(p["values"], p.get("order", "desc"))
         href = os.path.relpath(dest.figures / "atlas" / f"{slug(info['name'])}.html", page_dir)
         out.append({"profile": other, "name": info["name"], "num_layers": L, "num_heads": H,
-                    "href": Path(href).as_posix(), "ranges": ranges})
+                    "href": Path(href).as_posix(), "ranges": ranges, "best": best})
     return out
+
+
+def _kept_examples(page: Path) -> tuple[dict, dict] | None:
+    """The example maps and head sentences of an atlas page already written (``atlas
+    --keep-examples``); raises naming the command when there is none to keep."""
+    if not page.is_file():
+        raise AtlasError(f"no page {_shown(page)} to keep the examples of: build it once with "
+                         "the model installed (`python -m analysis_utils atlas`)")
+    text = page.read_text()
+    try:
+        data = json.loads(text.split('type="application/json">', 1)[1].split("</script>", 1)[0]
+                          .replace("<\\/", "</").replace("<\\!--", "<!--"))
+    except (IndexError, json.JSONDecodeError) as err:
+        raise AtlasError(f"{_shown(page)} holds no readable atlas data ({err}); rebuild it "
+                         "with the model installed (`python -m analysis_utils atlas`)") from None
+    return data["examples"], data["sentences"]
+
+
+def book_links(claims_data: dict, sub: str, name: str, num_layers: int, num_heads: int,
+               page_dir: Path) -> dict:
+    """Where a claim card links: ``{"root": the repository's top folder relative to the page,
+    "notebooks": {notebook: its rendered notebook, repository-relative, with the anchor of
+    its Verdicts section}, "claims": None, "html": False}``. The book (which serves every
+    atlas page from ``atlas/`` beside ``claims/<id>.html`` and the notebooks' pages) rewrites
+    ``root``, ``claims`` and ``html`` in its copy (:func:`analysis_utils.publish.book.
+    atlas_for_book`); the committed page links the notebooks in the repository."""
+    import os
+
+    from .readme import Run, row_anchor
+
+    run = Run(sub, name, num_layers, num_heads)
+    notebooks = {}
+    for r in claims_data.get("rows", []):
+        nb = r["notebook"]
+        if nb and nb not in notebooks:
+            try:
+                notebooks[nb] = f"{run.notebook_page(nb, paths.REPO_ROOT)}#{row_anchor(nb)}"
+            except FileNotFoundError:
+                continue
+    root = Path(os.path.relpath(paths.REPO_ROOT, page_dir)).as_posix() + "/"
+    return {"root": root, "notebooks": notebooks, "claims": None, "html": False}
+
+
+def best_heads(values: list[list], order: str = "desc") -> dict:
+    """The best head (largest value for ``order="desc"``, smallest for ``"asc"``) of each
+    layer (``"layers"``: 1-based head or ``None`` where the layer has no value) and of the
+    model (``"all"``: ``"L-H"``): what the cross-model link needs to name the other model's
+    best head at a relative depth or for a role (issue 42: a head number copied across models
+    names no relation).
+
+    >>> best_heads([[0.1, 0.5, None], [None, 0.7, None]])
+    {'layers': [2, 2], 'values': [0.5, 0.7], 'all': '2-2', 'order': 'desc'}
+    """
+    pick = max if order == "desc" else min
+    layers: list[int | None] = []
+    best_values: list[float | None] = []
+    everywhere = []
+    for layer, row in enumerate(values):
+        scored = [(v, h) for h, v in enumerate(row) if isinstance(v, float) and v == v]
+        top = pick(scored, key=lambda t: t[0]) if scored else None
+        layers.append(top[1] + 1 if top else None)
+        best_values.append(top[0] if top else None)
+        everywhere += [(v, layer, h) for v, h in scored]
+    best = pick(everywhere, key=lambda t: t[0]) if everywhere else None
+    return {"layers": layers, "values": best_values,
+            "all": f"{best[1] + 1}-{best[2] + 1}" if best else None, "order": order}
 
 
 # --- page -------------------------------------------------------------------------------
@@ -829,8 +903,8 @@ def _sha256(path: Path) -> str:
 
 
 def build(profile: str = "default", results: Path | None = None, out_dir: Path | None = None,
-          ledger_dir: Path | None = None, examples: bool = True, model: str | None = None
-          ) -> Path:
+          ledger_dir: Path | None = None, examples: bool = True, model: str | None = None,
+          keep_examples: bool = False) -> Path:
     """Write the atlas page of ``profile``'s run and its provenance; return the page path.
 
     results: the run's tables (default: where ``run --profile P`` publishes them:
@@ -860,10 +934,14 @@ def build(profile: str = "default", results: Path | None = None, out_dir: Path |
     L, H = int(ident["num_layers"]), int(ident["num_heads"])
     families = collect(results, L, H)
     model = model or profiles.overrides(profile, "01").get("model", "minilm")
-    maps = (example_maps(model, expected=ident) if examples
-            else {"unavailable": "example maps not computed (atlas --no-examples)"})
-    sentences = (head_sentences(model, results, L, H) if examples
-                 else {"unavailable": "example sentences not computed (atlas --no-examples)"})
+    kept = _kept_examples(out_dir / f"{slug(ident['name'])}.html") if keep_examples else None
+    if kept is not None:
+        maps, sentences = kept
+    else:
+        maps = (example_maps(model, expected=ident) if examples
+                else {"unavailable": "example maps not computed (atlas --no-examples)"})
+        sentences = (head_sentences(model, results, L, H) if examples
+                     else {"unavailable": "example sentences not computed (atlas --no-examples)"})
     read = [f for fam in families if fam["measured"] for f in fam["sources"]
             if (results / f).exists()]
     data = {
@@ -875,6 +953,7 @@ def build(profile: str = "default", results: Path | None = None, out_dir: Path |
         "examples": maps, "sentences": sentences,
         "others": other_pages(profile, out_dir) if profile in ("default", "base") else [],
     }
+    data["book"] = book_links(data["claims"], sub or "", ident["name"], L, H, out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     page = out_dir / f"{slug(ident['name'])}.html"
     text = render(data)
@@ -919,10 +998,14 @@ def cli(argv: list[str] | None = None) -> int:
                     help="folder of the claims ledger 08_claims.csv (default: results/)")
     ap.add_argument("--no-examples", action="store_true",
                     help="skip the example attention maps (no model is loaded)")
+    ap.add_argument("--keep-examples", action="store_true",
+                    help="keep the example maps and sentences of the page already there (they "
+                         "depend on the model and fixed sentences only; for a change to the "
+                         "page's code or the ledger, on a machine without the model)")
     args = ap.parse_args(argv)
     try:
         page = build(args.profile, args.results, args.out, args.ledger,
-                     examples=not args.no_examples)
+                     examples=not args.no_examples, keep_examples=args.keep_examples)
     except AtlasError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -359,17 +359,53 @@
     renderAll(box, l, h, name);
   }
 
+  // The other model's heads that match this one: by relative depth (its best head on the
+  // property in the layers that cover this layer's depth) and by role (its best head on the
+  // property overall). Both are round trips: the other page links back to this model's best
+  // head in the layers covering its depth, and to this model's best head overall, so a
+  // layer's best head (or the model's) comes back to itself. A head number is never copied.
+  function depthLayers(l, from, to) {
+    // 0-based layer l of `from` layers covers relative depth (l/from, (l+1)/from]; the
+    // 1-based layers of a `to`-layer model that overlap it
+    const first = Math.floor(l * to / from) + 1, last = Math.ceil((l + 1) * to / from);
+    return [first, Math.max(first, last)];
+  }
+
   function renderCross(box, l, h) {
     (D.others || []).forEach(o => {
-      const ol = Math.min(o.num_layers, Math.max(1, Math.floor((l + 1) / L * o.num_layers + 0.5)));
-      const oh = Math.min(o.num_heads, h + 1);
-      const target = ol + "-" + oh;
+      const pid = current ? current.p.id : null;
+      const best = pid && o.best ? o.best[pid] : null;
+      const [a, b] = depthLayers(l, L, o.num_layers);
+      const layers = a === b ? "layer " + a : "layers " + a + "-" + b;
+      const tail = pid ? "&p=" + encodeURIComponent(pid) : "";
       const p = el("p", { class: "cross" });
-      p.appendChild(document.createTextNode("Same relative depth on " + o.name + ": "));
-      const a = el("a", { href: o.href + "#" + target + (current ? "&p=" + encodeURIComponent(current.p.id) : ""),
-                          "data-other": o.profile }, "head " + target + " (layer " + ol + " of " + o.num_layers + ")" +
-                          (current ? ", " + current.p.label : ""));
-      p.appendChild(a);
+      p.appendChild(document.createTextNode("On " + o.name + " (" + o.num_layers + " layers), " +
+        "the same relative depth is " + layers + ": "));
+      let depthHead = null;
+      if (best) {
+        let top = null;
+        for (let k = a; k <= b; k++) {
+          const hh = best.layers[k - 1], v = best.values[k - 1];
+          if (hh == null) continue;
+          if (!top || (best.order === "asc" ? v < top[2] : v > top[2])) top = [k, hh, v];
+        }
+        if (top) depthHead = top[0] + "-" + top[1];
+      }
+      if (depthHead) {
+        p.appendChild(el("a", { href: o.href + "#" + depthHead + tail, "data-other": o.profile,
+                                "data-match": "depth" },
+          "its best head there on " + current.p.label + ", " + depthHead));
+      } else {
+        p.appendChild(el("a", { href: o.href + "#" + a + "-1" + tail, "data-other": o.profile,
+                                "data-match": "depth" }, layers + " (head 1; this property is not measured there)"));
+      }
+      if (best && best.all) {
+        p.appendChild(document.createTextNode("; the same role, its best head on " +
+          current.p.label + " overall: "));
+        p.appendChild(el("a", { href: o.href + "#" + best.all + tail, "data-other": o.profile,
+                                "data-match": "role" }, best.all));
+      }
+      p.appendChild(document.createTextNode("."));
       box.appendChild(p);
     });
   }
@@ -500,11 +536,37 @@
       "attention maps on the same segments, from 05_js_distance_model.csv (and _control)."));
   }
 
+  // Where a card links: the claim's page in the book, and its notebook's Verdicts section
+  // (D.book: the book rewrites root, claims and html in its copy of the page).
+  function notebookHref(nb) {
+    const B = D.book, path = B && B.notebooks ? B.notebooks[nb] : null;
+    if (!path) return null;
+    return B.root + (B.html ? path.replace(/\.ipynb(#|$)/, ".html$1") : path);
+  }
+
   function claimCard(r, name, paper) {
     const div = el("div", { class: "claim", "data-kind": paper ? "paper" : "run" });
-    div.appendChild(el("strong", {}, r.claim));
+    const B = D.book || {};
+    if (B.claims && r.id) {
+      const a = el("a", { href: B.claims + r.id + ".html", class: "claim-page" });
+      a.appendChild(el("strong", {}, r.claim));
+      div.appendChild(a);
+    } else {
+      div.appendChild(el("strong", {}, r.claim));
+    }
     div.appendChild(el("span", { class: "note" }, " (" + [r.paper, r.notebook && "notebook " + r.notebook]
       .filter(Boolean).join(", ") + ")"));
+    const links = el("p", { class: "claim-links" });
+    const nbHref = notebookHref(r.notebook);
+    if (nbHref) links.appendChild(el("a", { href: nbHref, class: "claim-notebook" },
+      "notebook " + r.notebook + ", its verdicts"));
+    if (r.property && PROPS.get(r.property) && !(current && current.p.id === r.property)) {
+      if (links.childNodes.length) links.appendChild(document.createTextNode(" · "));
+      links.appendChild(el("a", { href: "#" + name + "&p=" + encodeURIComponent(r.property),
+                                  class: "claim-property" },
+        "colour by what it claims: " + PROPS.get(r.property).p.label));
+    }
+    if (links.childNodes.length) div.appendChild(links);
     const dl = el("dl");
     const add = (k, v, cls) => {
       if (!v) return;
@@ -798,7 +860,7 @@
       nav.appendChild(document.createTextNode("The other model: "));
       nav.appendChild(el("a", { href: o.href, "data-other": o.profile }, o.name + " (" + o.num_layers +
         " × " + o.num_heads + ")"));
-      nav.appendChild(document.createTextNode(" — each head links to its layer at the same relative depth there. "));
+      nav.appendChild(document.createTextNode(" — each head links to its best head on the same property at the same relative depth, and overall (the same role). "));
     });
     if (D.others && D.others.length) $("shared-label").textContent = "colour scale shared with " +
       D.others.map(o => o.name).join(", ");

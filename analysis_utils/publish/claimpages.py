@@ -1,0 +1,439 @@
+"""The book's claim pages and its findings index, generated at build time from the claims
+ledger's committed outputs (:mod:`analysis_utils.publish.book` calls :func:`write`).
+
+Input: ``results/08_claims.csv`` (every model's rows, as notebook 08 saves them) and, where a
+ledger stage writes one, ``results/<profile>/08_claims.csv`` (a model's rows found in both are
+read from the profile's own file). Columns: :data:`analysis_utils.ledger.core.COLUMNS`.
+
+Output, into the staged book source (never committed):
+
+- ``claims/<id>.md``, one page per claim (a claim is a ``(notebook, claim)`` pair; its rows
+  are the models'): the verdicts first, the models side by side; the paper's words; the
+  criterion, the test and the unit; the interval drawn against the null and the paper's
+  effect (an inline SVG, no plotting library); the mde, the control's verdict, per task; the
+  notebook section the row rests on; the heads it names, opened in each model's atlas on
+  the property the claim is about (``atlas/<model>.html#L-H&p=<property>``);
+- the findings index, which replaces the ledger's generated block of ``findings.md`` in the
+  staged copy: one line per claim (verdicts, paper, section, notebook, the claim in a few
+  words, linking to its page), a stable anchor per claim (``#<id>``, the page's name), and
+  filters by paper, notebook, verdict and model (``book/_static/findings.js``).
+
+A claim's id is :func:`claim_id`: ``NN-`` and a slug of the ledger's one-line claim
+(``03-the-best-head-beats-the-nearest-mention``), stable as long as the ledger's wording is.
+
+Pure text in, text out; nothing here is imported by a notebook.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from .. import paths, profiles
+from .readme import Run, row_anchor, runs
+
+VERDICTS = ("yes", "no", "inconclusive", "mixed", "untestable")
+PAPERS = {"Clark et al. 2019": "Clark", "Kovaleva et al. 2019": "Kovaleva"}
+
+
+def claim_id(notebook: str, claim: str) -> str:
+    """``"NN-slug"``: lower case, words joined by ``-``, at most 80 characters, cut at a
+    word."""
+    words = re.findall(r"[a-z0-9]+", claim.lower().replace("'", ""))
+    slug = ""
+    for w in words:
+        if len(slug) + len(w) + 1 > 80:
+            break
+        slug = f"{slug}-{w}" if slug else w
+    return f"{notebook}-{slug}"
+
+
+def short_model(model: str) -> str:
+    """``"all-MiniLM-L6-v2 (6 x 12)"`` -> ``"MiniLM"``; ``all-mpnet-base-v2`` -> ``"mpnet"``."""
+    name = model.split(" (")[0]
+    for key in ("MiniLM", "mpnet", "bert"):
+        if key.lower() in name.lower():
+            return key if key != "bert" else name
+    return name
+
+
+@dataclass
+class Claim:
+    id: str
+    notebook: str
+    paper: str
+    section: str
+    claim: str
+    rows: dict[str, dict] = field(default_factory=dict)  # model label -> ledger row
+
+    @property
+    def first(self) -> dict:
+        return next(iter(self.rows.values()))
+
+
+def ledger(root: str | Path | None = None) -> pd.DataFrame:
+    """Every model's ledger rows: ``results/08_claims.csv``, with a profile's own
+    ``results/<sub>/08_claims.csv`` (where there is one) replacing that model's rows."""
+    root = Path(root) if root is not None else paths.REPO_ROOT
+    main = root / "results" / "08_claims.csv"
+    if not main.is_file():
+        raise FileNotFoundError(f"{main} is missing: run notebook 08 "
+                                "(`python -m analysis_utils run --only 08`) first")
+    df = pd.read_csv(main, dtype=str, keep_default_na=False)
+    for sub in sorted(set(profiles.SUBFOLDER.values())):
+        own = root / "results" / sub / "08_claims.csv"
+        if own.is_file():
+            extra = pd.read_csv(own, dtype=str, keep_default_na=False)
+            df = pd.concat([df[~df["model"].isin(set(extra["model"]))], extra],
+                           ignore_index=True)
+    return df
+
+
+def claims(df: pd.DataFrame) -> list[Claim]:
+    """The ledger's rows grouped into claims, in the ledger's order (notebook, then row)."""
+    out: dict[str, Claim] = {}
+    for row in df.to_dict("records"):
+        cid = claim_id(row["notebook"], row["claim"])
+        c = out.get(cid)
+        if c is None:
+            c = out[cid] = Claim(cid, row["notebook"], row["paper"], row["section"],
+                                 row["claim"])
+        if row["model"] in c.rows:
+            raise ValueError(f"two ledger rows of {row['model']} read {row['claim']!r} "
+                             f"(notebook {row['notebook']}); claim ids must be unique")
+        c.rows[row["model"]] = row
+    return sorted(out.values(), key=lambda c: c.notebook)
+
+
+# ---------------------------------------------------------------- the atlas property of a row
+
+_SYNTAX = re.compile(r"^(\S+)(?: \([^)]*\))? \d+-\d+ (dep2head|head2dep)")
+
+
+def atlas_property(row: dict) -> str | None:
+    """The atlas property (``p=`` of ``atlas/<model>.html#L-H&p=``) a ledger row is about:
+    the relation and direction of a syntax row, the mention type of a coreference row, the
+    surface pattern of 01, the task of 06-07; None where no property fits."""
+    nb, text = row["notebook"], row["claim"].lower()
+    if nb == "01":
+        for key, prop in (("previous token", "01.previous"), ("next token", "01.next"),
+                          ("current token", "01.current"), ("any word", "01.max_weight"),
+                          ("entropy from [cls]", "01.entropy_cls"), ("broad", "01.entropy"),
+                          ("from [sep]", "01.sep_to_sep"), ("[sep]'s attention", "01.sep_to_sep"),
+                          ("to [sep]", "01.sep"), ("periods", "01.punct"), ("[cls]", "01.cls")):
+            if key in text:
+                return prop
+        return "01.entropy"
+    if nb == "02":
+        m = _SYNTAX.match(row["this_run"])
+        return f"02.{m.group(1)}.{m.group(2)}" if m else "02.All.dep2head"
+    if nb == "03":
+        for kind in ("nominal", "pronoun", "proper"):
+            if kind in text:
+                return f"03.type.{kind}"
+        return "03.all.All"
+    if nb == "05":
+        return "05.behaviour"
+    task = re.search(r"\b(MRPC|STS-B|SST-2|RTE|CoLA)\b", row["this_run"])
+    if nb == "06":
+        if "framenet" in text:
+            return "06.framenet.score"
+        return f"06.drift.{task.group(1)}" if task else None
+    if nb == "07":
+        return f"07.disable.{task.group(1)}.uniform" if task else None
+    return None
+
+
+# ---------------------------------------------------------------- the interval figure
+
+_NUM = r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?"
+
+
+def interval_numbers(note: str) -> dict | None:
+    """The interval, null and paper's effect a row's ``note`` states in the ledger's raw
+    units (``the interval [a, b] excludes 0.5 ...``, ``holds both the null 0 and the paper's
+    effect 0.002``, ``the paper's effect 0.05 lies outside the interval [a, b]``); None when
+    the note states no single interval."""
+    m = re.search(rf"interval \[({_NUM}), ({_NUM})\]", note)
+    if not m:
+        return None
+    out = {"lo": float(m.group(1)), "hi": float(m.group(2)), "null": None, "paper": None}
+    tail = note[m.start():]
+    for pattern in (rf"the null ({_NUM})", rf"\] excludes ({_NUM})", rf"\] holds ({_NUM})",
+                    rf"other side of ({_NUM})"):
+        n = re.search(pattern, tail)
+        if n:
+            out["null"] = float(n.group(1))
+            break
+    p = re.search(rf"the paper's effect ({_NUM})", note)
+    if p:
+        out["paper"] = float(p.group(1))
+    w = re.search(rf"within ({_NUM}) \+- ({_NUM})", tail)
+    if w:
+        out["paper"] = float(w.group(1))
+    return out
+
+
+def in_display_units(numbers: dict, interval: str) -> tuple[dict, str]:
+    """``numbers`` (raw units, from the note) scaled to the units of the row's ``interval``
+    cell where that cell shows them x 100 (points, %), with the unit's name for the
+    caption; unchanged otherwise."""
+    shown = re.search(rf"\[({_NUM})%?, ({_NUM})%?\]", interval.replace("+", ""))
+    if not shown:
+        return numbers, ", raw units"
+    a, b = float(shown.group(1)), float(shown.group(2))
+    for scale, unit in ((100.0, " in points" if "point" in interval else ", %"), (1.0, "")):
+        if math.isclose(a, numbers["lo"] * scale, rel_tol=0.06, abs_tol=0.06) and \
+                math.isclose(b, numbers["hi"] * scale, rel_tol=0.06, abs_tol=0.06):
+            return ({k: (v * scale if v is not None else None) for k, v in numbers.items()},
+                    unit)
+    return numbers, ", the ledger's raw units"
+
+
+def interval_svg(numbers: dict, label: str) -> str:
+    """A 560 x 74 inline SVG: the interval as a bar on an axis with the null (dashed) and
+    the paper's effect (a diamond) where the note gives them; numbers in the ledger's raw
+    units."""
+    marks = [numbers["lo"], numbers["hi"]] + [v for v in (numbers["null"], numbers["paper"])
+                                              if v is not None]
+    lo, hi = min(marks), max(marks)
+    span = hi - lo or abs(hi) or 1.0
+    lo, hi = lo - 0.12 * span, hi + 0.12 * span
+    W, L, R = 560, 20, 540
+
+    def x(v: float) -> float:
+        return L + (v - lo) / (hi - lo) * (R - L)
+
+    def fmt(v: float) -> str:
+        return f"{v:.3g}"
+
+    parts = [f'<svg class="interval" viewBox="0 0 {W} 74" width="{W}" height="74" '
+             f'role="img" aria-label="{html.escape(label)}" xmlns="http://www.w3.org/2000/svg">',
+             f'<line x1="{L}" y1="44" x2="{R}" y2="44" stroke="#888" stroke-width="1"/>']
+    for t in _ticks(lo, hi):
+        parts.append(f'<line x1="{x(t):.1f}" y1="44" x2="{x(t):.1f}" y2="48" stroke="#888"/>'
+                     f'<text x="{x(t):.1f}" y="60" font-size="11" text-anchor="middle" '
+                     f'fill="currentColor">{fmt(t)}</text>')
+    parts.append(f'<rect x="{x(numbers["lo"]):.1f}" y="36" width="'
+                 f'{max(x(numbers["hi"]) - x(numbers["lo"]), 2):.1f}" height="16" rx="3" '
+                 f'fill="#3b6fb6" fill-opacity="0.75"><title>interval [{fmt(numbers["lo"])}, '
+                 f'{fmt(numbers["hi"])}]</title></rect>')
+    if numbers["null"] is not None:
+        xn = x(numbers["null"])
+        parts.append(f'<line x1="{xn:.1f}" y1="22" x2="{xn:.1f}" y2="52" stroke="#333" '
+                     f'stroke-dasharray="4 3" stroke-width="1.5"/><text x="{xn:.1f}" y="16" '
+                     f'font-size="11" text-anchor="middle" fill="currentColor">null '
+                     f'{fmt(numbers["null"])}</text>')
+    if numbers["paper"] is not None:
+        xp = x(numbers["paper"])
+        parts.append(f'<path d="M{xp:.1f} 35 l6 9 l-6 9 l-6 -9 z" fill="#c2571a"/>'
+                     f'<text x="{xp:.1f}" y="72" font-size="11" text-anchor="middle" '
+                     f'fill="#c2571a">paper {fmt(numbers["paper"])}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _ticks(lo: float, hi: float) -> list[float]:
+    step = 10 ** math.floor(math.log10((hi - lo) / 4))
+    for m in (1, 2, 5, 10):
+        if (hi - lo) / (step * m) <= 6:
+            step *= m
+            break
+    first = math.ceil(lo / step) * step
+    return [round(first + i * step, 12) for i in range(int((hi - first) / step) + 1)]
+
+
+# ---------------------------------------------------------------- pages
+
+def _md(text: str) -> str:
+    """Ledger text as Markdown: tags (the paper's ``<b>76.3</b>``) dropped, Markdown's
+    special characters escaped."""
+    text = re.sub(r"</?[a-z][^>]*>", "", str(text))
+    return re.sub(r"([\\`*_\[\]<>|$])", r"\\\1", text)
+
+
+def _verdict(v: str) -> str:
+    v = v or "not run"
+    cls = "none" if v == "not run" else html.escape(v)
+    return f'<span class="verdict verdict-{cls}">{html.escape(v)}</span>'
+
+
+def _where(c: Claim) -> str:
+    return f"{PAPERS.get(c.paper, c.paper)} §{c.section.split(',')[0]}"
+
+
+def _atlas_links(row: dict, run: Run, root: Path, up: str) -> list[tuple[str, str]]:
+    atlas = run.atlas_page(root)
+    heads = [h.strip() for h in row["heads"].split(",") if h.strip()]
+    if not atlas or not heads:
+        return []
+    prop = atlas_property(row)
+    tail = f"&p={prop}" if prop else ""
+    return [(h, f"{up}{atlas}#{h}{tail}") for h in heads]
+
+
+def _table_name(section: str) -> str:
+    m = re.search(r"Table \d+", section)
+    return m.group(0) if m else "table"
+
+
+def registry_by_quote() -> dict:
+    """``{quote: claims registry entry}``: where each of the paper's words stands (``source``:
+    text, table or caption), so a table row is shown as one, not as a sentence."""
+    from .. import claims as registry
+
+    return {" ".join(e.quote.split()): e for e in registry.load()}
+
+
+def page(c: Claim, found: dict[str, Run], root: Path, sources: dict | None = None) -> str:
+    """The Markdown of claim ``c``'s page (it sits in ``claims/``); ``sources``:
+    :func:`registry_by_quote`."""
+    sources = sources or {}
+    up = "../"
+    models = list(c.rows)
+    first = c.first
+    out = ["---", "orphan: true", "---", "", f"({c.id})=", f"# {_md(c.claim[:1].upper() + c.claim[1:])}", "",
+           f"{c.paper}, {'Section ' if c.section[:1].isdigit() else ''}{_md(c.section)} · "
+           f"notebook {c.notebook} · "
+           f'<a href="../findings.html#{c.id}">all findings</a>', ""]
+    cards = ['<div class="claim-verdicts">']
+    for model in models:
+        row = c.rows[model]
+        control = row["control_verdict"]
+        cards.append(
+            f'<div class="model-card"><h3>{html.escape(model)}</h3>{_verdict(row["verdict"])}'
+            + (f'<p>random-weights control: {_verdict(control)}</p>' if control else "")
+            + f'<p>{html.escape(row["this_run"] or "–")}</p></div>')
+    for model in found:
+        if model not in c.rows:
+            cards.append(f'<div class="model-card"><h3>{html.escape(model)}</h3>'
+                         f'{_verdict("")}<p>no row: notebook {html.escape(c.notebook)} has not '
+                         f'run on this model (see the findings\' counts)</p></div>')
+    cards.append("</div>")
+    out += ["\n".join(cards), ""]
+    out += ["Verdicts: " + "; ".join(f"{_md(m)} **{c.rows[m]['verdict']}**" for m in models),
+            ""]
+    out += ["## The paper's words", ""]
+    for piece in first["quote"].split(" | "):
+        entry = sources.get(" ".join(piece.split()))
+        if entry is not None and entry.source == "table":
+            row = re.sub(r"<b>(.*?)</b>", "\x00\\1\x01", piece.strip())
+            row = " · ".join(_md(cell) for cell in re.split(r"\t+", row))
+            row = row.replace("\x00", "**").replace("\x01", "**")
+            out += [f"From the paper's {_md(_table_name(entry.section))} (as printed, bold kept)"
+                    f": {row}", "",
+                    f"What the row claims, in a line: {_md(entry.claim)}.", ""]
+        else:
+            out += [f"> {_md(piece)}", ""]
+    out += [f"The paper: {_md(first['paper_value']) or '–'}.", "",
+            "## The criterion and the test", "",
+            f"**Criterion.** {_md(first['criterion']) or '–'}", ""]
+    if first["reference"]:
+        out += [f"**Compared with.** {_md(first['reference'])}", ""]
+    out += ["## Each model", ""]
+    for model in models:
+        row = c.rows[model]
+        run = found.get(model)
+        out += [f"### {_md(model)}", "", f"Verdict: {_verdict(row['verdict'])}" +
+                (f", random-weights control: {_verdict(row['control_verdict'])}"
+                 if row["control_verdict"] else ""), ""]
+        numbers = interval_numbers(row["note"])
+        if numbers and row["interval"]:
+            numbers, unit = in_display_units(numbers, row["interval"])
+            out += [interval_svg(numbers, f"{model}: interval {row['interval']}"), "",
+                    f"*The interval {_md(row['interval'])} (blue bar{unit}) against the null "
+                    "(dashed line) and, where the ledger's note states it, the paper's "
+                    "effect (diamond).*", ""]
+        fields = [("this run", row["this_run"]), ("interval", row["interval"]),
+                  ("p (Holm)", row["p_adjusted"]), ("family", row["family"]),
+                  ("mde", row["mde"]), ("unit resampled", row["unit"]),
+                  ("design effect", row["design_effect"]), ("seeds", row["seeds"]),
+                  ("per task", row["per_task"]), ("control's value", row["reference_value"]),
+                  ("test", row["test"]), ("note", row["note"])]
+        out += ['<div class="claim-detail">', "", "| | |", "|---|---|"]
+        out += [f"| {name} | {_md(value)} |" for name, value in fields if value]
+        out += ["", "</div>", ""]
+        if run is not None:
+            nb = run.notebook_page(row["notebook"], root)
+            out += [f"Evidence: [notebook {row['notebook']}, its "
+                    f"{'Verdicts' if row['notebook'] != '08' else 'ledger'} section]"
+                    f"({up}{nb}#{row_anchor(row['notebook'])})", ""]
+            links = _atlas_links(row, run, root, up)
+            if links:
+                prop = atlas_property(row) or "its default property"
+                out += ["Heads in the atlas (on " + _md(prop) + "): " +
+                        ", ".join(f'<a class="atlas-head" href="{html.escape(href)}">{h}</a>'
+                                  for h, href in links), ""]
+    return "\n".join(out) + "\n"
+
+
+def index(cs: list[Claim], found: dict[str, Run]) -> str:
+    """The findings index (raw HTML inside the staged ``findings.md``)."""
+    models = list(dict.fromkeys(m for c in cs for m in c.rows))
+    counts = []
+    for m in models:
+        rows = [c.rows[m]["verdict"] for c in cs if m in c.rows]
+        counts.append(f"{html.escape(m)}: " + ", ".join(
+            f"{rows.count(v)} {v}" for v in VERDICTS))
+    opts = {
+        "paper": sorted({PAPERS.get(c.paper, c.paper) for c in cs}),
+        "notebook": sorted({c.notebook for c in cs}),
+        "verdict": list(VERDICTS),
+        "model": [short_model(m) for m in models],
+    }
+    out = ['<div class="findings-index-wrap" id="findings-index">',
+           f'<p>{len(cs)} claims, each with its page (click the claim). '
+           + "; ".join(counts) + ".</p>",
+           '<form class="findings-filters" aria-label="Filter the claims">']
+    for key, values in opts.items():
+        out.append(f'<label>{key} <select data-filter="{key}"><option value="">all</option>'
+                   + "".join(f'<option value="{html.escape(v)}">{html.escape(v)}</option>'
+                             for v in values) + "</select></label>")
+    out.append('<span class="findings-shown" aria-live="polite"></span></form>')
+    out.append('<table class="findings-index"><colgroup><col class="c-verdict">'
+               '<col class="c-where"><col class="c-claim"></colgroup>'
+               '<thead><tr><th scope="col">verdict</th><th scope="col">where</th>'
+               '<th scope="col">claim</th></tr></thead><tbody>')
+    for c in cs:
+        verdicts = " ".join(c.rows[m]["verdict"] for m in c.rows)
+        ms = " ".join(short_model(m) for m in c.rows)
+        cell = "".join(
+            f'<span data-model="{short_model(m)}" data-verdict="{html.escape(r["verdict"])}">'
+            f'{_verdict(r["verdict"])}<small>{html.escape(short_model(m))}</small></span>'
+            for m, r in c.rows.items())
+        paper = PAPERS.get(c.paper, c.paper)
+        out.append(
+            f'<tr id="{c.id}" data-paper="{paper}" data-notebook="{c.notebook}" '
+            f'data-verdicts="{html.escape(verdicts)}" data-models="{ms}">'
+            f'<td class="v">{cell}</td>'
+            f'<td class="w">{html.escape(paper)} §{html.escape(c.section.split(",")[0])}'
+            f'<small>nb {c.notebook}</small></td>'
+            f'<td class="c"><a href="claims/{c.id}.html">{html.escape(c.claim)}</a></td></tr>')
+    out.append("</tbody></table></div>")
+    return "\n".join(out) + "\n"
+
+
+def write(source: Path, root: str | Path | None = None) -> dict[Path, str]:
+    """``{path relative to the staged source: text}``: every claim page, and the staged
+    ``findings.md`` with its ledger block replaced by the index."""
+    root = Path(root) if root is not None else paths.REPO_ROOT
+    df = ledger(root)
+    found = runs(root / "results")
+    cs = claims(df)
+    sources = registry_by_quote()
+    out = {Path("claims") / f"{c.id}.md": page(c, found, root, sources) for c in cs}
+    findings = (root / "book" / "findings.md").read_text()
+    start, end = "<!-- ledger:start -->", "<!-- ledger:end -->"
+    i, j = findings.find(start), findings.find(end)
+    if i < 0 or j < i:
+        raise ValueError("book/findings.md lost its <!-- ledger:start --> ... "
+                         "<!-- ledger:end --> lines, where the findings index goes")
+    block = (f"{start}\n<!-- the book build replaces this block with the findings index "
+             f"(analysis_utils/publish/claimpages.py) -->\n\n{index(cs, found)}\n")
+    out[Path("findings.md")] = findings[:i] + block + findings[j:]
+    return out
