@@ -29,7 +29,7 @@ def test_claim_id_is_notebook_then_the_claims_words():
     assert ledger_stage.claim_id("07", "Disabling [CLS] heads: not detrimental (RTE, +3.2)") == \
         "07-disabling-cls-heads-not-detrimental-rte-3-2"
     long = ledger_stage.claim_id("01", "word " * 40)
-    assert long.startswith("01-word-word") and len(long) <= 63 and not long.endswith("-")
+    assert long.startswith("01-word-word") and len(long) <= 83 and not long.endswith("-")
 
 
 @pytest.mark.parametrize("source", sorted((ROOT / "notebooks").glob("0[1-8]_*.py")),

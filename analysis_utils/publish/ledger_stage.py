@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import re
 import sys
 import time
 from collections.abc import Sequence
@@ -38,6 +37,7 @@ import pandas as pd
 
 from .. import paths
 from ..engine import atomic
+from .claimpages import claim_id  # the book's anchors: one id per claim
 from .compare import STAGE_PROVENANCE as PROVENANCE  # results/ledger_provenance.json
 from .report import git_commit, markdown_table, peak_rss_mb, versions
 
@@ -57,18 +57,6 @@ LEDGER_NOTEBOOK = "08"
 RESAMPLED = ("this_run", "reference_value", "p_value", "p_adjusted", "interval", "mde",
              "design_effect", "note", "per_task")
 FLOAT_DIGITS = 6
-
-
-def claim_id(notebook: str, claim: str) -> str:
-    """A stable anchor for a claim: ``"02-a-head-tracks-nn-better-than-the-best-fixed"``
-    (notebook, then the claim's first words), the same for both models.
-
-    >>> claim_id("02", "A head tracks `nn` better than the best fixed offset")
-    '02-a-head-tracks-nn-better-than-the-best-fixed-offset'
-    """
-    words = re.sub(r"[^a-z0-9]+", "-", claim.lower()).strip("-").split("-")
-    slug = "-".join(words)[:60].rstrip("-")
-    return f"{notebook}-{slug}"
 
 
 def _digest(path: Path) -> str:
