@@ -182,3 +182,17 @@ def test_another_bootstrap_seed_draws_another_stream_and_the_default_is_untouche
         other = rs.cluster_bootstrap(x, ids, n_resamples=200).interval_at(0.05)
     assert rs.cluster_bootstrap(x, ids, n_resamples=200).interval_at(0.05) == usual
     assert other != usual
+
+
+def test_re_rendering_08_keeps_the_stage_outputs_that_share_its_prefix(tmp_path):
+    from analysis_utils.publish import pipeline
+
+    (tmp_path / "results" / "base").mkdir(parents=True)
+    (tmp_path / "figures").mkdir()
+    (tmp_path / ledger_stage.PROVENANCE).write_text(json.dumps({"outputs": [
+        "results/08_claims.csv", "results/base/02_verdicts.csv",
+        "figures/08_verdict_stability.png"]}))
+    owned = {"08_claims.csv", "02_verdicts.csv", "08_verdict_stability.png"}
+    for target in ("results", "results/base", "figures"):
+        assert pipeline._stage_owned(tmp_path / target) == owned
+    assert pipeline._stage_owned(tmp_path / "elsewhere") == set()
