@@ -195,5 +195,5 @@ def test_re_rendering_08_keeps_the_stage_outputs_that_share_its_prefix(tmp_path)
     owned = {"08_claims.csv", "02_verdicts.csv", "08_verdict_stability.png"}
     for target in ("results", "results/base", "figures"):
         assert pipeline._stage_owned(tmp_path / target) == owned
-    (tmp_path / "other" / "results").mkdir(parents=True)
-    assert pipeline._stage_owned(tmp_path / "other" / "results") == set()
+    (tmp_path / "a" / "b" / "results").mkdir(parents=True)
+    assert pipeline._stage_owned(tmp_path / "a" / "b" / "results") == set()
