@@ -217,7 +217,7 @@ def _head_links(heads: str, run: Run, atlas: str | None) -> str:
 #: Where a ledger row's notebook link points: notebooks 01-07 end with a "Verdicts" section of
 #: their own rows; notebook 08, the ledger's own (where the registry's untestable entries that
 #: name no notebook sit), has its ledger section instead (the MyST anchor of its heading).
-ROW_ANCHORS = {"08": "the-claims-ledger-every-claim-of-notebooks-01-07-per-model"}
+ROW_ANCHORS = {"08": "the-claims-ledger-is-a-stage-of-its-own"}
 
 
 def row_anchor(notebook: str) -> str:
