@@ -219,8 +219,7 @@ def interval_svg(numbers: dict, label: str) -> str:
              f'<line x1="{L}" y1="44" x2="{R}" y2="44" stroke="#888" stroke-width="1"/>']
     for t in _ticks(lo, hi):
         parts.append(f'<line x1="{x(t):.1f}" y1="44" x2="{x(t):.1f}" y2="48" stroke="#888"/>'
-                     f'<text x="{x(t):.1f}" y="60" font-size="11" text-anchor="middle" '
-                     f'fill="currentColor">{fmt(t)}</text>')
+                     + _svg_text(x(t), 60, fmt(t)))
     parts.append(f'<rect x="{x(numbers["lo"]):.1f}" y="36" width="'
                  f'{max(x(numbers["hi"]) - x(numbers["lo"]), 2):.1f}" height="16" rx="3" '
                  f'fill="#3b6fb6" fill-opacity="0.75"><title>interval [{fmt(numbers["lo"])}, '
@@ -228,16 +227,20 @@ def interval_svg(numbers: dict, label: str) -> str:
     if numbers["null"] is not None:
         xn = x(numbers["null"])
         parts.append(f'<line x1="{xn:.1f}" y1="22" x2="{xn:.1f}" y2="52" stroke="#333" '
-                     f'stroke-dasharray="4 3" stroke-width="1.5"/><text x="{xn:.1f}" y="16" '
-                     f'font-size="11" text-anchor="middle" fill="currentColor">null '
-                     f'{fmt(numbers["null"])}</text>')
+                     f'stroke-dasharray="4 3" stroke-width="1.5"/>'
+                     + _svg_text(xn, 16, f'null {fmt(numbers["null"])}'))
     if numbers["paper"] is not None:
         xp = x(numbers["paper"])
         parts.append(f'<path d="M{xp:.1f} 35 l6 9 l-6 9 l-6 -9 z" fill="#c2571a"/>'
-                     f'<text x="{xp:.1f}" y="72" font-size="11" text-anchor="middle" '
-                     f'fill="#c2571a">paper {fmt(numbers["paper"])}</text>')
+                     + _svg_text(xp, 72, f'paper {fmt(numbers["paper"])}', fill="#c2571a"))
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _svg_text(x: float, y: float, text: str, fill: str = "currentColor") -> str:
+    """One centred 11-px label of the interval figure at ``(x, y)``."""
+    return (f'<text x="{x:.1f}" y="{y}" font-size="11" text-anchor="middle" '
+            f'fill="{fill}">{text}</text>')
 
 
 def _ticks(lo: float, hi: float) -> list[float]:
