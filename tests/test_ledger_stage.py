@@ -170,6 +170,25 @@ def test_stability_by_hand():
     assert s.loc[("b", "bootstrap seed"), "share"] == 1.0
 
 
+def test_seed_left_out_by_hand():
+    from analysis_utils.ledger import stability as stab
+
+    led = pd.DataFrame({"model": ["a"] * 3, "notebook": ["06", "07", "01"],
+                        "claim": ["x", "y", "z"], "verdict": ["yes", "mixed", "yes"]})
+    without = {"a": {42: led.iloc[:2].assign(verdict=["yes", "mixed"]),
+                     43: led.iloc[:2].assign(verdict=["yes", "no"]),
+                     44: led.iloc[:2].assign(verdict=["yes", "inconclusive"])}}
+    t = stab.table(led, led, without).set_index("claim")
+    assert t.loc["x", "fine-tuning seed left out"] == "holds"
+    assert t.loc["y", "fine-tuning seed left out"] == ("changes without seed 43 (to no); "
+                                                       "without seed 44 (to inconclusive)")
+    assert t.loc["z", "fine-tuning seed left out"] == "n/a"  # not a row of 06-07
+    assert t["holds under all"].tolist() == ["yes", "no", "yes"]
+    s = stab.shares(t.reset_index()).set_index("question")
+    assert s.loc["fine-tuning seed left out", "rows"] == 2
+    assert s.loc["fine-tuning seed left out", "share"] == 0.5
+
+
 def test_another_bootstrap_seed_draws_another_stream_and_the_default_is_untouched():
     import numpy as np
 

@@ -24,7 +24,7 @@ def stability_bars(shares: pd.DataFrame, title: str = "") -> Figure:
         ax.barh(y, np.nan_to_num(vals), height=h * 0.9, color=colours[i % len(colours)],
                 label=model)
         for yy, v, held, rows in zip(y, vals, g["hold"], g["rows"], strict=True):
-            text = "n/a: not computed" if not rows else f"{int(held)} / {int(rows)}"
+            text = "n/a: applies to no row" if not rows else f"{int(held)} / {int(rows)}"
             ax.text((0 if np.isnan(v) else v) + 0.01, yy, text, va="center", fontsize=8)
     ax.set_yticks(np.arange(len(questions)), questions)
     ax.invert_yaxis()

@@ -83,13 +83,15 @@ def _with_ids(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def judge(folders: Sequence[str], root: Path, build=None,
-          stability: bool = True) -> dict[str, pd.DataFrame]:
+          stability: bool = True, without=None) -> dict[str, pd.DataFrame]:
     """``{repository-relative csv path: table}``: the combined ledger and every folder's
     per-notebook verdict tables, and (``stability``) the verdict-stability table and its
     shares (:mod:`analysis_utils.ledger.stability`: the ledger rebuilt under another bootstrap
     seed, and each claim on the other model). Pure: reads the folders, writes nothing.
     ``build``: the ledger builder (default :func:`analysis_utils.ledger.build`; tests pass a
-    memo of it)."""
+    memo of it); ``without``: ``(folder path, seed) -> ledger rows of 06-07 without that
+    fine-tuning seed`` (default :func:`analysis_utils.ledger.seeds_left_out.verdicts_without`),
+    called once per fine-tuning seed of each folder that ran notebook 06."""
     from .. import ledger
 
     build = build if build is not None else (lambda fs: ledger.build(fs, root=root))
@@ -112,9 +114,18 @@ def judge(folders: Sequence[str], root: Path, build=None,
         from ..ledger import resample
         from ..ledger import stability as stab
 
+        from ..ledger import seeds_left_out
+
         with resample.another_seed(1):
             rebuilt = build(present)
-        table = stab.table(claims, rebuilt)
+        without = without if without is not None else seeds_left_out.verdicts_without
+        left_out = {}
+        for f in present:
+            seeds = seeds_left_out.finetune_seeds(root / f)
+            if seeds:
+                left_out[ledger.Tables(root / f).label()] = {
+                    s: without(root / f, s) for s in seeds}
+        table = stab.table(claims, rebuilt, left_out)
         out[f"{present[0]}/{STABILITY_TABLE}"] = table
         out[f"{present[0]}/{STABILITY_SHARES}"] = stab.shares(table)
     view = ["id", *ledger.VIEW_COLUMNS, "control_verdict", "training_specific"]
