@@ -52,7 +52,7 @@ __all__ = ["STUDY_VERSION", "SUBDIR", "StudySettings", "Study", "study", "part_k
            "cached_parts", "metric_for"]
 
 #: Bumped whenever a change to disabling.py or this module would change a cached part.
-STUDY_VERSION = "1"
+STUDY_VERSION = "2"
 SUBDIR = "disabling"
 _CURVE_DTYPES = {"order": str, "repeat": int, "n_removed": int, "fraction": float, "mode": str,
                  "metric": str, "value": float, "delta": float, "removed": str}

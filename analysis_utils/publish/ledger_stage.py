@@ -45,8 +45,9 @@ from .report import git_commit, markdown_table, peak_rss_mb, versions
 DEFAULT_FOLDERS = ("results", "results/base")
 #: The combined ledger, in the first folder.
 CLAIMS_TABLE = "08_claims.csv"
-#: Whether each tested verdict holds under another bootstrap seed and on the other model, and
-#: the share that holds (:mod:`analysis_utils.ledger.stability`); the figure beside them.
+#: Whether each tested verdict holds under another bootstrap seed, on the other model and (06-07)
+#: with each fine-tuning seed left out, and the share that holds
+#: (:mod:`analysis_utils.ledger.stability`); the figure beside them.
 STABILITY_TABLE = "08_verdict_stability.csv"
 STABILITY_SHARES = "08_verdict_stability_shares.csv"
 STABILITY_FIGURE = "figures/08_verdict_stability.png"
@@ -87,7 +88,8 @@ def judge(folders: Sequence[str], root: Path, build=None,
     """``{repository-relative csv path: table}``: the combined ledger and every folder's
     per-notebook verdict tables, and (``stability``) the verdict-stability table and its
     shares (:mod:`analysis_utils.ledger.stability`: the ledger rebuilt under another bootstrap
-    seed, and each claim on the other model). Pure: reads the folders, writes nothing.
+    seed, each claim on the other model, and 06-07 judged again without each fine-tuning
+    seed). Pure: reads the folders, writes nothing.
     ``build``: the ledger builder (default :func:`analysis_utils.ledger.build`; tests pass a
     memo of it); ``without``: ``(folder path, seed) -> ledger rows of 06-07 without that
     fine-tuning seed`` (default :func:`analysis_utils.ledger.seeds_left_out.verdicts_without`),
@@ -173,8 +175,9 @@ def write(tables: dict[str, pd.DataFrame], root: Path, record: dict) -> list[str
         md = csv.with_suffix(".md")
         caption = ("The claims ledger: every claim of notebooks 01-07, per model"
                    if rel.endswith(CLAIMS_TABLE) else
-                   "Verdict stability: each tested verdict under another bootstrap seed and "
-                   "on the other model" if rel.endswith(STABILITY_TABLE) else
+                   "Verdict stability: each tested verdict under another bootstrap seed, on "
+                   "the other model and (06-07) with each fine-tuning seed left out"
+                   if rel.endswith(STABILITY_TABLE) else
                    "Verdict stability: the share of tested verdicts that hold"
                    if rel.endswith(STABILITY_SHARES) else
                    f"Verdicts of notebook {csv.name[:2]}: {df['claim'].size} claims "
