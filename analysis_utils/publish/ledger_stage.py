@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import sys
 import time
 from collections.abc import Sequence
@@ -113,20 +114,20 @@ def judge(folders: Sequence[str], root: Path, build=None,
                          f"{clash}; reword one claim in ledger/clark.py or kovaleva.py")
     out = {f"{present[0]}/{CLAIMS_TABLE}": claims}
     if stability:
-        from ..ledger import resample
+        from ..ledger import resample, seeds_left_out
         from ..ledger import stability as stab
-
-        from ..ledger import seeds_left_out
 
         with resample.another_seed(1):
             rebuilt = build(present)
-        without = without if without is not None else seeds_left_out.verdicts_without
-        left_out = {}
-        for f in present:
-            seeds = seeds_left_out.finetune_seeds(root / f)
-            if seeds:
-                left_out[ledger.Tables(root / f).label()] = {
-                    s: without(root / f, s) for s in seeds}
+        jobs = [(f, s) for f in present for s in seeds_left_out.finetune_seeds(root / f)]
+        if without is None:  # the builds are independent: one process per core
+            builds = _in_processes(seeds_left_out.verdicts_without,
+                                   [(root / f, s) for f, s in jobs])
+        else:
+            builds = [without(root / f, s) for f, s in jobs]
+        left_out: dict[str, dict[int, pd.DataFrame]] = {}
+        for (f, s), df in zip(jobs, builds, strict=True):
+            left_out.setdefault(ledger.Tables(root / f).label(), {})[s] = df
         table = stab.table(claims, rebuilt, left_out)
         out[f"{present[0]}/{STABILITY_TABLE}"] = table
         out[f"{present[0]}/{STABILITY_SHARES}"] = stab.shares(table)
@@ -138,6 +139,19 @@ def judge(folders: Sequence[str], root: Path, build=None,
             out[f"{f}/{nb}_verdicts.csv"] = rows[[c for c in view if c in rows]].reset_index(
                 drop=True)
     return out
+
+
+def _in_processes(fn, args: Sequence[tuple]) -> list:
+    """``[fn(*a) for a in args]``, on up to one worker process per core (forked, so nothing is
+    imported twice); in this process when there is one core or one job."""
+    workers = min(len(args), os.cpu_count() or 1)
+    if workers <= 1:
+        return [fn(*a) for a in args]
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        return list(pool.map(fn, *zip(*args, strict=True)))
 
 
 def _tables_record(names: Sequence[str]) -> dict[str, dict]:
