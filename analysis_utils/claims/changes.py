@@ -6,7 +6,7 @@ ledger through the entries' ``ledger_claims`` lists of the registry at that comm
 the registry had before ``Claim.registry`` replaced it), or through the claims it then
 declared; for the new one through :func:`.coverage.rows_by_entry`. Per model and entry the
 result gives the old rows with their verdicts and the new ones with theirs, and whether the
-verdict changed: ``python -m analysis_utils.claims --changes REV`` prints it for the
+verdict changed: ``python -m analysis_utils claims --changes REV`` prints it for the
 committed ``results/08_claims.csv`` against the one at ``REV``.
 
 >>> changes(old, new, old_rows, new_rows)                         # doctest: +SKIP

@@ -142,7 +142,7 @@ def registry_line() -> str:
     papers' claims it quotes, how many a ledger row tests, how many wait for one and how many
     are untestable here (an untestable claim may also have a row that reads so)."""
     from .. import claims
-    from ..claims import coverage
+    from ..ledger import coverage
 
     entries = claims.load()
     rows = coverage.rows_by_entry()
@@ -151,7 +151,7 @@ def registry_line() -> str:
     untestable = sum(e.untestable for e in entries)
     return (f"- **The claims registry**: {len(entries)} claims quoted from the papers; "
             f"{tested} tested by a ledger row, {pending} waiting for one, {untestable} "
-            f"untestable here (`python -m analysis_utils.claims` lists them).")
+            f"untestable here (`python -m analysis_utils claims` lists them).")
 
 
 class Run:
