@@ -35,7 +35,8 @@ def _folder(tmp_path: Path) -> Path:
                  ).to_csv(src / "06_type_proportions_by_seed.csv", index=False)
     np.savez(src / "06_dev_predictions.npz", labels_MRPC=np.array([0, 1]),
              pred_MRPC_pretrained_42=np.array([0, 0]), pred_MRPC_pretrained_43=np.array([1, 1]),
-             pred_MRPC_random_43=np.array([1, 0]), pred_MRPC_random_44=np.array([0, 1]))
+             pred_MRPC_random_43=np.array([1, 0]), pred_MRPC_random_44=np.array([0, 1]),
+             pred_MRPC_untrained_43=np.array([1, 1]))
     np.savez(src / "07_predictions_MRPC.npz", labels=np.array([0, 1]),
              pred_42_uniform=np.zeros((3, 2)), pred_42_zero=np.zeros((3, 2)),
              pred_43_uniform=np.ones((3, 2)), metric=np.array("f1"))
@@ -44,6 +45,7 @@ def _folder(tmp_path: Path) -> Path:
              cls_MRPC=np.arange(3 * 2 * 4).reshape(3, 2, 4),
              tophead_MRPC=np.arange(3 * 5).reshape(3, 5),
              seeds_MRPC=np.array([42, 43]), drift_MRPC=np.array([[1.0, 1.0], [2.0, 2.0]]),
+             increase_MRPC_noun=np.array([[[1.0]], [[2.0]]]),
              relations=np.array(["verb->subject", "pronoun->noun", "x"]))
     (src / "01_surface.csv").write_text("a\n1\n")
     return src
@@ -64,7 +66,7 @@ def test_drop_seed_removes_that_seeds_entries_in_every_layout(tmp_path):
     assert types["model"].tolist() == ["pre-trained", "fine-tuned s42"]
     with np.load(dst / "06_dev_predictions.npz") as z:
         assert sorted(z.files) == ["labels_MRPC", "pred_MRPC_pretrained_42",
-                                   "pred_MRPC_random_44"]
+                                   "pred_MRPC_random_44", "pred_MRPC_untrained_43"]
     with np.load(dst / "07_predictions_MRPC.npz") as z:
         assert sorted(z.files) == ["labels", "metric", "pred_42_uniform", "pred_42_zero"]
     with np.load(dst / "06_by_example.npz") as z:
@@ -73,6 +75,7 @@ def test_drop_seed_removes_that_seeds_entries_in_every_layout(tmp_path):
         assert (z["cls_MRPC"][1] == np.arange(8, 16).reshape(2, 4)).all()
         assert z["tophead_MRPC"].tolist() == [[0, 1, 2, 3, 4], [5, 6, 7, 8, 9]]
         assert z["seeds_MRPC"].tolist() == [42] and z["drift_MRPC"].tolist() == [[1.0, 1.0]]
+        assert z["increase_MRPC_noun"].tolist() == [[[1.0]]]
         assert z["relations"].shape == (3,)  # no task suffix: not a per-model array
     assert (dst / "01_surface.csv").is_symlink()
 
@@ -82,6 +85,32 @@ def test_drop_seed_leaves_the_source_unchanged(tmp_path):
     before = {p.name: p.read_bytes() for p in src.iterdir()}
     slo.drop_seed(src, tmp_path / "out", 42)
     assert {p.name: p.read_bytes() for p in src.iterdir()} == before
+
+
+def test_an_array_of_no_known_layout_is_refused(tmp_path):
+    src = _folder(tmp_path)
+    with np.load(src / "06_by_example.npz") as z:
+        arrays = {k: z[k] for k in z.files}
+    np.savez(src / "06_by_example.npz", **arrays, newstat_MRPC=np.zeros((3, 2)))
+    with pytest.raises(ValueError, match="newstat_MRPC.*seeds_left_out.py"):
+        slo.drop_seed(src, tmp_path / "out", 42)
+    np.savez(src / "06_by_example.npz", **{**arrays, "cls_MRPC": np.zeros((2, 2))})
+    with pytest.raises(ValueError, match="not one per model"):
+        slo.drop_seed(src, tmp_path / "out2", 42)
+
+
+def test_the_committed_folder_without_a_seed_keeps_every_array_consistent(tmp_path):
+    """Every array of 06's by-example file loses exactly the left-out seed's row."""
+    src = ROOT / "results"
+    seeds = slo.finetune_seeds(src)
+    if len(seeds) < 2 or not (src / "06_by_example.npz").is_file():
+        pytest.skip("no multi-seed 06 results committed")
+    dst = slo.drop_seed(src, tmp_path / "out", seeds[0])
+    with np.load(src / "06_by_example.npz") as a, np.load(dst / "06_by_example.npz") as b:
+        assert sorted(a.files) == sorted(b.files)
+        for k in a.files:
+            if k not in slo.SHARED:
+                assert len(b[k]) == len(a[k]) - 1, k
 
 
 def test_a_06_07_file_of_no_known_layout_is_refused(tmp_path):

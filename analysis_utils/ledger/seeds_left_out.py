@@ -10,9 +10,11 @@ judge 06-07 again without it (:func:`verdicts_without`). The layouts, each named
   ``seed_a`` / ``seed_b`` (a pair is dropped when either is the seed);
 - ``06_type_proportions_by_seed.csv``, whose ``seed`` is the map-type CNN's: the fine-tuning
   seed is in ``model`` (``fine-tuned s42``);
-- ``06_dev_predictions.npz``: ``pred_<task>_<init>_<seed>``;
+- ``06_dev_predictions.npz``: ``pred_<task>_<init>_<seed>`` of the two arms (``pretrained``,
+  ``random``; the baselines' ``untrained_42`` and ``frozen_0`` are not fine-tuning draws);
 - ``06_by_example.npz``: per task, ``models_<task>`` names the models along the first axis of
-  the arrays beside it (``fine-tuned s42``), ``seeds_<task>`` the seeds along ``drift_<task>``'s;
+  the arrays beside it (``fine-tuned s42``), ``seeds_<task>`` the seeds along the first axis of
+  ``drift_<task>`` and ``increase_<task>_<feature>``;
 - ``07_predictions_<task>.npz``: ``pred_<seed>_<mode>``.
 
 A 06/07 file the rules read that is in none of these layouts is refused (:func:`drop_seed`
@@ -34,6 +36,9 @@ import numpy as np
 import pandas as pd
 
 NOTEBOOKS = ("06", "07")
+#: The fine-tuned arms whose seeds are left out; 06's baselines (``untrained_42``: a head
+#: trained on the frozen encoder, ``frozen_0``) carry seeds of their own and stay.
+ARMS = ("pretrained", "random")
 #: 06/07 CSVs whose ``seed`` column is the fine-tuning seed.
 SEED_COLUMN_TABLES = ("06_finetune_runs.csv", "06_training_curves.csv", "07_disabling.csv",
                       "07_framenet_heads_disabling.csv", "07_importance.csv",
@@ -90,34 +95,55 @@ def drop_rows(df: pd.DataFrame, name: str, seed: int) -> pd.DataFrame:
 def drop_arrays(z: dict[str, np.ndarray], name: str, seed: int) -> dict[str, np.ndarray]:
     """The arrays of npz file ``name`` without fine-tuning seed ``seed`` (the layouts above)."""
     s = int(seed)
-    if name == "06_dev_predictions.npz":
+    if name == "06_dev_predictions.npz":  # the two arms only: the baselines' seeds are theirs
         return {k: v for k, v in z.items()
-                if not (k.startswith("pred_") and k.rsplit("_", 1)[1] == str(s))}
+                if not (k.startswith("pred_") and k.rsplit("_", 1)[1] == str(s)
+                        and k.rsplit("_", 2)[1] in ARMS)}
     if name.startswith("07_predictions_"):
         return {k: v for k, v in z.items()
                 if not (k.startswith("pred_") and k.split("_")[1] == str(s))}
     if name == "06_by_example.npz":
-        out = dict(z)
-        for key in [k for k in z if k.startswith("models_")]:
-            task = key[len("models_"):]
-            models = [str(m) for m in z[key]]
-            keep = [i for i, m in enumerate(models) if m != model_label(s)]
-            if len(keep) < len(models):
-                for k, v in z.items():
-                    if k.endswith(f"_{task}") and k not in (key, f"seeds_{task}",
-                                                            f"drift_{task}"):
-                        if v.ndim and v.shape[0] == len(models):
-                            out[k] = v[keep]
-                out[key] = z[key][keep]
-            if f"seeds_{task}" in z:
-                seeds = [int(x) for x in z[f"seeds_{task}"]]
-                keep_s = [i for i, x in enumerate(seeds) if x != s]
-                out[f"seeds_{task}"] = z[f"seeds_{task}"][keep_s]
-                if f"drift_{task}" in z:
-                    out[f"drift_{task}"] = z[f"drift_{task}"][keep_s]
-        return out
+        return _drop_by_example(z, s)
     raise ValueError(f"{name}: no known layout of fine-tuning seeds; name it in "
                      "analysis_utils/ledger/seeds_left_out.py")
+
+
+#: ``06_by_example.npz``: arrays along the models of ``models_<task>`` (pre-trained first),
+#: arrays along the fine-tuning seeds of ``seeds_<task>`` (``increase_<task>_<feature>``: one
+#: per feature), and arrays shared by every task.
+BY_MODEL = ("cls", "sep", "clslast", "top", "tophead", "rel", "reladj", "relhead")
+BY_SEED = ("drift", "increase")
+SHARED = ("clslast_targets", "top_groups", "relations")
+
+
+def _drop_by_example(z: dict[str, np.ndarray], seed: int) -> dict[str, np.ndarray]:
+    """``06_by_example.npz`` without fine-tuning seed ``seed``; a key of no known layout is
+    refused (a new per-seed array must be named here, not copied with all its seeds)."""
+    tasks = [k[len("models_"):] for k in z if k.startswith("models_")]
+    out = {}
+    for k, v in z.items():
+        if k in SHARED:
+            out[k] = v
+            continue
+        task = next((t for t in sorted(tasks, key=len, reverse=True)
+                     if k.endswith(f"_{t}") or f"_{t}_" in k), None)
+        prefix = k.split(f"_{task}")[0] if task else None
+        if task is None or prefix not in (*BY_MODEL, *BY_SEED, "models", "seeds"):
+            raise ValueError(f"06_by_example.npz: array {k!r} has no known layout of "
+                             "fine-tuning seeds; name it in analysis_utils/ledger/"
+                             "seeds_left_out.py")
+        if prefix in ("models", *BY_MODEL):
+            models = [str(m) for m in z[f"models_{task}"]]
+            keep = [i for i, m in enumerate(models) if m != model_label(seed)]
+        else:
+            seeds = [int(x) for x in z[f"seeds_{task}"]]
+            keep = [i for i, x in enumerate(seeds) if x != int(seed)]
+        if prefix not in ("models", "seeds") and len(v) != len(
+                z[f"models_{task}"] if prefix in BY_MODEL else z[f"seeds_{task}"]):
+            raise ValueError(f"06_by_example.npz: {k!r} has {len(v)} rows, not one per "
+                             f"{'model' if prefix in BY_MODEL else 'seed'} of {task}")
+        out[k] = v[keep]
+    return out
 
 
 def _classify(name: str) -> str:
