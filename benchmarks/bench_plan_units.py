@@ -14,7 +14,8 @@ prints, as Markdown:
   2, as ``plan run`` packs one single-thread unit per core) by greedy list scheduling in the
   plan's order and longest first, with the fine-tunes before the units that measure them (the
   second wave waits for the first, as ``plan run`` does). A unit without a record of its own
-  takes its kind's median, and the rows say how many did;
+  takes its kind's median (a fine-tune kind never measured: the task's pre-trained runs',
+  since it computes the same), and the rows say how many did;
 - the same for a reference plan (default: three seeds and three random-init runs, the plan
   before issue 43), so the cost of the extra seeds is one ratio.
 
@@ -118,6 +119,11 @@ def summarise(rows: list[tuple], min_share: float, slots: int) -> dict:
                       "cpu_share": round(statistics.median(k["shares"]), 2) if k["shares"]
                       else None})
     median = {r["kind"]: r["median_s"] for r in table}
+    for kind in [k for k, v in median.items() if v is None and k.startswith("fine-tune")]:
+        # a random-init run or a learning-rate check computes what the task's pre-trained
+        # run does (same examples, epochs and shape): its time stands in until measured
+        task = kind.split()[1].split("/")[0]
+        median[kind] = median.get(f"fine-tune {task}/pretrained")
     waves: list[list[float]] = [[], []]
     missing = 0
     for unit, _, rec in rows:
