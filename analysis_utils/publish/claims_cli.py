@@ -70,39 +70,40 @@ def _cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
+def _table(columns: list[str], rows) -> str:
+    """A Markdown table, every column left-aligned; ``rows``: lists of cell texts."""
+    lines = ["| " + " | ".join(columns) + " |", "|" + ":--|" * len(columns)]
+    lines += ["| " + " | ".join(cells) + " |" for cells in rows]
+    return "\n".join(lines)
+
+
 def gaps_markdown(entries: list[Entry], rows: dict[str, list[str]] | None = None) -> str:
     """The gap list: entries testable here that no ledger row tests yet, by notebook."""
     rows = coverage.rows_by_entry() if rows is None else rows
     gaps = sorted((e for e in entries if coverage.pending(e, rows)),  # by notebook (none last),
                   key=lambda e: e.notebooks[0] if e.notebooks else "99")  # then registry order
-    lines = ["| id | section | notebooks | claim | criterion (the paper's terms) | unit | note |",
-             "|:--|:--|:--|:--|:--|:--|:--|"]
-    for e in gaps:
-        lines.append(f"| `{e.id}` | {_cell(e.section)} | {', '.join(e.notebooks) or 'none'} | "
-                     f"{_cell(e.claim)} | {_cell(e.criterion)} | {_cell(e.unit)} | "
-                     f"{_cell(e.note)} |")
-    return "\n".join(lines)
+    return _table(["id", "section", "notebooks", "claim", "criterion (the paper's terms)", "unit",
+                   "note"],
+                  ([f"`{e.id}`", _cell(e.section), ", ".join(e.notebooks) or "none",
+                    _cell(e.claim), _cell(e.criterion), _cell(e.unit), _cell(e.note)]
+                   for e in gaps))
 
 
 def tested_markdown(entries: list[Entry], rows: dict[str, list[str]] | None = None) -> str:
     """Entries the ledger tests, each with its rows and any mismatch note."""
     rows = coverage.rows_by_entry() if rows is None else rows
-    lines = ["| id | ledger rows | where the rows depart from the paper |", "|:--|:--|:--|"]
-    for e in entries:
-        if coverage.tested(e, rows):
-            lines.append(f"| `{e.id}` | {_cell('; '.join(rows[e.id]))} | "
-                         f"{_cell(e.ledger_mismatch) or '-'} |")
-    return "\n".join(lines)
+    return _table(["id", "ledger rows", "where the rows depart from the paper"],
+                  ([f"`{e.id}`", _cell("; ".join(rows[e.id])), _cell(e.ledger_mismatch) or "-"]
+                   for e in entries if coverage.tested(e, rows)))
 
 
 def untestable_markdown(entries: list[Entry], rows: dict[str, list[str]] | None = None) -> str:
+    """Entries with no test here, each with why and any row that records it."""
     rows = coverage.rows_by_entry() if rows is None else rows
-    lines = ["| id | claim | why untestable here | ledger rows |", "|:--|:--|:--|:--|"]
-    for e in entries:
-        if e.untestable:
-            lines.append(f"| `{e.id}` | {_cell(e.claim)} | {_cell(e.untestable_reason)} | "
-                         f"{_cell('; '.join(rows.get(e.id, []))) or '-'} |")
-    return "\n".join(lines)
+    return _table(["id", "claim", "why untestable here", "ledger rows"],
+                  ([f"`{e.id}`", _cell(e.claim), _cell(e.untestable_reason),
+                    _cell("; ".join(rows.get(e.id, []))) or "-"]
+                   for e in entries if e.untestable))
 
 
 def report(entries: list[Entry], rows: dict[str, list[str]],
