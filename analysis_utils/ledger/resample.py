@@ -722,6 +722,24 @@ def _metric(metric) -> SumMetric:
     return METRICS[metric]
 
 
+def _dev_units(y_true, clusters, finite: bool = False) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(y, codes, n)``: the gold labels as an array, each dev example's unit (``clusters``,
+    default one unit per example) as codes 0..n-1, and the number of units; checked (``finite``:
+    float labels must be finite too)."""
+    y = np.asarray(y_true)
+    if y.ndim != 1 or len(y) == 0:
+        raise ValueError(f"y_true must be (n,) with n >= 1, got {y.shape}")
+    if finite and y.dtype.kind == "f":
+        _finite("y_true", y)
+    c = np.arange(len(y)) if clusters is None else np.asarray(clusters)
+    if c.shape != y.shape:
+        raise ValueError(f"clusters must be ({len(y)},), one id per dev example, got {c.shape}")
+    ids, codes = np.unique(c, return_inverse=True)
+    if len(ids) < 2:
+        raise ValueError("a bootstrap needs at least 2 dev examples (units)")
+    return y, codes, len(ids)
+
+
 def _seed_features(y_true, preds, metric: SumMetric, codes, n_units) -> np.ndarray:
     """(S, C, F): per seed, per unit sums of the metric's per-example features."""
     p = np.asarray(preds)
@@ -763,26 +781,16 @@ def hierarchical_bootstrap(y_true, preds, metric="accuracy", *, preds_b=None,
     weights (B, C) / seed_weights (B, S) / seed_weights_b (B, S_b): explicit resample counts
     (for exact checks); given together, row i of each belongs to resample i."""
     m = _metric(metric)
-    y = np.asarray(y_true)
-    if y.ndim != 1 or len(y) == 0:
-        raise ValueError(f"y_true must be (n,) with n >= 1, got {y.shape}")
-    if y.dtype.kind == "f":
-        _finite("y_true", y)
-    c = np.arange(len(y)) if clusters is None else np.asarray(clusters)
-    if c.shape != y.shape:
-        raise ValueError(f"clusters must be ({len(y)},), one id per dev example, got {c.shape}")
-    ids, codes = np.unique(c, return_inverse=True)
-    if len(ids) < 2:
-        raise ValueError("a bootstrap needs at least 2 dev examples (units)")
-    fa = _seed_features(y, preds, m, codes, len(ids))
-    fb = None if preds_b is None else _seed_features(y, preds_b, m, codes, len(ids))
+    y, codes, n_ids = _dev_units(y_true, clusters, finite=True)
+    fa = _seed_features(y, preds, m, codes, n_ids)
+    fb = None if preds_b is None else _seed_features(y, preds_b, m, codes, n_ids)
     if fb is not None and paired_seeds and len(fb) != len(fa):
         raise ValueError(f"paired_seeds needs the same seeds in preds and preds_b, got "
                          f"{len(fa)} and {len(fb)} rows; pass paired_seeds=False for "
                          "separately fine-tuned models")
     est_a = m.finish(fa.sum(axis=1)).mean()
     est = est_a - (m.finish(fb.sum(axis=1)).mean() if fb is not None else 0.0)
-    blocks, b = _weight_blocks(len(ids), n_resamples, seed, weights)
+    blocks, b = _weight_blocks(n_ids, n_resamples, seed, weights)
     rng = make_rng([seed, 1])
 
     def seed_rows(sw, n_seeds, rows, start):
@@ -809,7 +817,7 @@ def hierarchical_bootstrap(y_true, preds, metric="accuracy", *, preds_b=None,
         draws[start:start + k] = stat
         start += k
     return _summarise(draws, float(est), null=null, alternative=alternative, ci=ci,
-                      interval=interval, n_clusters=len(ids),
+                      interval=interval, n_clusters=n_ids,
                       detail={"seeds": len(fa), "seeds_b": 0 if fb is None else len(fb),
                               "metric": m.name})
 
@@ -822,18 +830,10 @@ def metric_draws(y_true, preds, metric="accuracy", *, clusters=None, n_resamples
     head's gain over the intact model: ``est[1:] - est[0]``, ``draws[:, 1:] - draws[:, :1]``)
     or for any statistic over heads (the mean change over heads, per resample)."""
     m = _metric(metric)
-    y = np.asarray(y_true)
-    if y.ndim != 1 or len(y) == 0:
-        raise ValueError(f"y_true must be (n,) with n >= 1, got {y.shape}")
-    c = np.arange(len(y)) if clusters is None else np.asarray(clusters)
-    if c.shape != y.shape:
-        raise ValueError(f"clusters must be ({len(y)},), one id per dev example, got {c.shape}")
-    ids, codes = np.unique(c, return_inverse=True)
-    if len(ids) < 2:
-        raise ValueError("a bootstrap needs at least 2 dev examples (units)")
-    feats = _seed_features(y, preds, m, codes, len(ids))  # (K, C, F)
+    y, codes, n_ids = _dev_units(y_true, clusters)
+    feats = _seed_features(y, preds, m, codes, n_ids)  # (K, C, F)
     est = m.finish(feats.sum(axis=1))
-    blocks, b = _weight_blocks(len(ids), n_resamples, seed, weights)
+    blocks, b = _weight_blocks(n_ids, n_resamples, seed, weights)
     out = np.empty((b, len(feats)))
     start = 0
     for w in blocks:
