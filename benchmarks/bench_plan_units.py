@@ -33,7 +33,6 @@ nothing there.
 from __future__ import annotations
 
 import argparse
-import heapq
 import json
 import statistics
 import sys
@@ -41,6 +40,7 @@ from pathlib import Path
 
 from analysis_utils import paths
 from analysis_utils.publish.pipeline import parse_overrides
+from analysis_utils.runplan import estimate as est
 from analysis_utils.runplan import units
 from analysis_utils.runplan.execute import record_path
 
@@ -86,15 +86,11 @@ def usable(rec: dict | None, min_share: float) -> bool:
     return True
 
 
-def list_schedule(waves: list[list[float]], slots: int, longest: bool) -> float:
-    """Makespan of greedy list scheduling, each wave after the previous one ends."""
-    total = 0.0
-    for jobs in waves:
-        free = [0.0] * slots
-        for d in (sorted(jobs, reverse=True) if longest else jobs):
-            heapq.heappush(free, heapq.heappop(free) + d)
-        total += max(free) if jobs else 0.0
-    return total
+def wall_time(waves: list[list[float]], slots: int, longest: bool) -> float:
+    """Each wave's makespan (:func:`~analysis_utils.runplan.estimate.list_schedule`), the
+    second starting when the first ends, as ``plan run`` runs them."""
+    order = "longest" if longest else "given"
+    return sum(est.list_schedule(jobs, slots, order) for jobs in waves if jobs)
 
 
 def summarise(rows: list[tuple], min_share: float, slots: int) -> dict:
@@ -135,8 +131,8 @@ def summarise(rows: list[tuple], min_share: float, slots: int) -> dict:
         waves[_wave(unit)].append(d)
     unit_time = sum(map(sum, waves))
     return {"kinds": table, "unit_seconds": unit_time, "unestimated_units": missing,
-            "wall_plan_order_s": list_schedule(waves, slots, False),
-            "wall_longest_first_s": list_schedule(waves, slots, True), "slots": slots}
+            "wall_plan_order_s": wall_time(waves, slots, False),
+            "wall_longest_first_s": wall_time(waves, slots, True), "slots": slots}
 
 
 def _fmt(x) -> str:
