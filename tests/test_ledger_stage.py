@@ -189,6 +189,13 @@ def test_seed_left_out_by_hand():
     assert s.loc["fine-tuning seed left out", "share"] == 0.5
 
 
+def test_left_out_builds_in_worker_processes_keep_their_order():
+    """The stage's pool returns each job's result in the jobs' order (and runs in this
+    process for a single job)."""
+    assert ledger_stage._in_processes(pow, [(2, 3), (3, 2), (5, 1)]) == [8, 9, 5]
+    assert ledger_stage._in_processes(pow, [(2, 5)]) == [32]
+
+
 def test_another_bootstrap_seed_draws_another_stream_and_the_default_is_untouched():
     import numpy as np
 

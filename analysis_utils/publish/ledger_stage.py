@@ -119,6 +119,7 @@ def judge(folders: Sequence[str], root: Path, build=None,
 
         with resample.another_seed(1):
             rebuilt = build(present)
+        label = {f: ledger.Tables(root / f).label() for f in present}
         jobs = [(f, s) for f in present for s in seeds_left_out.finetune_seeds(root / f)]
         if without is None:  # the builds are independent: one process per core
             builds = _in_processes(seeds_left_out.verdicts_without,
@@ -127,7 +128,7 @@ def judge(folders: Sequence[str], root: Path, build=None,
             builds = [without(root / f, s) for f, s in jobs]
         left_out: dict[str, dict[int, pd.DataFrame]] = {}
         for (f, s), df in zip(jobs, builds, strict=True):
-            left_out.setdefault(ledger.Tables(root / f).label(), {})[s] = df
+            left_out.setdefault(label[f], {})[s] = df
         table = stab.table(claims, rebuilt, left_out)
         out[f"{present[0]}/{STABILITY_TABLE}"] = table
         out[f"{present[0]}/{STABILITY_SHARES}"] = stab.shares(table)
