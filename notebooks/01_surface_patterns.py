@@ -61,9 +61,8 @@ from IPython.display import display
 
 from analysis_utils.analyses import gradients, norms, surface
 from analysis_utils.data import wikitext
-from analysis_utils.engine import atomic, interventions
+from analysis_utils.engine import interventions
 from analysis_utils.heads import head_label
-from analysis_utils.paths import output_dirs
 from analysis_utils.plotting import surface as surface_plots
 from analysis_utils.publish import notebook
 from analysis_utils.publish.compare import EXACT, IGNORE, within
@@ -129,14 +128,6 @@ for lbl, st in [("model", store), ("control", store_ctrl)]:
 print(f"statistics of both models in one pass each: {time.perf_counter() - t0:.1f} s")
 
 
-def save_arrays(name: str, arrays: dict) -> None:
-    """``results/01_<name>.npz``, written atomically and listed in the provenance."""
-    path = output_dirs()[0] / f"01_{name}.npz"
-    with atomic.replacing(path) as tmp, open(tmp, "wb") as fh:
-        np.savez_compressed(fh, **arrays)
-    run.written.append(path.name)
-
-
 # the text's most frequent word pieces per segment (Clark et al.: "periods and commas are
 # the most common tokens in the data excluding 'the'"), for the ledger's test of that claim
 piece_ids, piece_n = surface.piece_counts(ids, exclude=[i for i in special.values()
@@ -154,7 +145,7 @@ for lbl, frames in stats.items():
     run.table(per_head, f"per_head_{lbl}", key=["layer", "head"],
               tolerance={"*": within(abs=1e-3)},
               caption=f"Section 3 statistics per head; {who}; {data_label}")
-    save_arrays(f"by_segment_{lbl}", {
+    run.arrays(f"by_segment_{lbl}", {
         **surface.segment_arrays(by_segment[lbl], [s.article for s in segments]),
         **(pieces if lbl == "model" else {})})
 print(f"per-segment statistics: {len(segments)} segments from "

@@ -58,12 +58,11 @@ from IPython.display import Markdown, display
 
 from analysis_utils.analyses import syntax
 from analysis_utils.data import manifest, treebank
-from analysis_utils.engine import atomic, wordmaps
+from analysis_utils.engine import wordmaps
 from analysis_utils.heads import parse_head_label
 from analysis_utils.plotting import syntax as syntax_plots
 from analysis_utils.publish import notebook
 from analysis_utils.publish.compare import ARGMAX_SCORES, EXACT, within
-from analysis_utils.publish.report import output_dirs
 
 lm, control, run = notebook.setup("02", globals(), precision=1)
 tok = lm.tokenizer
@@ -239,22 +238,13 @@ notebook.table_view(tables["control"][list(shown)[:7]], index="relation")
 # UPOS. The file's `layout` entry says how to unpack the bits; layers and heads are 1-based.
 
 # %%
-def save_arrays(name: str, arrays: dict) -> None:
-    """``results/02_<name>.npz``, written atomically and listed in the provenance."""
-    path = output_dirs()[0] / f"02_{name}.npz"
-    with atomic.replacing(path) as tmp, open(tmp, "wb") as f:
-        np.savez_compressed(f, **arrays)
-    run.written.append(path.name)
-    print(f"{path.name}: {path.stat().st_size / 1e6:.2f} MB")
-
-
 for lbl in ("model", "control"):
     best_obj = tables[lbl].set_index("relation")
     share_head = None
     if "obj" in best_obj.index:
         layer, head = parse_head_label(best_obj.loc["obj", "head"])
         share_head = (layer, head, best_obj.loc["obj", "direction"])
-    save_arrays(f"by_word_{lbl}", syntax.by_word_arrays(
+    run.arrays(f"by_word_{lbl}", syntax.by_word_arrays(
         by_word[lbl], offset_correct, list(offsets), kept, share_head=share_head))
 del scored, by_word  # the per-word matrices are saved; free their memory
 

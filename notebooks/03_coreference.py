@@ -56,13 +56,12 @@ import pandas as pd
 from analysis_utils import paths
 from analysis_utils.analyses import coref
 from analysis_utils.data import ontogum
-from analysis_utils.engine import atomic, wordmaps
+from analysis_utils.engine import wordmaps
 from analysis_utils.heads import head_label
 from analysis_utils.plotting import grid as grid_plots
 from analysis_utils.plotting import syntax as syntax_plots
 from analysis_utils.publish import notebook
 from analysis_utils.publish.compare import ARGMAX_SCORES, EXACT, within
-from analysis_utils.publish.report import output_dirs
 
 lm, control, run = notebook.setup("03", globals(), precision=1)
 tok = lm.tokenizer
@@ -166,21 +165,12 @@ _ = run.table(baselines, "baselines", key=["system", "breakdown", "group"],
 pct = {"*": within(abs=0.05, rel=0.01)}
 
 
-def save_arrays(name: str, arrays: dict) -> None:
-    """``results/03_<name>.npz``, written atomically and listed in the provenance."""
-    path = output_dirs()[0] / f"03_{name}.npz"
-    with atomic.replacing(path) as tmp, open(tmp, "wb") as f:
-        np.savez_compressed(f, **arrays)
-    run.written.append(path.name)
-    print(f"{path.name}: {path.stat().st_size / 1e6:.2f} MB")
-
-
 # Per mention, for the claims ledger's tests, which resample documents (the unit OntoGUM was
 # sampled by) and pair each head with a baseline on the same mentions: each mention's
 # document, window, type and person, every head's correctness (bit-packed) and each
 # baseline's. The file's `layout` entry says how to unpack it; layers and heads 1-based.
 for lbl, (_, mentions) in scored.items():
-    save_arrays(f"by_mention_{lbl}", coref.by_mention_arrays(mentions, baseline_correct))
+    run.arrays(f"by_mention_{lbl}", coref.by_mention_arrays(mentions, baseline_correct))
 
 # %% [markdown]
 # ## Table 2 for this run, with the paper's rows

@@ -82,7 +82,6 @@ if "google.colab" in sys.modules:
                     "git+https://github.com/bertology-compendium/attention-heads"], check=True)
 
 # %%
-import io
 import time
 
 import numpy as np
@@ -96,12 +95,12 @@ from analysis_utils.analyses import framenet as fn_heads
 from analysis_utils.analyses import lr_check as lr_rule
 from analysis_utils.data import framenet, silver
 from analysis_utils.data import labels as sheets
-from analysis_utils.engine import atomic, attention, memory, padded
+from analysis_utils.engine import attention, memory, padded
 from analysis_utils.engine.wordmaps import encode_words
 from analysis_utils.plotting import finetuning as ft_plots
 from analysis_utils.plotting import maptypes as maptype_plots
 from analysis_utils.plotting.grid import head_grids
-from analysis_utils.publish import notebook, report
+from analysis_utils.publish import notebook
 from analysis_utils.publish.compare import EXACT, IGNORE, from_sd, within
 from analysis_utils.runplan import finetunes as plan
 from analysis_utils.training import finetune as ftune
@@ -226,18 +225,6 @@ _ = run.table(baselines, "baselines", key=["task", "baseline"],
 # `untrained_<seed>` and `frozen_0`); class ids as int8, STS-B scores as float32.
 
 # %%
-
-
-def save_arrays(name: str, arrays: dict) -> None:
-    """``results/06_<name>.npz``, written atomically and listed in the provenance."""
-    results, _ = report.output_dirs()
-    path = results / f"06_{name}.npz"
-    buf = io.BytesIO()
-    np.savez_compressed(buf, **arrays)
-    atomic.write_bytes(path, buf.getvalue())
-    run.written.append(path.name)
-
-
 def as_saved(task: str, values) -> np.ndarray:
     regression = glue_metrics.TASKS[task].is_regression
     return np.asarray(values, dtype=np.float32 if regression else np.int8)
@@ -255,7 +242,7 @@ for (task, kind), b in baseline_preds.items():
             dev_predictions[f"labels_{task}"]):
         name = f"untrained_{seed_list[0]}" if kind == "untrained head" else "frozen_0"
         dev_predictions[f"pred_{task}_{name}"] = as_saved(task, b.predictions)
-save_arrays("dev_predictions", dev_predictions)
+run.arrays("dev_predictions", dev_predictions)
 
 # %% [markdown]
 # ### Table 1 beside the paper
@@ -687,7 +674,7 @@ for task in task_list:
     by_example_arrays[f"seeds_{task}"] = np.array(seeds_t)
     by_example_arrays[f"drift_{task}"] = np.stack(
         [drift_by_example[(task, s)] for s in seeds_t]).astype(np.float32)
-save_arrays("by_example", by_example_arrays)
+run.arrays("by_example", by_example_arrays)
 del by_example
 
 # %% [markdown]
@@ -840,10 +827,10 @@ _ = run.table(notebook.one_based(ctrl_table), "framenet_heads_control", key=["he
               caption="The same FrameNet link score per head for the random-weights control")
 # per sentence and head (layers and heads in order, 1-based as L1-H1, L1-H2, ...): the link
 # score of the model and of the control, and the model's score on unlinked words (the null)
-save_arrays("framenet_by_sentence", {"model": exact_per_sentence.astype(np.float32),
-                                     "control": ctrl_per_sentence.astype(np.float32),
-                                     "unlinked": exact_unlinked.astype(np.float32),
-                                     "control_unlinked": ctrl_unlinked.astype(np.float32)})
+run.arrays("framenet_by_sentence", {"model": exact_per_sentence.astype(np.float32),
+                                    "control": ctrl_per_sentence.astype(np.float32),
+                                    "unlinked": exact_unlinked.astype(np.float32),
+                                    "control_unlinked": ctrl_unlinked.astype(np.float32)})
 standout = exact[exact["standout"]]
 fig = head_grids({f"{lm.label} minus the random-weights control, exact filter "
                   f"({len(readings['exact'])} sentences)": fn_scores["exact"] - ctrl_scores},

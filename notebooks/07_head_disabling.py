@@ -95,7 +95,7 @@ from analysis_utils import papers
 from analysis_utils.analyses import disabling, disabling_study, glue_metrics, significance
 from analysis_utils.analyses import framenet as fn_scores
 from analysis_utils.data import framenet
-from analysis_utils.engine import atomic, wordmaps
+from analysis_utils.engine import wordmaps
 from analysis_utils.heads import head_label, parse_head_label
 from analysis_utils.paths import output_dirs
 from analysis_utils.plotting import disabling as plots
@@ -258,14 +258,6 @@ _ = run.table(long, "disabling", key=["task", "seed", "mode", "label"],
 # dev examples: predicted classes as int8, STS-B's scores as float16).
 
 # %%
-def save_npz(name: str, arrays: dict) -> None:
-    """``results/07_<name>.npz`` written atomically and listed among the run's outputs."""
-    path = output_dirs()[0] / f"07_{name}.npz"
-    with atomic.replacing(path) as tmp, open(tmp, "wb") as fh:
-        np.savez_compressed(fh, **arrays)
-    run.written.append(path.name)
-
-
 for task in seeds_of:
     arrays = {}
     for s in seeds_of[task]:
@@ -287,7 +279,7 @@ for task in seeds_of:
     arrays["labels"] = arrays["labels"].astype(np.float32 if arrays["labels"].dtype.kind
                                                == "f" else np.int8)
     arrays["metric"] = np.array(glue_metrics.primary_metric(task))
-    save_npz(f"predictions_{task}", arrays)
+    run.arrays(f"predictions_{task}", arrays)
 print("per-example predictions saved: " + ", ".join(
     f"07_predictions_{t}.npz" for t in seeds_of))
 
