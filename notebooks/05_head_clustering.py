@@ -233,26 +233,22 @@ for lbl, lm_ in (("model", lm), ("control", control)):
                                        f"stress {stress:.2f}; same-layer / other-layer distance "
                                        f"{sepr['ratio']:.2f} ({p_text})")
     run.figure(fig, f"mds_{lbl}")
+# both separation tests' tolerances: a float-noise change of the distances can move a few
+# permutations across the observed statistic (p by a few / (n_perm + 1))
+separation_tolerance = {
+    "within": within(rel=1e-4), "between": within(rel=1e-4),
+    "diff": within(rel=1e-4, abs=1e-6), "ratio": within(abs=1e-3),
+    "p_value": within(abs=0.01), "p": IGNORE,
+    "null_mean": within(abs=1e-3), "null_std": within(abs=1e-3, rel=1e-3),
+    "null_ratio_mean": within(abs=1e-3), "null_ratio_sd": within(abs=1e-3)}
 separation = pd.DataFrame(sep_rows)
 run.table(separation, "layer_separation", key=["model"],
-          tolerance={"within": within(rel=1e-4), "between": within(rel=1e-4),
-                     "diff": within(rel=1e-4, abs=1e-6), "ratio": within(abs=1e-3),
-                     # a float-noise change of the distances can move a few permutations
-                     # across the observed statistic: p by a few / (n_perm + 1)
-                     "p_value": within(abs=0.01), "p": IGNORE,
-                     "null_mean": within(abs=1e-3), "null_std": within(abs=1e-3, rel=1e-3),
-                     "null_ratio_mean": within(abs=1e-3), "null_ratio_sd": within(abs=1e-3),
-                     # SMACOF from random starts: float noise can pick a nearby optimum
-                     "stress": within(abs=0.01)},
+          # SMACOF from random starts: float noise can pick a nearby optimum
+          tolerance={**separation_tolerance, "stress": within(abs=0.01)},
           caption="Mean sqrt-JS distance between heads of the same layer vs of different layers, "
                   f"permutation test ({n_perm} layer relabellings), Kruskal stress-1 of the 2-D MDS")
 behaviour_sep = pd.DataFrame(beh_rows)
-run.table(behaviour_sep, "behaviour_separation", key=["model"],
-          tolerance={"within": within(rel=1e-4), "between": within(rel=1e-4),
-                     "diff": within(rel=1e-4, abs=1e-6), "ratio": within(abs=1e-3),
-                     "p_value": within(abs=0.01), "p": IGNORE,
-                     "null_mean": within(abs=1e-3), "null_std": within(abs=1e-3, rel=1e-3),
-                     "null_ratio_mean": within(abs=1e-3), "null_ratio_sd": within(abs=1e-3)},
+run.table(behaviour_sep, "behaviour_separation", key=["model"], tolerance=separation_tolerance,
           caption="Mean sqrt-JS distance between heads of the same surface behaviour vs of "
                   f"different behaviours, over the heads with a behaviour; permutation test "
                   f"({n_perm} relabellings)")
