@@ -25,16 +25,7 @@ from ..papers import (
     KOVALEVA_TASKS,
 )
 from . import depth, resample
-from .core import (
-    MIN_SEEDS,
-    Check,
-    Claim,
-    Outcome,
-    Tables,
-    heterogeneous_band,
-    ordinal,
-    pct,
-)
+from .core import MIN_SEEDS, Check, Claim, Outcome, Tables, heterogeneous_band, ordinal, pct
 from .resample import (
     EQUIVALENCE_MARGINS,
     cluster_bootstrap,
@@ -591,6 +582,23 @@ def _minilm(t: Tables) -> bool:
     return str(t.model or "").startswith("all-MiniLM")
 
 
+def _relation_words(w: _Words, relations, per: dict):
+    """Yield ``(rel, label, rows)`` for each of the paper's ``relations`` (SD names) that has
+    a UD counterpart and words in this sample: ``label`` is ``"obj (dobj)"`` where the names
+    differ, ``rows`` its words. A relation without words gets an untestable check in ``per``;
+    one without a UD counterpart (and Table 1's "All") is passed over."""
+    for rel in relations:
+        ud = SD_TO_UD.get(rel)
+        if rel == "All" or ud is None:
+            continue
+        rows = w.words(ud)
+        label = ud if ud == rel else f"{ud} ({rel})"
+        if len(rows) == 0:
+            per[label] = [Check(untestable=f"no {ud} words in this run's sample")]
+            continue
+        yield rel, label, rows
+
+
 def _n_units(n: int, what: str) -> str:
     return f"{n:,} {what}"
 
@@ -688,13 +696,7 @@ def _over_75(t: Tables, which: str) -> Outcome:
     the 2 x L x H head-directions, sentences resampled; judged per relation, all four."""
     w = _words(t, which)
     per, parts, heads = {}, [], []
-    for rel in OVER_75:
-        ud = SD_TO_UD[rel]
-        rows = w.words(ud)
-        label = ud if ud == rel else f"{ud} ({rel})"
-        if len(rows) == 0:
-            per[label] = [Check(untestable=f"no {ud} words in this run's sample")]
-            continue
+    for rel, label, rows in _relation_words(w, OVER_75, per):
         acc = w.head[rows].mean(axis=0)
         paper = CLARK_TABLE1[rel][1] / 100
         best = int(np.argmax(acc))
@@ -763,15 +765,7 @@ def _direction(t: Tables, which: str) -> Outcome:
     d2h = np.flatnonzero(w.direction == "dep2head")
     h2d = np.flatnonzero(w.direction == "head2dep")
     per, parts, groups = {}, [], {}
-    for rel in CLARK_TABLE1:
-        ud = SD_TO_UD.get(rel)
-        if rel == "All" or ud is None:
-            continue
-        rows = w.words(ud)
-        label = ud if ud == rel else f"{ud} ({rel})"
-        if len(rows) == 0:
-            per[label] = [Check(untestable=f"no {ud} words in this run's sample")]
-            continue
+    for _rel, label, rows in _relation_words(w, CLARK_TABLE1, per):
         m = w.head[rows].mean(axis=0)
         a = d2h[_prune(m[d2h], len(rows))]
         b = h2d[_prune(m[h2d], len(rows))]

@@ -30,15 +30,7 @@ from ..papers import (
 )
 from . import resample as rs
 from . import stats
-from .core import (
-    MIN_SEEDS,
-    Check,
-    Claim,
-    Outcome,
-    Tables,
-    heterogeneous_band,
-    pct,
-)
+from .core import MIN_SEEDS, Check, Claim, Outcome, Tables, heterogeneous_band, pct
 from .depth import share_note
 
 KOVALEVA = "Kovaleva et al. 2019"
