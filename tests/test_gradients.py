@@ -155,6 +155,20 @@ def test_fit_mlm_head_beats_chance(tiny):
         model.get_input_embeddings().weight.data_ptr()
 
 
+def test_heldout_accuracy_by_hand_and_the_same_in_any_batch(tiny):
+    """The accuracy is counted position by position: a planted head whose prediction is
+    known, in batches smaller than, dividing and exceeding the positions."""
+    model, _, _ = tiny
+    head = gradients.build_mlm_head(model, seed=0)
+    states = torch.randn(10, model.config.hidden_size, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        predicted = head(states).argmax(-1)
+    labels = predicted.clone()
+    labels[[1, 4, 7]] = (predicted[[1, 4, 7]] + 1) % model.config.vocab_size  # 3 wrong of 10
+    for batch in (1, 3, 5, 512):
+        assert gradients._accuracy(head, states, labels, "cpu", batch=batch) == 0.7
+
+
 def test_load_mlm_head_detects_checkpoint_head(tiny, tmp_path):
     model, _, folder = tiny
     enc_dir = tmp_path / "enc"
