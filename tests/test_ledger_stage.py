@@ -196,6 +196,52 @@ def test_left_out_builds_in_worker_processes_keep_their_order():
     assert ledger_stage._in_processes(pow, [(2, 5)]) == [32]
 
 
+def test_whole_builds_and_left_out_builds_in_parallel_give_the_sequential_tables(
+        tmp_path, monkeypatch):
+    """Without a custom builder the ledger, its other-seed rebuild and the left-out builds
+    run as jobs on worker processes; the tables are those of the same builds in order."""
+    from analysis_utils import ledger
+    from analysis_utils.ledger import resample, seeds_left_out
+
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "06_provenance.json").write_text("{}")
+    view = {c: "-" for c in ledger.VIEW_COLUMNS if c not in ("claim", "verdict")}
+
+    def fake_build(folders, root):  # verdict "no" only under the other bootstrap seed
+        assert root == tmp_path and folders == ["results"]
+        other = resample.seed_offset() != 0
+        return pd.DataFrame({"model": ["m", "m"], "notebook": ["06", "01"],
+                             "claim": ["x", "y"], "verdict": ["no" if other else "yes", "yes"],
+                             **view})
+
+    def fake_without(folder, seed):
+        assert folder == tmp_path / "results"
+        return pd.DataFrame({"model": ["m"], "notebook": ["06"], "claim": ["x"],
+                             "verdict": ["yes" if seed == 42 else "inconclusive"]})
+
+    class FakeTables:
+        def __init__(self, folder):
+            pass
+
+        def label(self):
+            return "m"
+
+    monkeypatch.setattr(ledger, "build", fake_build)
+    monkeypatch.setattr(ledger, "Tables", FakeTables)
+    monkeypatch.setattr(seeds_left_out, "finetune_seeds", lambda folder: [42, 43])
+    monkeypatch.setattr(seeds_left_out, "verdicts_without", fake_without)
+    parallel = ledger_stage.judge(["results"], tmp_path)
+    sequential = ledger_stage.judge(["results"], tmp_path,
+                                    build=lambda fs: fake_build(fs, tmp_path),
+                                    without=fake_without)
+    assert sorted(parallel) == sorted(sequential)
+    for name in parallel:
+        pd.testing.assert_frame_equal(parallel[name], sequential[name])
+    stab = parallel[f"results/{ledger_stage.STABILITY_TABLE}"].set_index("claim")
+    assert stab.loc["x", "bootstrap seed"] == "changes to no"
+    assert stab.loc["x", "fine-tuning seed left out"] == "changes without seed 43 (to inconclusive)"
+
+
 def test_another_bootstrap_seed_draws_another_stream_and_the_default_is_untouched():
     import numpy as np
 

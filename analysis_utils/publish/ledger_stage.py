@@ -94,9 +94,14 @@ def judge(folders: Sequence[str], root: Path, build=None,
     ``build``: the ledger builder (default :func:`analysis_utils.ledger.build`; tests pass a
     memo of it); ``without``: ``(folder path, seed) -> ledger rows of 06-07 without that
     fine-tuning seed`` (default :func:`analysis_utils.ledger.seeds_left_out.verdicts_without`),
-    called once per fine-tuning seed of each folder that ran notebook 06."""
+    called once per fine-tuning seed of each folder that ran notebook 06.
+
+    With neither given, the ledger, its rebuild under another bootstrap seed and the
+    left-out builds are independent jobs, run on one worker process per core, the two whole
+    builds first (the longest): on two cores the rebuild no longer waits for the ledger."""
     from .. import ledger
 
+    parallel = stability and build is None and without is None
     build = build if build is not None else (lambda fs: ledger.build(fs, root=root))
 
     present = [f for f in folders if any((root / f).glob("[0-9][0-9]_provenance.json"))]
@@ -105,7 +110,16 @@ def judge(folders: Sequence[str], root: Path, build=None,
             f"none of {', '.join(folders)} under {root} holds a rendered notebook's "
             "NN_provenance.json: run the notebooks first (`make reproduce`, or "
             "`python -m analysis_utils run --profile default`)")
-    claims = build(present)
+    if parallel:
+        from ..ledger import seeds_left_out
+
+        jobs = [(f, s) for f in present for s in seeds_left_out.finetune_seeds(root / f)]
+        done = _in_processes(_stage_job, [("build", root, tuple(present), None),
+                                          ("build", root, tuple(present), 1),
+                                          *[("without", root / f, s, None) for f, s in jobs]])
+        claims, rebuilt, builds = done[0], done[1], done[2:]
+    else:
+        claims = build(present)
     claims = _with_ids(claims)
     ids = claims.groupby("model")["id"].apply(lambda s: s[s.duplicated()].tolist())
     clash = sorted({i for v in ids for i in v})
@@ -117,15 +131,16 @@ def judge(folders: Sequence[str], root: Path, build=None,
         from ..ledger import resample, seeds_left_out
         from ..ledger import stability as stab
 
-        with resample.another_seed(1):
-            rebuilt = build(present)
         label = {f: ledger.Tables(root / f).label() for f in present}
-        jobs = [(f, s) for f in present for s in seeds_left_out.finetune_seeds(root / f)]
-        if without is None:  # the builds are independent: one process per core
-            builds = _in_processes(seeds_left_out.verdicts_without,
-                                   [(root / f, s) for f, s in jobs])
-        else:
-            builds = [without(root / f, s) for f, s in jobs]
+        if not parallel:
+            with resample.another_seed(1):
+                rebuilt = build(present)
+            jobs = [(f, s) for f in present for s in seeds_left_out.finetune_seeds(root / f)]
+            if without is None:  # the builds are independent: one process per core
+                builds = _in_processes(seeds_left_out.verdicts_without,
+                                       [(root / f, s) for f, s in jobs])
+            else:
+                builds = [without(root / f, s) for f, s in jobs]
         left_out: dict[str, dict[int, pd.DataFrame]] = {}
         for (f, s), df in zip(jobs, builds, strict=True):
             left_out.setdefault(label[f], {})[s] = df
@@ -140,6 +155,24 @@ def judge(folders: Sequence[str], root: Path, build=None,
             out[f"{f}/{nb}_verdicts.csv"] = rows[[c for c in view if c in rows]].reset_index(
                 drop=True)
     return out
+
+
+def _stage_job(kind: str, where, what, seed):
+    """One of the stage's independent builds, by name so a worker process can run it:
+    ``("build", root, folders, bootstrap seed or None)``, the whole ledger (under
+    :func:`~analysis_utils.ledger.resample.another_seed` when a seed is given), or
+    ``("without", folder path, fine-tuning seed, None)``, 06-07 without that seed."""
+    from .. import ledger
+    from ..ledger import resample, seeds_left_out
+
+    if kind == "without":
+        return seeds_left_out.verdicts_without(where, what)
+    if kind != "build":
+        raise ValueError(f"unknown stage job {kind!r}")
+    if seed is None:
+        return ledger.build(list(what), root=where)
+    with resample.another_seed(seed):
+        return ledger.build(list(what), root=where)
 
 
 def _in_processes(fn, args: Sequence[tuple]) -> list:
