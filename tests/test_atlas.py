@@ -295,7 +295,7 @@ def test_head_3_9_shows_the_tables_numbers(browser, fresh_page, which):
     assert page.get_attribute("#detail", "data-selected") == "3-9"
     for kind in ("model", "control"):
         syn = pd.read_csv(results / f"02_head_scores_{kind}.csv")
-        syn = syn[(syn.layer == 2) & (syn["head"] == 8)]  # 0-based table
+        syn = syn[(syn.layer == 3) & (syn["head"] == 9)]  # 1-based table
         shown = _shown_values(page, "02.", kind)
         assert len(shown) == len(syn) > 0
         for r in syn.itertuples():
@@ -307,7 +307,7 @@ def test_head_3_9_shows_the_tables_numbers(browser, fresh_page, which):
     # the rank shown is the head's place among all heads, counted here from the table
     syn = pd.read_csv(results / "02_head_scores_model.csv").query(
         "relation == 'nsubj' and direction == 'dep2head'")
-    rank = int((syn.accuracy > syn.query("layer == 2 and head == 8").accuracy.iloc[0]).sum()) + 1
+    rank = int((syn.accuracy > syn.query("layer == 3 and head == 9").accuracy.iloc[0]).sum()) + 1
     shown = page.text_content('#detail tr[data-prop="02.nsubj.dep2head"] td.rank')
     assert shown == f"{rank} / {len(syn)}"
     page.close()
@@ -323,9 +323,9 @@ def test_role_search_colours_by_the_role_and_selects_its_best_head(browser, fres
     page.click("#search-form button")
     assert page.input_value("#property") == prop
     table, col, base, filt = {
-        "02": ("02_head_scores_model.csv", "accuracy", 0,
+        "02": ("02_head_scores_model.csv", "accuracy", 1,
                "relation == 'nsubj' and direction == 'dep2head'"),
-        "03": ("03_head_scores_model.csv", "accuracy", 0, "breakdown == 'all'"),
+        "03": ("03_head_scores_model.csv", "accuracy", 1, "breakdown == 'all'"),
         "01": ("01_per_head_model.csv", "cls", 1, "layer > 0"),
     }[prop[:2]]
     df = pd.read_csv(paths.RESULTS_DIR / table).query(filt)
@@ -473,7 +473,7 @@ def test_a_deep_link_opens_the_head_and_property(reader):
                                        "cs => cs.map(c => c.dataset.head)") == ["4-10"]
     syn = pd.read_csv(paths.RESULTS_DIR / "02_head_scores_model.csv").query(
         "relation == 'nsubj' and direction == 'dep2head'")
-    acc = syn.query("layer == 3 and head == 9").accuracy.iloc[0]
+    acc = syn.query("layer == 4 and head == 10").accuracy.iloc[0]  # a 1-based table
     rank = int((syn.accuracy > acc).sum()) + 1
     assert reader.get_attribute('#grid [data-head="4-10"]', "aria-label") == \
         f"head 4-10, {acc:.3f}, rank {rank}"

@@ -643,7 +643,8 @@ SENTENCES_PER_HEAD = 3
 
 def best_roles(scores: pd.DataFrame) -> dict[str, dict]:
     """Each head's best-ranked syntax relation in notebook 02's head scores
-    (``02_head_scores_model.csv``, 0-based): the (relation, direction) where the head's rank
+    (``02_head_scores_model.csv``; 1-based, or 0-based where a layer 0 appears: tables saved
+    before every table was 1-based): the (relation, direction) where the head's rank
     among all heads is best (rank 1 = most accurate; ties: the higher accuracy, then the table
     order). "All" is not a relation and is left out. Returns ``{"L-H": {"relation",
     "direction", "rank", "accuracy"}}`` with 1-based labels.
@@ -653,7 +654,10 @@ def best_roles(scores: pd.DataFrame) -> dict[str, dict]:
     ...                    "accuracy": [0.9, 0.8, 0.1, 0.2]})
     >>> {k: (v["relation"], v["rank"]) for k, v in best_roles(df).items()}
     {'1-1': ('a', 1), '1-2': ('b', 1)}
+    >>> sorted(best_roles(df.assign(layer=df.layer + 1, head=df["head"] + 1)))
+    ['1-1', '1-2']
     """
+    base = 0 if len(scores) and int(scores["layer"].min()) == 0 else 1
     df = scores[scores["relation"] != "All"].copy()
     df["rank"] = (df.groupby(["relation", "direction"], sort=False)["accuracy"]
                   .rank(method="min", ascending=False).astype(int))
@@ -661,7 +665,7 @@ def best_roles(scores: pd.DataFrame) -> dict[str, dict]:
     df = df.sort_values(["rank", "accuracy", "order"], ascending=[True, False, True])
     out = {}
     for r in df.drop_duplicates(["layer", "head"]).itertuples():
-        out[f"{int(r.layer) + 1}-{int(r.head) + 1}"] = {
+        out[f"{int(r.layer) - base + 1}-{int(r.head) - base + 1}"] = {
             "relation": str(r.relation), "direction": str(r.direction), "rank": int(r.rank),
             "accuracy": float(r.accuracy)}
     return out
