@@ -104,6 +104,12 @@ class Family:
     properties: list[Property] = field(default_factory=list)
 
 
+def _table_base(df: pd.DataFrame) -> int:
+    """0 where a table of heads has a layer 0 (tables saved before every table was 1-based),
+    else 1."""
+    return 0 if len(df) and int(df["layer"].min()) == 0 else 1
+
+
 def _grid(df: pd.DataFrame, column: str, num_layers: int, num_heads: int, base: int | None,
           source: str) -> np.ndarray:
     """``df[column]`` as a (num_layers, num_heads) array from its ``layer``/``head`` columns
@@ -111,7 +117,7 @@ def _grid(df: pd.DataFrame, column: str, num_layers: int, num_heads: int, base: 
     appears: tables saved before every table was 1-based); heads absent from ``df`` are NaN
     (or None for text)."""
     if base is None:
-        base = 0 if len(df) and int(df["layer"].min()) == 0 else 1
+        base = _table_base(df)
     layer = df["layer"].astype(int).to_numpy() - base
     head = df["head"].astype(int).to_numpy() - base
     if len(df) and (layer.min() < 0 or head.min() < 0 or layer.max() >= num_layers
@@ -657,7 +663,7 @@ def best_roles(scores: pd.DataFrame) -> dict[str, dict]:
     >>> sorted(best_roles(df.assign(layer=df.layer + 1, head=df["head"] + 1)))
     ['1-1', '1-2']
     """
-    base = 0 if len(scores) and int(scores["layer"].min()) == 0 else 1
+    base = _table_base(scores)
     df = scores[scores["relation"] != "All"].copy()
     df["rank"] = (df.groupby(["relation", "direction"], sort=False)["accuracy"]
                   .rank(method="min", ascending=False).astype(int))

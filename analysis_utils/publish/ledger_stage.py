@@ -110,10 +110,11 @@ def judge(folders: Sequence[str], root: Path, build=None,
             f"none of {', '.join(folders)} under {root} holds a rendered notebook's "
             "NN_provenance.json: run the notebooks first (`make reproduce`, or "
             "`python -m analysis_utils run --profile default`)")
-    if parallel:
+    if stability:
         from ..ledger import seeds_left_out
 
         jobs = [(f, s) for f in present for s in seeds_left_out.finetune_seeds(root / f)]
+    if parallel:
         done = _in_processes(_stage_job, [("build", root, tuple(present), None),
                                           ("build", root, tuple(present), 1),
                                           *[("without", root / f, s, None) for f, s in jobs]])
@@ -128,14 +129,13 @@ def judge(folders: Sequence[str], root: Path, build=None,
                          f"{clash}; reword one claim in ledger/clark.py or kovaleva.py")
     out = {f"{present[0]}/{CLAIMS_TABLE}": claims}
     if stability:
-        from ..ledger import resample, seeds_left_out
+        from ..ledger import resample
         from ..ledger import stability as stab
 
         label = {f: ledger.Tables(root / f).label() for f in present}
         if not parallel:
             with resample.another_seed(1):
                 rebuilt = build(present)
-            jobs = [(f, s) for f in present for s in seeds_left_out.finetune_seeds(root / f)]
             if without is None:  # the builds are independent: one process per core
                 builds = _in_processes(seeds_left_out.verdicts_without,
                                        [(root / f, s) for f, s in jobs])
