@@ -26,9 +26,35 @@ def _where(r) -> str:
     return f"{r['model']} {r['notebook']}: {r['claim']}"
 
 
+_NUM = r"([-+]?\d[\d.]*(?:e[-+]?\d+)?)"
+_STATED = re.compile(rf"interval \[{_NUM}, {_NUM}\] (lies above|lies below|holds both|holds|"
+                     rf"lies short of|lies on the other side of|lies within|lies beyond the "
+                     rf"margin|excludes) {_NUM}(?: and {_NUM}| \+- {_NUM}| of {_NUM})?")
+
+
+def interval_statements(text: str) -> list[str]:
+    """Each "the interval [a, b] lies above x" (holds, lies below, lies within c +- m, ...) in
+    ``text`` that its own numbers contradict."""
+    out = []
+    for m in _STATED.finditer(text):
+        lo, hi, verb, x, y, pm, of = m.groups()
+        lo, hi, x = float(lo), float(hi), float(x)
+        ok = {"lies above": lo > x, "lies below": hi < x,
+              "holds": lo <= x <= hi,
+              "holds both": lo <= x <= hi and y is not None and lo <= float(y) <= hi,
+              "lies short of": not lo <= x <= hi, "excludes": not lo <= x <= hi,
+              "lies on the other side of": not lo <= x <= hi,
+              "lies within": pm is not None and x - float(pm) <= lo and hi <= x + float(pm),
+              "lies beyond the margin": of is not None and (lo > float(of) + x
+                                                             or hi < float(of) - x)}[verb]
+        if not ok:
+            out.append(f"'{m.group(0)}' is false")
+    return out
+
+
 def contradictions(r) -> list[str]:
     """What in row ``r`` (a mapping of the ledger's columns) contradicts its numbers or unit."""
-    out = []
+    out = interval_statements(" ".join([r["note"], r["per_task"]]))
     m = re.search(r"m = (\d+)", r["family"])
     levels = re.findall(r"\((\d+(?:\.\d+)?%)\)", r["interval"])
     if levels:
@@ -70,6 +96,25 @@ def test_a_row_that_contradicts_itself_is_caught():
           "test": "10,000 resamples of documents", "training_specific": "not specific to "
           "training: the random-weights control passes the same rule"}
     assert contradictions(ok) == []
+
+
+@pytest.mark.parametrize("text, false", [
+    ("the interval [0.01874, 0.02164] holds 0: this test could not tell", 1),
+    ("the interval [0.01874, 0.02164] holds 0.02 (the null 0 + ...)", 0),
+    ("the interval [-0.003858, 0.1046] lies above 0 on the claimed side", 1),
+    ("the interval [0.2587, 0.3382] lies above 0 on the claimed side", 0),
+    ("the interval [-0.01, 0.03] holds both 0 and 0.02", 0),
+    ("the interval [0.01, 0.03] holds both 0 and 0.02", 1),
+    ("the 99.3% interval [0.343, 0.3871] lies within 0 +- 0.5", 0),
+    ("the 99.3% interval [0.343, 0.5871] lies within 0 +- 0.5", 1),
+    ("the interval [1.321, 1.42] lies beyond the margin 0.5 of 0: an effect is shown", 0),
+    ("the interval [0.3, 1.42] lies beyond the margin 0.5 of 0", 1),
+    ("the interval [0.0125, 0.01934] lies short of 0.02: any effect is smaller", 0),
+    ("the interval [-0.01317, -0.0008876] lies on the other side of 0: reversed", 0),
+    ("the interval [0.4496, 0.4629] lies below 0.1 on the claimed side", 1),
+])
+def test_a_false_statement_about_an_interval_is_caught(text, false):
+    assert len(interval_statements(text)) == false, interval_statements(text)
 
 
 def test_no_committed_row_contradicts_its_numbers_or_unit(rows):

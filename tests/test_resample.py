@@ -681,3 +681,23 @@ def test_mixed_needs_a_conclusive_yes_and_a_conclusive_no_within_one_task():
 def test_no_effect_reasons_name_the_level_they_used():
     j = rs.judge_no_effect(-0.5, 0.5, margin=1.0, inner_level="98.3%")
     assert j.verdict == "yes" and "98.3% interval" in j.reason and "90%" not in j.reason
+
+
+def test_each_verdicts_text_says_what_its_interval_holds():
+    # mpnet 01 "especially in the earlier layers": [+1.87, +2.16] points, margin 2: the
+    # interval excludes 0 and holds the margin's edge; the text said "holds 0"
+    j = rs.judge_effect(0.01874, 0.02164, margin=0.02)
+    assert j.verdict == "inconclusive"
+    assert "holds 0.02 (the null 0 + the smallest effect of interest 0.02)" in j.reason
+    assert "holds 0 " not in j.reason and "holds both" not in j.reason
+    j = rs.judge_effect(-0.01, 0.03, margin=0.02)
+    assert j.verdict == "inconclusive" and "holds both 0 and 0.02" in j.reason
+    assert "holds 0:" in rs.judge_effect(-0.1, 2.0).reason
+    # Holm's step passes where the Bonferroni-level interval holds 0 (02 mark): the yes names
+    # the adjusted p, not an interval "above 0"
+    j = rs.judge_effect(-0.003858, 0.1046, p_adjusted=0.01)
+    assert j.verdict == "yes" and "Holm's adjusted p 0.01 < 0.05" in j.reason
+    assert "lies above" not in j.reason
+    j = rs.judge_effect(0.1, 0.3, p_adjusted=0.2)
+    assert j.verdict == "inconclusive"
+    assert "lies above 0 but Holm's adjusted p 0.2 is not below 0.05" in j.reason

@@ -1021,10 +1021,16 @@ def judge_effect(lo: float, hi: float, *, null: float = 0.0, paper_effect: float
         shown = bool(p_adjusted < alpha and d * ((lo + hi) / 2 - null) > 0)
     else:
         shown = bool(lo > null) if d == 1 else bool(hi < null)
+    sesoi = (f" (the null {null:g} {'+' if d == 1 else '-'} the smallest effect of interest "
+             f"{margin:g})" if margin else "")
+    beyond = bool(lo > edge) if d == 1 else bool(hi < edge)
+    if shown and not beyond:  # Holm's step-down passes where the Bonferroni-level interval
+        return Judgement("yes", f"Holm's adjusted p {p_adjusted:.2g} < {alpha:g} with the "
+                                f"estimate {side} {null:g}; the interval {span} is at the "
+                                "family's Bonferroni level, wider than Holm's step needs")
     if shown:
-        return Judgement("yes", f"the interval {span} lies {side} {edge:g}" + (
-            f" (the null {null:g} {'+' if d == 1 else '-'} the smallest effect of interest "
-            f"{margin:g})" if margin else " on the claimed side"))
+        return Judgement("yes", f"the interval {span} lies {side} {edge:g}"
+                         + (sesoi or " on the claimed side"))
     if (d == 1 and hi < null) or (d == -1 and lo > null):
         return Judgement("no", f"the interval {span} lies on the other side of {null:g}: "
                                "reversed")
@@ -1034,9 +1040,14 @@ def judge_effect(lo: float, hi: float, *, null: float = 0.0, paper_effect: float
     if sized and paper_effect is not None and not lo <= paper_effect <= hi:
         return Judgement("no", f"the paper's stated size {paper_effect:g} lies outside the "
                                f"interval {span}")
-    return Judgement("inconclusive", f"the interval {span} holds {null:g}"
-                     + (f" and reaches past {edge:g}" if margin else "")
-                     + ": this test could not tell")
+    if margin:
+        held = (f"holds both {null:g} and {edge:g}{sesoi}" if lo <= null <= hi
+                else f"holds {edge:g}{sesoi}")
+    elif lo <= null <= hi:
+        held = f"holds {null:g}"
+    else:  # only on the Holm path: the interval lies on the claimed side, Holm's p does not
+        held = f"lies {side} {null:g} but Holm's adjusted p {p_adjusted:.2g} is not below {alpha:g}"
+    return Judgement("inconclusive", f"the interval {span} {held}: this test could not tell")
 
 
 def _banded(lo, hi, margin, alpha_lo, alpha_hi) -> tuple[float, float]:
