@@ -29,7 +29,7 @@ def _where(r) -> str:
 _NUM = r"([-+]?\d[\d.]*(?:e[-+]?\d+)?)"
 _STATED = re.compile(rf"interval \[{_NUM}, {_NUM}\] (lies above|lies below|holds both|holds|"
                      rf"lies short of|lies on the other side of|lies within|lies beyond the "
-                     rf"margin|excludes) {_NUM}(?: and {_NUM}| \+- {_NUM}| of {_NUM})?")
+                     rf"margin|excludes) {_NUM}(?: and {_NUM}| \+- {_NUM}| of {_NUM}| ([-+]) {_NUM})?")
 
 
 def interval_statements(text: str) -> list[str]:
@@ -37,8 +37,10 @@ def interval_statements(text: str) -> list[str]:
     ``text`` that its own numbers contradict."""
     out = []
     for m in _STATED.finditer(text):
-        lo, hi, verb, x, y, pm, of = m.groups()
+        lo, hi, verb, x, y, pm, of, sign, shift = m.groups()
         lo, hi, x = float(lo), float(hi), float(x)
+        if sign:  # "lies above 0 - 0.01": the margin's edge
+            x = x - float(shift) if sign == "-" else x + float(shift)
         ok = {"lies above": lo > x, "lies below": hi < x,
               "holds": lo <= x <= hi,
               "holds both": lo <= x <= hi and y is not None and lo <= float(y) <= hi,
@@ -112,6 +114,9 @@ def test_a_row_that_contradicts_itself_is_caught():
     ("the interval [0.0125, 0.01934] lies short of 0.02: any effect is smaller", 0),
     ("the interval [-0.01317, -0.0008876] lies on the other side of 0: reversed", 0),
     ("the interval [0.4496, 0.4629] lies below 0.1 on the claimed side", 1),
+    ("the 99% interval [-0.005, 0.02] lies above 0 - 0.01: no drop beyond the margin", 0),
+    ("the 99% interval [-0.015, 0.02] lies above 0 - 0.01: no drop beyond the margin", 1),
+    ("the 99% interval [-0.252, -0.177] lies below 0 + 0.2: no rise beyond the margin", 0),
 ])
 def test_a_false_statement_about_an_interval_is_caught(text, false):
     assert len(interval_statements(text)) == false, interval_statements(text)

@@ -701,3 +701,17 @@ def test_each_verdicts_text_says_what_its_interval_holds():
     j = rs.judge_effect(0.1, 0.3, p_adjusted=0.2)
     assert j.verdict == "inconclusive"
     assert "lies above 0 but Holm's adjusted p 0.2 is not below 0.05" in j.reason
+
+
+def test_judge_no_rise_lets_a_drop_of_any_size_agree():
+    # 06 stripes on MRPC: -22.2%, 90%-level [-25.2%, -17.7%] against a +20% ceiling: the stripes
+    # fall after fine-tuning, so they were there before it (the two-sided band read "no")
+    j = rs.judge_no_drop(-0.252, -0.177, margin=0.2, direction=-1)
+    assert j.verdict == "yes" and "lies below 0 + 0.2: no rise" in j.reason
+    assert rs.judge_no_drop(-0.9, -0.5, margin=0.2, direction=-1).verdict == "yes"
+    j = rs.judge_no_drop(0.25, 0.4, margin=0.2, alpha_lo=0.22, alpha_hi=0.45, direction=-1)
+    assert j.verdict == "no" and "a rise beyond the margin is shown" in j.reason
+    j = rs.judge_no_drop(0.1, 0.3, margin=0.2, alpha_lo=0.05, alpha_hi=0.35, direction=-1)
+    assert j.verdict == "inconclusive" and "reaches above 0 + 0.2" in j.reason
+    with pytest.raises(ValueError, match="direction"):
+        rs.judge_no_drop(0.1, 0.3, margin=0.2, direction=0)

@@ -6,8 +6,8 @@ A :class:`Claim` carries its wording, the paper's value, the ``criterion`` and `
 as fixed text, the claims registry entries it tests (``registry``: the row's ``quote``), and a
 ``rule``: a function of a :class:`Tables` folder and ``which`` (``"model"`` or ``"control"``)
 that returns an :class:`Outcome`. The same rule is run on the control's tables wherever the
-notebook saved them, so a rule that the random-weights model also passes can never yield
-``yes``.
+notebook saved them; a ``yes`` that the random-weights model also earns keeps its verdict and
+says so (``training_specific``).
 
 A rule does not decide its verdict: it returns one :class:`Check` (``Outcome.check``: a
 resampled test on the unit that was sampled) or, for claims about tasks, a list of Checks per
@@ -152,7 +152,8 @@ class Check:
     ``design_effect``); ``kind``: ``"effect"`` (judge_effect: ``null``, ``paper_effect`` on the
     statistic's scale, ``direction`` +1 above / -1 below, ``margin`` for claims with no size),
     ``"no effect"`` (judge_no_effect: the band ``null +- margin``) or ``"no drop"``
-    (judge_no_drop: above ``null - margin``, one-sided); ``head``: for a MaxOverHeads, judge head ``head``'s simultaneous interval (and its own max-T p-value)
+    (judge_no_drop: above ``null - margin``, one-sided; with ``direction=-1`` no rise: below
+    ``null + margin``); ``head``: for a MaxOverHeads, judge head ``head``'s simultaneous interval (and its own max-T p-value)
     instead of the best one's;
     ``untestable``: why this entry cannot be judged (the entry then reads ``untestable``)."""
 
@@ -329,7 +330,8 @@ def _judge(ch: Check, a: float, p_adjusted: float | None):
         alo, ahi = _interval(ch, a)
         if ch.kind == "no drop":
             return judge_no_drop(lo90, hi90, margin=ch.margin, null=ch.null, alpha_lo=alo,
-                                 alpha_hi=ahi, inner_level=level(inner))
+                                 alpha_hi=ahi, inner_level=level(inner),
+                                 direction=ch.direction)
         return judge_no_effect(lo90, hi90, margin=ch.margin, null=ch.null, alpha_lo=alo,
                                alpha_hi=ahi, inner_level=level(inner))
     except ValueError as err:

@@ -1087,26 +1087,42 @@ def judge_no_effect(lo: float, hi: float, *, margin: float, null: float = 0.0,
 
 def judge_no_drop(lo: float, hi: float, *, margin: float, null: float = 0.0,
                   alpha_lo: float | None = None, alpha_hi: float | None = None,
-                  untestable: str = "", inner_level: str = "90%") -> Judgement:
+                  untestable: str = "", inner_level: str = "90%",
+                  direction: int = 1) -> Judgement:
     """The verdict on a claim that something costs nothing ("disabling heads is not
     detrimental ... and in some cases even improves it"): the claim is ``> null - margin``,
-    one-sided, so a gain of any size agrees with it (non-inferiority).
+    one-sided, so a gain of any size agrees with it (non-inferiority). ``direction=-1`` turns
+    it round: ``< null + margin``, no rise beyond the margin, a drop of any size agreeing
+    ("the stripes come from pre-training, not fine-tuning": fine-tuning adds less than the
+    margin; weaker stripes after fine-tuning were still there before it).
 
-    ``[lo, hi]``: the ``1 - 2 alpha`` (90%) interval, whose lower end must lie above
-    ``null - margin`` for ``yes`` (a one-sided test at ``alpha``); ``[alpha_lo, alpha_hi]``:
-    the two-sided ``1 - alpha`` interval, which must lie wholly below ``null - margin`` for
-    ``no`` (a drop larger than the margin is shown). Otherwise ``inconclusive``."""
+    ``[lo, hi]``: the ``1 - 2 alpha`` (90%) interval, whose end on the guarded side must lie
+    inside ``null -+ margin`` for ``yes`` (a one-sided test at ``alpha``);
+    ``[alpha_lo, alpha_hi]``: the two-sided ``1 - alpha`` interval, which must lie wholly
+    beyond that edge for ``no`` (a change larger than the margin is shown). Otherwise
+    ``inconclusive``."""
     if untestable:
         return Judgement("untestable", untestable)
+    if direction not in (1, -1):
+        raise ValueError(f"direction must be +1 (no drop) or -1 (no rise), got {direction}")
     a_lo, a_hi = _banded(lo, hi, margin, alpha_lo, alpha_hi)
-    if lo > null - margin:
-        return Judgement("yes", f"the {inner_level} interval [{lo:.4g}, {hi:.4g}] lies above "
-                                f"{null:g} - {margin:g}: no drop beyond the margin")
-    if a_hi < null - margin:
-        return Judgement("no", f"the interval [{a_lo:.4g}, {a_hi:.4g}] lies below {null:g} - "
-                               f"{margin:g}: a drop beyond the margin is shown")
-    return Judgement("inconclusive", f"the interval [{lo:.4g}, {hi:.4g}] reaches below "
-                                     f"{null:g} - {margin:g} but does not exclude it")
+    inner, outer = f"[{lo:.4g}, {hi:.4g}]", f"[{a_lo:.4g}, {a_hi:.4g}]"
+    if direction == 1:
+        edge, what = f"{null:g} - {margin:g}", "drop"
+        shown_yes, shown_no = lo > null - margin, a_hi < null - margin
+        side, other = "above", "below"
+    else:
+        edge, what = f"{null:g} + {margin:g}", "rise"
+        shown_yes, shown_no = hi < null + margin, a_lo > null + margin
+        side, other = "below", "above"
+    if shown_yes:
+        return Judgement("yes", f"the {inner_level} interval {inner} lies {side} {edge}: no "
+                                f"{what} beyond the margin")
+    if shown_no:
+        return Judgement("no", f"the interval {outer} lies {other} {edge}: a {what} beyond "
+                               "the margin is shown")
+    return Judgement("inconclusive", f"the interval {inner} reaches {other} {edge} but does "
+                                     "not exclude it")
 
 
 def judge_tasks(per_task: Mapping[str, Sequence[str]], scope: str = "every",
