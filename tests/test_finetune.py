@@ -629,3 +629,29 @@ def test_a_model_with_one_token_type_is_fine_tuned_and_scored(tmp_path, data, ti
     # a dataset built with segment ids is still scored: predict leaves them out
     with_types = glue_data.task_dataset("MRPC", dev, tok, 32)
     np.testing.assert_array_equal(evaluate(model, tok, "MRPC", with_types).logits, ev.logits)
+
+
+def test_cache_entries_with_the_same_tokenizer_files_share_one_tokenizer(tiny_model_dir,
+                                                                         tmp_path):
+    # notebook 06 holds 50 FineTuned of one encoder: a tokenizer each was 500 MB resident
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    from analysis_utils.training.finetune import shared_tokenizer
+
+    a, b, c = (tmp_path / x for x in "abc")
+    for d in (a, b, c):
+        shutil.copytree(tiny_model_dir, d)
+    vocab = c / "vocab.txt"
+    vocab.write_text(vocab.read_text() + "zzzextra\n")
+    (c / "tokenizer.json").unlink(missing_ok=True)  # rebuilt from the changed vocab
+    calls = []
+
+    def load(folder):
+        calls.append(folder)
+        return AutoTokenizer.from_pretrained(folder)
+
+    ta, tb, tc = (shared_tokenizer(d, load) for d in (a, b, c))
+    assert ta is tb and tc is not ta and calls == [a, c]
+    assert len(tc) == len(ta) + 1

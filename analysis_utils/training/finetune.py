@@ -46,10 +46,12 @@ Example::
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import time
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -384,6 +386,33 @@ def _drop_entry(folder: Path, why: str) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
+#: Tokenizers loaded from cache entries, by the content of their files: every fine-tune of
+#: one encoder saves the same tokenizer, and notebook 06 holds 50 FineTuned at once. One
+#: MiniLM tokenizer is about 10 MB resident, so a copy each added 500 MB (measured with
+#: ``benchmarks/bench_cell_memory.py notebooks/06_finetuning_drift.py``). Weak values: a
+#: tokenizer no FineTuned holds any more is freed.
+_TOKENIZERS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                    "added_tokens.json", "vocab.txt", "vocab.json", "merges.txt",
+                    "spiece.model", "sentencepiece.bpe.model", "chat_template.jinja")
+
+
+def shared_tokenizer(folder: Path, load):
+    """``load(folder)``, or the tokenizer already loaded from a folder whose tokenizer files
+    are byte for byte the same (the same object: tokenizers carry no per-model state here)."""
+    h = hashlib.sha256()
+    for name in _TOKENIZER_FILES:
+        f = Path(folder) / name
+        if f.is_file():
+            h.update(name.encode() + b"\0" + hashlib.sha256(f.read_bytes()).digest())
+    key = h.hexdigest()
+    tok = _TOKENIZERS.get(key)
+    if tok is None:
+        tok = load(folder)
+        _TOKENIZERS[key] = tok
+    return tok
+
+
 def _load_entry(folder: Path, key: str, record: dict, lm: LoadedModel,
                 device: torch.device) -> FineTuned | None:
     """The cached FineTuned, or None (entry removed, with a warning) when its weights cannot be
@@ -395,7 +424,7 @@ def _load_entry(folder: Path, key: str, record: dict, lm: LoadedModel,
     try:
         model = AutoModelForSequenceClassification.from_pretrained(
             folder, attn_implementation="eager").eval()
-        tokenizer = AutoTokenizer.from_pretrained(folder)
+        tokenizer = shared_tokenizer(folder, AutoTokenizer.from_pretrained)
     except (OSError, ValueError, SafetensorError) as err:
         _drop_entry(folder, f"cannot be read ({type(err).__name__}: {err})")
         return None
