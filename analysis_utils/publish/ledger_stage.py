@@ -148,13 +148,22 @@ def judge(folders: Sequence[str], root: Path, build=None,
         out[f"{present[0]}/{STABILITY_TABLE}"] = table
         out[f"{present[0]}/{STABILITY_SHARES}"] = stab.shares(table)
     view = ["id", *ledger.VIEW_COLUMNS, "control_verdict", "training_specific"]
+    # A notebook's verdict table keeps the columns some row of that notebook fills, in any
+    # folder (one schema across models: 01's rows have no seeds, 06's have): a column empty
+    # throughout tells a reader nothing.
+    kept = {nb: [c for c in view if c in rows and not _blank(rows[c]).all()]
+            for nb, rows in claims.groupby("notebook", sort=True)}
     for f in present:
         label = ledger.Tables(root / f).label()
         mine = claims[claims["model"] == label]
         for nb, rows in mine.groupby("notebook", sort=True):
-            out[f"{f}/{nb}_verdicts.csv"] = rows[[c for c in view if c in rows]].reset_index(
-                drop=True)
+            out[f"{f}/{nb}_verdicts.csv"] = rows[kept[nb]].reset_index(drop=True)
     return out
+
+
+def _blank(col: pd.Series) -> pd.Series:
+    """Which cells of ``col`` hold no value (empty, whitespace or NaN)."""
+    return col.isna() | col.astype(str).str.strip().isin(["", "nan", "NaN", "None", "<NA>"])
 
 
 def _stage_job(kind: str, where, what, seed):
