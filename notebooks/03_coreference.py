@@ -56,13 +56,12 @@ import pandas as pd
 from analysis_utils import paths
 from analysis_utils.analyses import coref
 from analysis_utils.data import ontogum
-from analysis_utils.engine import atomic, wordmaps
+from analysis_utils.engine import wordmaps
 from analysis_utils.heads import head_label
 from analysis_utils.plotting import grid as grid_plots
 from analysis_utils.plotting import syntax as syntax_plots
-from analysis_utils.publish import notebook, verdicts
+from analysis_utils.publish import notebook
 from analysis_utils.publish.compare import ARGMAX_SCORES, EXACT, within
-from analysis_utils.publish.report import output_dirs
 
 lm, control, run = notebook.setup("03", globals(), precision=1)
 tok = lm.tokenizer
@@ -154,9 +153,11 @@ baselines, baseline_correct = coref.baseline_accuracy(wins, return_correct=True)
 print(f"scoring both models and the baselines: {time.perf_counter() - t0:.1f} s "
       "(maps read from the cache)")
 for lbl, df in head_scores.items():  # argmax-based: a near-tie may move one mention elsewhere
-    run.table(df, f"head_scores_{lbl}", key=["layer", "head", "breakdown", "group"],
+    run.table(notebook.one_based(df), f"head_scores_{lbl}",
+              key=["layer", "head", "breakdown", "group"],
               tolerance=ARGMAX_SCORES,
-              caption=f"Antecedent accuracy of every head; {lbl}; {data_label}")
+              caption=f"Antecedent accuracy of every head (layers and heads 1-based); {lbl}; "
+                      f"{data_label}")
 _ = run.table(baselines, "baselines", key=["system", "breakdown", "group"],
               tolerance={"accuracy": EXACT},  # rules over the gold mentions alone
               caption=f"Baseline accuracy; {data_label}")
@@ -164,21 +165,12 @@ _ = run.table(baselines, "baselines", key=["system", "breakdown", "group"],
 pct = {"*": within(abs=0.05, rel=0.01)}
 
 
-def save_arrays(name: str, arrays: dict) -> None:
-    """``results/03_<name>.npz``, written atomically and listed in the provenance."""
-    path = output_dirs()[0] / f"03_{name}.npz"
-    with atomic.replacing(path) as tmp, open(tmp, "wb") as f:
-        np.savez_compressed(f, **arrays)
-    run.written.append(path.name)
-    print(f"{path.name}: {path.stat().st_size / 1e6:.2f} MB")
-
-
 # Per mention, for the claims ledger's tests, which resample documents (the unit OntoGUM was
 # sampled by) and pair each head with a baseline on the same mentions: each mention's
 # document, window, type and person, every head's correctness (bit-packed) and each
 # baseline's. The file's `layout` entry says how to unpack it; layers and heads 1-based.
 for lbl, (_, mentions) in scored.items():
-    save_arrays(f"by_mention_{lbl}", coref.by_mention_arrays(mentions, baseline_correct))
+    run.arrays(f"by_mention_{lbl}", coref.by_mention_arrays(mentions, baseline_correct))
 
 # %% [markdown]
 # ## Table 2 for this run, with the paper's rows
@@ -337,8 +329,13 @@ _ = run.finish()
 # (they state numbers only). Each claim's criterion, reference and test are fixed in
 # `analysis_utils/ledger/clark.py` before any number is read; the same rule runs on the
 # random-weights control (`reference_value`), and p-values are Holm-corrected over this
-# notebook's claims (`p_adjusted`). Notebook 08 gathers every notebook's rows for both models
+# notebook's claims (`p_adjusted`). The ledger stage gathers every notebook's rows for both models
 # into `results/08_claims.csv`; `untestable` says why in `note`.
-
-# %%
-verdicts.show("03")
+#
+# **The verdicts are not computed here.** This notebook measures; every claim is judged after
+# the notebooks, in one stage of its own (`python -m analysis_utils ledger`, run by
+# `make reproduce`), from the tables this notebook has just saved. Its rows for this notebook
+# are in `results/03_verdicts.md` (the base model's in `results/base/03_verdicts.md`;
+# both models together in `results/08_claims.csv`), and the book shows each claim on a page
+# of its own, linked from this notebook's page. A change to a verdict rule re-runs that stage
+# in minutes and never this notebook.

@@ -73,7 +73,7 @@ from analysis_utils.data import manifest, treebank
 from analysis_utils.data.glove import load_glove
 from analysis_utils.engine import wordmaps
 from analysis_utils.plotting import probes as probe_plots
-from analysis_utils.publish import notebook, verdicts
+from analysis_utils.publish import notebook
 from analysis_utils.publish.compare import EXACT, IGNORE, from_sd, within
 from analysis_utils.publish.notebook import peak_rss_mb
 
@@ -642,8 +642,13 @@ paper_vs_run[["probe", "paper", "EWT ref.", "this run (EWT dev, mean ± sd)"]]
 # (they state numbers only). Each claim's criterion, reference and test are fixed in
 # `analysis_utils/ledger/clark.py` before any number is read; the same rule runs on the
 # random-weights control (`reference_value`), and p-values are Holm-corrected over this
-# notebook's claims (`p_adjusted`). Notebook 08 gathers every notebook's rows for both models
+# notebook's claims (`p_adjusted`). The ledger stage gathers every notebook's rows for both models
 # into `results/08_claims.csv`; `untestable` says why in `note`.
-
-# %%
-verdicts.show("04")
+#
+# **The verdicts are not computed here.** This notebook measures; every claim is judged after
+# the notebooks, in one stage of its own (`python -m analysis_utils ledger`, run by
+# `make reproduce`), from the tables this notebook has just saved. Its rows for this notebook
+# are in `results/04_verdicts.md` (the base model's in `results/base/04_verdicts.md`;
+# both models together in `results/08_claims.csv`), and the book shows each claim on a page
+# of its own, linked from this notebook's page. A change to a verdict rule re-runs that stage
+# in minutes and never this notebook.

@@ -81,10 +81,9 @@ from analysis_utils.analyses import clustering, maptypes, surface
 from analysis_utils.data import glue, wikitext
 from analysis_utils.data import labels as sheets
 from analysis_utils.engine import attention
-from analysis_utils.engine.models import load_model
 from analysis_utils.heads import head_label, head_labels, parse_head_label
 from analysis_utils.plotting import maptypes as maptype_plots
-from analysis_utils.publish import notebook, verdicts
+from analysis_utils.publish import notebook
 from analysis_utils.publish.compare import EXACT, IGNORE, from_sd, within
 
 lm, control, run = notebook.setup("05", globals(), precision=3)
@@ -234,26 +233,22 @@ for lbl, lm_ in (("model", lm), ("control", control)):
                                        f"stress {stress:.2f}; same-layer / other-layer distance "
                                        f"{sepr['ratio']:.2f} ({p_text})")
     run.figure(fig, f"mds_{lbl}")
+# both separation tests' tolerances: a float-noise change of the distances can move a few
+# permutations across the observed statistic (p by a few / (n_perm + 1))
+separation_tolerance = {
+    "within": within(rel=1e-4), "between": within(rel=1e-4),
+    "diff": within(rel=1e-4, abs=1e-6), "ratio": within(abs=1e-3),
+    "p_value": within(abs=0.01), "p": IGNORE,
+    "null_mean": within(abs=1e-3), "null_std": within(abs=1e-3, rel=1e-3),
+    "null_ratio_mean": within(abs=1e-3), "null_ratio_sd": within(abs=1e-3)}
 separation = pd.DataFrame(sep_rows)
 run.table(separation, "layer_separation", key=["model"],
-          tolerance={"within": within(rel=1e-4), "between": within(rel=1e-4),
-                     "diff": within(rel=1e-4, abs=1e-6), "ratio": within(abs=1e-3),
-                     # a float-noise change of the distances can move a few permutations
-                     # across the observed statistic: p by a few / (n_perm + 1)
-                     "p_value": within(abs=0.01), "p": IGNORE,
-                     "null_mean": within(abs=1e-3), "null_std": within(abs=1e-3, rel=1e-3),
-                     "null_ratio_mean": within(abs=1e-3), "null_ratio_sd": within(abs=1e-3),
-                     # SMACOF from random starts: float noise can pick a nearby optimum
-                     "stress": within(abs=0.01)},
+          # SMACOF from random starts: float noise can pick a nearby optimum
+          tolerance={**separation_tolerance, "stress": within(abs=0.01)},
           caption="Mean sqrt-JS distance between heads of the same layer vs of different layers, "
                   f"permutation test ({n_perm} layer relabellings), Kruskal stress-1 of the 2-D MDS")
 behaviour_sep = pd.DataFrame(beh_rows)
-run.table(behaviour_sep, "behaviour_separation", key=["model"],
-          tolerance={"within": within(rel=1e-4), "between": within(rel=1e-4),
-                     "diff": within(rel=1e-4, abs=1e-6), "ratio": within(abs=1e-3),
-                     "p_value": within(abs=0.01), "p": IGNORE,
-                     "null_mean": within(abs=1e-3), "null_std": within(abs=1e-3, rel=1e-3),
-                     "null_ratio_mean": within(abs=1e-3), "null_ratio_sd": within(abs=1e-3)},
+run.table(behaviour_sep, "behaviour_separation", key=["model"], tolerance=separation_tolerance,
           caption="Mean sqrt-JS distance between heads of the same surface behaviour vs of "
                   f"different behaviours, over the heads with a behaviour; permutation test "
                   f"({n_perm} relabellings)")
@@ -297,17 +292,14 @@ separation
 # so no classifier can be evaluated on Block.
 
 # %%
-if sheets.labels_drawn_on(lm):
-    labels_lm = lm
-else:
-    # the labels name (layer, head) positions of the labelled model's maps; this model's maps at
-    # those positions are other heads, so the classifiers learn from the labelled model's maps
-    labels_lm = load_model(sheets.LABELLED_MODEL, device=lm.device)
-    print(f"The hand labels are of {labels_lm.label}'s maps, not {lm.label}'s: the classifiers "
-          f"below are trained and cross-validated on {labels_lm.label}'s labelled maps, then "
-          f"applied to {lm.label}'s maps (a transfer across models; how well it transfers "
-          "is not measured, no map of this model was labelled).")
-labels, label_maps, label_ids = sheets.labelled_maps(labels_lm, max_tokens=max_tokens)
+# the labels name (layer, head) positions of the labelled model's maps; on another model those
+# positions are other heads, so the guard trains on the labelled model's maps and says so
+training = sheets.training_set(lm, max_tokens=max_tokens)
+labels_lm = training.model
+run.models["labels"] = training.identity
+if training.transfer:
+    print(training.transfer)
+labels, label_maps, label_ids = training.labels, training.maps, training.inputs
 label_special = labels_lm.special_ids
 label_stats = pd.DataFrame([maptypes.map_statistics(m, x.input_ids, x.token_type_ids,
                                                     label_special["cls"], label_special["sep"],
@@ -604,8 +596,13 @@ Markdown(comparison.to_markdown(index=False))
 # (they state numbers only). Each claim's criterion, reference and test are fixed in
 # `analysis_utils/ledger/clark.py` before any number is read; the same rule runs on the
 # random-weights control (`reference_value`), and p-values are Holm-corrected over this
-# notebook's claims (`p_adjusted`). Notebook 08 gathers every notebook's rows for both models
+# notebook's claims (`p_adjusted`). The ledger stage gathers every notebook's rows for both models
 # into `results/08_claims.csv`; `untestable` says why in `note`.
-
-# %%
-verdicts.show("05")
+#
+# **The verdicts are not computed here.** This notebook measures; every claim is judged after
+# the notebooks, in one stage of its own (`python -m analysis_utils ledger`, run by
+# `make reproduce`), from the tables this notebook has just saved. Its rows for this notebook
+# are in `results/05_verdicts.md` (the base model's in `results/base/05_verdicts.md`;
+# both models together in `results/08_claims.csv`), and the book shows each claim on a page
+# of its own, linked from this notebook's page. A change to a verdict rule re-runs that stage
+# in minutes and never this notebook.

@@ -47,7 +47,7 @@ seed = 0  # bootstrap resamples, random pruning orders, the importance subset
 # The fine-tuning plan: the same values as notebook 06, so the models it trained are loaded
 # from the cache (the cache key includes every one of them).
 tasks = "MRPC,STS-B,SST-2,RTE,CoLA"
-seeds = "42,43,44"  # fine-tuning seeds: all on multi_seed_tasks, the first one elsewhere
+seeds = "42,43,44,45,46"  # fine-tuning seeds: all on multi_seed_tasks, the first one elsewhere
 multi_seed_tasks = "MRPC,STS-B,SST-2,RTE,CoLA"
 train_subsets = "SST-2:8000,CoLA:4000"  # seeded train subsets (TASK:N); others: full train set
 subset_seed = 0
@@ -95,11 +95,11 @@ from analysis_utils import papers
 from analysis_utils.analyses import disabling, disabling_study, glue_metrics, significance
 from analysis_utils.analyses import framenet as fn_scores
 from analysis_utils.data import framenet
-from analysis_utils.engine import atomic, wordmaps
+from analysis_utils.engine import wordmaps
 from analysis_utils.heads import head_label, parse_head_label
 from analysis_utils.paths import output_dirs
 from analysis_utils.plotting import disabling as plots
-from analysis_utils.publish import notebook, verdicts
+from analysis_utils.publish import notebook
 from analysis_utils.publish.compare import EXACT, IGNORE, within
 from analysis_utils.runplan import finetunes as plan
 
@@ -193,8 +193,7 @@ fn_ctrl = fn_scores.head_table(fn_scores.sentence_scores(
     fn_scores.iter_links(sentences, fn_store_ctrl, fn_enc, "word")), n_sd=framenet_n_sd)
 run.data.update({"framenet-1.7": f"{len(sentences)} sentences (reading 'exact')"})
 # saved with 1-based layer and head (as head_label; issue 33), kept 0-based here to index maps
-run.table(fn_table.assign(layer=fn_table["layer"] + 1, head=fn_table["head"] + 1),
-          "framenet_heads", key=["layer", "head"],
+run.table(notebook.one_based(fn_table), "framenet_heads", key=["layer", "head"],
           tolerance={"*": within(rel=1e-4, abs=1e-5)},  # pre-trained weights: float noise only
           caption=f"FrameNet link score per head of pre-trained {lm.label}, mean over "
                   f"{len(sentences)} sentences (Kovaleva Figure 3)")
@@ -259,14 +258,6 @@ _ = run.table(long, "disabling", key=["task", "seed", "mode", "label"],
 # dev examples: predicted classes as int8, STS-B's scores as float16).
 
 # %%
-def save_npz(name: str, arrays: dict) -> None:
-    """``results/07_<name>.npz`` written atomically and listed among the run's outputs."""
-    path = output_dirs()[0] / f"07_{name}.npz"
-    with atomic.replacing(path) as tmp, open(tmp, "wb") as fh:
-        np.savez_compressed(fh, **arrays)
-    run.written.append(path.name)
-
-
 for task in seeds_of:
     arrays = {}
     for s in seeds_of[task]:
@@ -288,7 +279,7 @@ for task in seeds_of:
     arrays["labels"] = arrays["labels"].astype(np.float32 if arrays["labels"].dtype.kind
                                                == "f" else np.int8)
     arrays["metric"] = np.array(glue_metrics.primary_metric(task))
-    save_npz(f"predictions_{task}", arrays)
+    run.arrays(f"predictions_{task}", arrays)
 print("per-example predictions saved: " + ", ".join(
     f"07_predictions_{t}.npz" for t in seeds_of))
 
@@ -437,12 +428,15 @@ if agreement_rows:
     agreement = pd.concat(agreement_rows, ignore_index=True)
     agreement = agreement[["task", "mode", *[c for c in agreement.columns
                                              if c not in ("task", "mode")]]]
-    agreement = agreement.dropna(axis="columns", how="all")  # e.g. jaccard_holm, no survivors
+    # the saved table keeps every column, empty ones included (jaccard_holm with no Holm
+    # survivors; spearman when a degenerate model changes no metric): its schema and the
+    # tolerances naming its columns must not depend on the numbers
     run.table(agreement, "seed_agreement", key=["task", "mode", "seed_a", "seed_b"],
               tolerance={"spearman": within(abs=0.3), "jaccard*": within(abs=0.3),
                          "n_*": within(abs=5)},
               caption=f"Do the same heads help across fine-tuning seeds? ({lm.label})")
-    display(notebook.table_view(agreement, digits=2, index=["task", "mode"]))
+    display(notebook.table_view(agreement.dropna(axis="columns", how="all"), digits=2,
+                                index=["task", "mode"]))
 else:
     agreement = pd.DataFrame()
     print("no task was trained with several seeds")
@@ -563,6 +557,14 @@ notebook.table_view(fn_disabling[fn_disabling["mode"] == mode0].drop(columns="mo
 
 # %% [markdown]
 # ## Deviations from the paper, in plain words
+#
+# First, how the model was trained, in its model card's words (it shapes every head that is
+# disabled here, and the fine-tuned models start from it):
+
+# %%
+display(Markdown(notebook.training_note(model)))
+
+# %% [markdown]
 #
 # - **Model.** all-MiniLM-L6-v2 (6 layers x 12 heads = 72 heads, a sentence encoder distilled
 #   from a BERT) instead of BERT-base (144 heads); the `paper` profile runs bert-base-uncased.
@@ -687,12 +689,17 @@ Markdown(comparison.to_markdown(index=False))
 # ## Verdicts
 #
 # The claims ledger's rows for this notebook (criteria and tests fixed in
-# `analysis_utils/ledger/kovaleva.py` before any number is read; notebook 08 gathers every
+# `analysis_utils/ledger/kovaleva.py` before any number is read; the ledger stage gathers every
 # notebook's rows for both models into `results/08_claims.csv`). The tests resample the
 # fine-tuning seeds and the dev examples (`07_predictions_<task>.npz`); gains and drops get
 # the same two-sided max-T correction over a model's heads or layers, so a best-of-72 gain is
 # compared with what the best of 72 gives under the null; claims about tasks are judged per
 # task, and a task needs at least three fine-tuning seeds; `untestable` says why in `note`.
-
-# %%
-verdicts.show("07")
+#
+# **The verdicts are not computed here.** This notebook measures; every claim is judged after
+# the notebooks, in one stage of its own (`python -m analysis_utils ledger`, run by
+# `make reproduce`), from the tables this notebook has just saved. Its rows for this notebook
+# are in `results/07_verdicts.md` (the base model's in `results/base/07_verdicts.md`;
+# both models together in `results/08_claims.csv`), and the book shows each claim on a page
+# of its own, linked from this notebook's page. A change to a verdict rule re-runs that stage
+# in minutes and never this notebook.

@@ -23,9 +23,7 @@
 # 7. whether heads of one layer cluster together (Section 6, Figure 6);
 # 8. the attention-map type proportions (Kovaleva Section 4.1);
 #
-# the claims ledger: every claim of the papers that notebooks 01-07 test, judged per model by
-# a test fixed before the numbers and set beside the random-weights control under the same
-# rule; and, beyond the papers, how much of the first token's and the separators'
+# and, beyond the papers, how much of the first token's and the separators'
 # attention weight their attention *norms* carry (Kobayashi et al. 2020, from notebook 01).
 #
 # **Nothing heavy is computed here.** Each model's numbers are read from the tables its own
@@ -69,7 +67,7 @@ if "google.colab" in sys.modules:
 import pandas as pd
 from IPython.display import Markdown, display
 
-from analysis_utils import ledger, papers
+from analysis_utils import papers
 from analysis_utils.analyses import crossmodel as cm
 from analysis_utils.plotting import crossmodel as cm_plots
 from analysis_utils.publish import notebook
@@ -372,66 +370,23 @@ fig = cm_plots.summary_panels(uas, clustering, maptypes, colours,
 _ = run.figure(fig, "summary_panels")
 
 # %% [markdown]
-# ## The claims ledger: every claim of notebooks 01-07, per model
+# ## The claims ledger is a stage of its own
 #
-# One row per claim of either paper that notebooks 01-07 check, per model, built by
-# `analysis_utils.ledger` from the notebooks' own saved tables and saved here as
-# `results/08_claims.csv`. Each row quotes the paper's words it tests (`quote`, from the
-# claims registry `analysis_utils/claims/registry.toml`); its **criterion** and **reference**
-# are fixed in code beside it (`analysis_utils/ledger/clark.py`, `kovaleva.py`) before any
-# number is read, and the test resamples the unit that was sampled (`unit`: Wikipedia articles
-# for 01, sentences for 02, documents for 03, probe seeds x dev documents for 04, the heads
-# for 05's permutation tests, fine-tuning seeds x dev examples for 06-07), choosing the best
-# head again inside every resample where a claim is about the best of many heads. Within a row's family
-# (a notebook's claims) Holm corrects the p-values, and every interval is drawn at the
-# Bonferroni level `0.05 / m` (`m`: the family's tested rows; the `interval` column names its
-# confidence level). The verdicts:
-#
-# - `yes`: the effect lies on the claimed side (Holm's p below 0.05, the interval centred on
-#   that side) and the random-weights control, under the **same rule** wherever its tables
-#   were saved (`control` column), does not earn the same `yes`: if it does, the row reads
-#   `untestable`;
-# - `no`: the paper's effect lies outside the interval (for a claim that gives no size: the
-#   interval lies within an equivalence margin of no effect; for a "no effect" claim: the
-#   interval lies beyond its margin), or the interval lies on the other side: the claim fails
-#   here;
-# - `inconclusive`: the interval holds both no effect and the paper's effect, so this test
-#   could not tell; `mde` is the smallest effect it would have found with 80% power at the
-#   row's level, in the interval's units;
-# - `mixed`: only for seeds of one task that disagree. Claims about tasks are judged per task
-#   (`per_task`), and tasks that differ from one another give `no` ("... on every task") or
-#   `yes` ("... on some task"), never `mixed`; claims about fine-tuned models need 3
-#   fine-tuning seeds per task (the `seeds` column), else `untestable`;
-# - `untestable`: the data cannot decide; why is in the row's `note` (claims of the registry
-#   that no run here can test have rows of their own that say why).
-#
-# The counts below stand beside the control's count under the same rules and what chance
-# alone gives. Claims are worded with BERT's token names: for MPNet, `[CLS]` is `<s>` and
-# `[SEP]` is `</s>`.
-
-# %%
-# NBVAL_CHECK_OUTPUT
-not_run("claims")
-claims = ledger.build([str(f.path) for f in folders if f.model])
-_ = run.table(claims, "claims", key=["model", "notebook", "claim"],
-              tolerance={c: IGNORE for c in ("this_run", "reference_value", "p_value",
-                                               "p_adjusted", "interval", "mde",
-                                               "design_effect", "note")},
-              caption="The claims ledger: every claim of notebooks 01-07, per model")
-print(ledger.counts(claims).to_string(index=False))
-
-# %%
-notebook.table_view(ledger.wide(claims), index=["notebook", "claim"])
+# Every claim of either paper that notebooks 01-07 check is judged after the notebooks, by
+# `python -m analysis_utils ledger` (run by `make reproduce`), from the tables those notebooks
+# saved: `results/08_claims.csv` holds every row of both models, and each notebook's own rows
+# are `results/NN_verdicts.md` (`results/base/NN_verdicts.md`). This notebook measures and
+# compares; it computes no verdict, so a change to a verdict rule re-runs that stage in
+# minutes and never this notebook. The book's findings page and claim pages show the
+# verdicts with the test behind each.
 
 # %% [markdown]
 # ## Recap
 #
-# Generated from the tables above. The verdict counts list all five verdicts; the control's
-# count is over the claims whose rule it ran on (any control verdict but `untestable`, so an
-# `inconclusive` or `mixed` control counts as run):
+# Generated from the tables above (the verdicts are the ledger stage's, not this notebook's):
 
 # %%
-display(Markdown("\n".join(f"- {line}" for line in cm.recap(sink, positional, syntax, claims))))
+display(Markdown("\n".join(f"- {line}" for line in cm.recap(sink, positional, syntax))))
 
 # %% [markdown]
 # - A model whose run folder is missing appears in none of the tables; the lines at the top of

@@ -24,8 +24,8 @@ def _heads(base: int):
 
 @pytest.fixture
 def tiny_results(tmp_path):
-    """01 (1-based, head 2-3 missing from the model table), 02 (0-based, nsubj only), a
-    provenance; nothing of 03-07, so those families are not measured."""
+    """01 (head 2-3 missing from the model table), 02 (nsubj only), a provenance; nothing of
+    03-07, so those families are not measured. Layers and heads 1-based, as every table."""
     res = tmp_path / "results"
     res.mkdir()
     prov = {"notebook": "01", "profile": "default", "git_commit": "abc",
@@ -38,7 +38,7 @@ def tiny_results(tmp_path):
     pd.DataFrame([{**r, "previous": 0.01, "entropy": 4.0} for r in rows]).to_csv(
         res / "01_per_head_control.csv", index=False)
     syn = [{"relation": "nsubj", "layer": la, "head": he, "direction": "dep2head",
-            "correct": k, "total": 10, "accuracy": k / 10} for k, (la, he) in enumerate(_heads(0))]
+            "correct": k, "total": 10, "accuracy": k / 10} for k, (la, he) in enumerate(_heads(1))]
     pd.DataFrame(syn).to_csv(res / "02_head_scores_model.csv", index=False)
     pd.DataFrame([{**r, "accuracy": 0.05} for r in syn]).to_csv(
         res / "02_head_scores_control.csv", index=False)
@@ -53,15 +53,15 @@ def _prop(fams, pid):
     return next(p for f in fams for p in f["properties"] if p["id"] == pid)
 
 
-def test_collect_reads_each_base_and_marks_unmeasured(tiny_results):
+def test_collect_reads_each_table_and_marks_unmeasured(tiny_results):
     fams = atlas.collect(tiny_results, L, H)
     prev = _prop(fams, "01.previous")
-    # 1-based table: its row (layer 1, head 2) is cell [0][1]; the missing head is null, not 0
+    # the row (layer 1, head 2) is cell [0][1]; the missing head is null, not 0
     assert prev["values"][0][1] == pytest.approx(0.1)
     assert prev["values"][1][2] is None
     assert prev["control"][1][2] == pytest.approx(0.01)
     assert prev["rank"][1][2] is None and prev["n_measured"] == L * H - 1
-    # 0-based table: its row (layer 1, head 2) is layer 2, head 3 = cell [1][2], accuracy 0.5
+    # the row (layer 2, head 3) = cell [1][2], accuracy 0.5
     nsubj = _prop(fams, "02.nsubj.dep2head")
     assert nsubj["values"][1][2] == pytest.approx(0.5) and nsubj["rank"][1][2] == 1
     assert nsubj["control"][0][0] == pytest.approx(0.05)
@@ -92,11 +92,22 @@ def test_ranks_ascending_and_ties():
     assert np.isnan(atlas.ranks(a)[0, 1])
 
 
-def test_a_table_in_the_wrong_base_is_refused(tiny_results):
-    # 02 read as 1-based would put head 0 outside the model: refused, naming the file
-    with pytest.raises(atlas.AtlasError, match="02_head_scores_model.csv"):
-        atlas._grid(pd.read_csv(tiny_results / "02_head_scores_model.csv"), "accuracy",
-                    L, H, 1, "02_head_scores_model.csv")
+def test_a_table_numbered_from_0_or_mislabelled_is_refused(tiny_results):
+    df = pd.read_csv(tiny_results / "02_head_scores_model.csv")
+    # a table saved before every table was 1-based: refused, naming the file and the fix
+    with pytest.raises(atlas.AtlasError, match=r"02_head_scores_model.csv.*run --only 02"):
+        atlas._grid(df.assign(layer=df.layer - 1, head=df["head"] - 1), "accuracy", L, H,
+                    "02_head_scores_model.csv")
+    with pytest.raises(atlas.AtlasError, match="run --only 02"):
+        atlas.best_roles(df.assign(layer=df.layer - 1, head=df["head"] - 1))
+    # a top-k table without a head 1 but with labels that say it is 0-based (6-5 saved as 5-4)
+    top = pd.DataFrame({"layer": [2], "head": [3], "head_label": ["3-4"], "z": [2.0]})
+    with pytest.raises(atlas.AtlasError, match="'head_label' column disagrees"):
+        atlas._grid(top, "z", L, H, "06_framenet_heads.csv")
+    assert atlas._grid(top.assign(head_label="2-3"), "z", L, H, "x.csv")[1][2] == 2.0
+    # a head outside the model
+    with pytest.raises(atlas.AtlasError, match="outside a 2 x 3 model"):
+        atlas._grid(df.assign(layer=df.layer + 1), "accuracy", L, H, "02_head_scores_model.csv")
 
 
 def test_feature_grids_average_the_fine_tuning_seeds(tmp_path):
@@ -295,7 +306,7 @@ def test_head_3_9_shows_the_tables_numbers(browser, fresh_page, which):
     assert page.get_attribute("#detail", "data-selected") == "3-9"
     for kind in ("model", "control"):
         syn = pd.read_csv(results / f"02_head_scores_{kind}.csv")
-        syn = syn[(syn.layer == 2) & (syn["head"] == 8)]  # 0-based table
+        syn = syn[(syn.layer == 3) & (syn["head"] == 9)]  # 1-based table
         shown = _shown_values(page, "02.", kind)
         assert len(shown) == len(syn) > 0
         for r in syn.itertuples():
@@ -307,7 +318,7 @@ def test_head_3_9_shows_the_tables_numbers(browser, fresh_page, which):
     # the rank shown is the head's place among all heads, counted here from the table
     syn = pd.read_csv(results / "02_head_scores_model.csv").query(
         "relation == 'nsubj' and direction == 'dep2head'")
-    rank = int((syn.accuracy > syn.query("layer == 2 and head == 8").accuracy.iloc[0]).sum()) + 1
+    rank = int((syn.accuracy > syn.query("layer == 3 and head == 9").accuracy.iloc[0]).sum()) + 1
     shown = page.text_content('#detail tr[data-prop="02.nsubj.dep2head"] td.rank')
     assert shown == f"{rank} / {len(syn)}"
     page.close()
@@ -323,9 +334,9 @@ def test_role_search_colours_by_the_role_and_selects_its_best_head(browser, fres
     page.click("#search-form button")
     assert page.input_value("#property") == prop
     table, col, base, filt = {
-        "02": ("02_head_scores_model.csv", "accuracy", 0,
+        "02": ("02_head_scores_model.csv", "accuracy", 1,
                "relation == 'nsubj' and direction == 'dep2head'"),
-        "03": ("03_head_scores_model.csv", "accuracy", 0, "breakdown == 'all'"),
+        "03": ("03_head_scores_model.csv", "accuracy", 1, "breakdown == 'all'"),
         "01": ("01_per_head_model.csv", "cls", 1, "layer > 0"),
     }[prop[:2]]
     df = pd.read_csv(paths.RESULTS_DIR / table).query(filt)
@@ -473,7 +484,7 @@ def test_a_deep_link_opens_the_head_and_property(reader):
                                        "cs => cs.map(c => c.dataset.head)") == ["4-10"]
     syn = pd.read_csv(paths.RESULTS_DIR / "02_head_scores_model.csv").query(
         "relation == 'nsubj' and direction == 'dep2head'")
-    acc = syn.query("layer == 3 and head == 9").accuracy.iloc[0]
+    acc = syn.query("layer == 4 and head == 10").accuracy.iloc[0]  # a 1-based table
     rank = int((syn.accuracy > acc).sum()) + 1
     assert reader.get_attribute('#grid [data-head="4-10"]', "aria-label") == \
         f"head 4-10, {acc:.3f}, rank {rank}"

@@ -61,7 +61,19 @@ def test_the_registry_of_a_commit_before_claim_registry_gives_its_rows():
         pytest.skip(str(err))
     assert rows["clark-3.1-previous-token-heads"] == [
         "01: heads put > 50% of their attention on the previous token"]
+
+
+def test_a_later_commit_gives_the_rows_its_own_ledger_code_declared():
+    # after Claim.registry the rows come from that commit's code, run in a child process
     head = subprocess.run(["git", "-C", str(paths.REPO_ROOT), "rev-parse", "HEAD"],
                           capture_output=True, text=True).stdout.strip()
-    with pytest.raises(ValueError, match="lists no ledger_claims"):
-        changes.rows_at(head, paths.REPO_ROOT)
+    from analysis_utils.ledger import coverage
+
+    committed = subprocess.run(["git", "-C", str(paths.REPO_ROOT), "diff", "--quiet", "HEAD",
+                                "--", "analysis_utils/ledger", "analysis_utils/claims"])
+    rows = changes.rows_at(head, paths.REPO_ROOT)
+    if committed.returncode == 0:  # the working tree's ledger code is HEAD's
+        assert rows == coverage.rows_by_entry()
+    assert any(k.startswith("01: ") for v in rows.values() for k in v)
+    with pytest.raises(ValueError, match="no claims registry at"):
+        changes.rows_at("0" * 40, paths.REPO_ROOT)

@@ -279,6 +279,31 @@ def test_seed_agreement_hand_made():
     assert strict.loc[0, "n_both"] == 0 and strict.loc[0, "jaccard"] == 0
 
 
+
+def test_seed_agreement_of_a_degenerate_model_keeps_its_columns(tmp_path, monkeypatch):
+    """A model whose heads change nothing (a random 4 x 4 BERT, issue 44) has constant deltas:
+    no rank correlation and no helping head. The columns stay, empty, so the saved table's
+    schema and the tolerances that name its columns do not depend on the numbers."""
+    from analysis_utils.publish import report
+    from analysis_utils.publish.compare import within
+
+    def table(deltas):
+        rows = [{"kind": "baseline", "label": "baseline", "layer": None, "head": None,
+                 "delta": 0.0, "holm": False}]
+        rows += [{"kind": "head", "label": f"1-{k + 1}", "layer": 1, "head": k + 1,
+                  "delta": d, "holm": False} for k, d in enumerate(deltas)]
+        return pd.DataFrame(rows)
+
+    _, pairs = dis.seed_agreement({1: table([0.0] * 4), 2: table([0.0] * 4)})
+    assert {"spearman", "jaccard"} <= set(pairs.columns)
+    assert pairs[["spearman", "jaccard"]].isna().all().all()
+    monkeypatch.setenv(report.OUTPUT_ENV, str(tmp_path))
+    run = report.Run("07", {})
+    csv = run.table(pairs.assign(task="MRPC", mode="uniform"), "seed_agreement",
+                    tolerance={"spearman": within(abs=0.3), "jaccard*": within(abs=0.3)})
+    assert "spearman" in pd.read_csv(csv).columns
+
+
 def test_fast_sweep_on_distilbert_layout(data):
     """DistilBERT: other module names, no token types, no layer_idx."""
     inputs, _ = data
@@ -291,6 +316,34 @@ def test_fast_sweep_on_distilbert_layout(data):
     fast = dis.evaluate_changes(model, inputs, changes, max_tokens=MAX_TOKENS)
     naive = dis.evaluate_changes(model, inputs, changes, fast=False, max_tokens=MAX_TOKENS)
     assert fast.shape == (len(changes), N_EXAMPLES, 3)
+    assert np.array_equal(fast, naive)
+    assert np.abs(fast[1:] - fast[0]).max() > 1e-3
+
+
+@pytest.mark.parametrize("family", ["mpnet", "albert"])
+def test_sweep_on_mpnet_and_albert(data, family):
+    """MPNet (attention in its own code, reached by the engine's hook): the fast sweep equals
+    full passes. ALBERT (one shared layer, no layer list): the sweep runs full passes."""
+    from transformers import (
+        AlbertConfig,
+        AlbertForSequenceClassification,
+        MPNetConfig,
+        MPNetForSequenceClassification,
+    )
+
+    inputs, _ = data
+    inputs = [{"input_ids": x["input_ids"]} for x in inputs]
+    shape = dict(vocab_size=30, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                 intermediate_size=32, num_labels=3, initializer_range=0.4)
+    torch.manual_seed(0)
+    if family == "mpnet":
+        model = MPNetForSequenceClassification(MPNetConfig(**shape)).eval()
+    else:
+        model = AlbertForSequenceClassification(AlbertConfig(
+            **shape, embedding_size=8, attn_implementation="eager")).eval()
+    changes = _all_changes("uniform")
+    fast = dis.evaluate_changes(model, inputs, changes, max_tokens=MAX_TOKENS)
+    naive = dis.evaluate_changes(model, inputs, changes, fast=False, max_tokens=MAX_TOKENS)
     assert np.array_equal(fast, naive)
     assert np.abs(fast[1:] - fast[0]).max() > 1e-3
 

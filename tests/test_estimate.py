@@ -316,3 +316,18 @@ def test_benchmark_on_a_small_plan(tmp_path, capsys):
     assert np.isclose(out["gpu_wall_s"]["1xdefault"]["total"],
                       out["gpu_wall_s"]["1xdefault"]["finetune"]
                       + out["gpu_wall_s"]["1xdefault"]["study"])
+
+
+def test_shape_from_any_family_config():
+    """The FLOP count's shape reads no family-only config field (issue 44): DistilBERT names
+    its feed-forward size hidden_dim, found here from the model built on the meta device."""
+    from transformers import AlbertConfig, BertConfig, DistilBertConfig
+
+    from analysis_utils.runplan.estimate import Shape
+
+    assert Shape.from_config(BertConfig()) == Shape(12, 768, 3072, 12)
+    assert Shape.from_config(DistilBertConfig(dim=32, n_layers=3, n_heads=4, hidden_dim=80)) \
+        == Shape(3, 32, 80, 4)
+    assert Shape.from_config(AlbertConfig(hidden_size=32, num_attention_heads=4,
+                                          intermediate_size=64, num_hidden_layers=2,
+                                          embedding_size=16)).intermediate == 64

@@ -564,3 +564,94 @@ def test_a_bf16_fine_tune_runs_on_the_cpu_beside_the_float32_one(tiny_model_dir,
     with pytest.raises(ValueError, match="tf32 applies to CUDA matrix products only"):
         run(tiny_model_dir, "MRPC", data, tmp_path / "tf32",
             settings=FinetuneSettings(**{**TINY.as_dict(), "precision": "tf32"}))
+
+
+@pytest.mark.parametrize("family", ["mpnet", "roberta", "bert"])
+def test_classifier_takes_every_encoder_weight_whatever_the_family(tmp_path, family):
+    """RoBERTa's and MPNet's task models build their encoder without the pooler: the loaded
+    encoder's pooler is left out (issue 44: MPNet's 06 stopped on the unexpected keys), every
+    other weight is copied exactly, and a weight the task model's encoder has but the loaded
+    one lacks still fails."""
+    import torch
+    from transformers import (
+        BertConfig,
+        BertModel,
+        MPNetConfig,
+        MPNetModel,
+        RobertaConfig,
+        RobertaModel,
+    )
+
+    from analysis_utils.engine.models import LoadedModel
+
+    shape = dict(vocab_size=40, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                 intermediate_size=32, max_position_embeddings=40)
+    cls, config = {"mpnet": (MPNetModel, MPNetConfig), "roberta": (RobertaModel, RobertaConfig),
+                   "bert": (BertModel, BertConfig)}[family]
+    torch.manual_seed(0)
+    enc = cls(config(**shape))
+    lm = LoadedModel(enc, tokenizer=None, device=torch.device("cpu"))
+    model = build_classifier(lm, "MRPC", seed=0)
+    got = model.base_model.state_dict()
+    for k, v in enc.state_dict().items():
+        if k.split(".")[0] in {n for n, _ in model.base_model.named_children()}:
+            assert torch.equal(got[k], v), k
+    assert family == "bert" or getattr(model.base_model, "pooler", None) is None
+    broken = cls(config(**shape))
+    del broken.encoder.layer[1]
+    with pytest.raises(RuntimeError, match="do not fit"):
+        build_classifier(LoadedModel(broken, tokenizer=None, device=torch.device("cpu")),
+                         "MRPC", seed=0)
+
+
+def test_a_model_with_one_token_type_is_fine_tuned_and_scored(tmp_path, data, tiny_model_dir):
+    """A RoBERTa-family model has one token type: GLUE pairs' second-segment id 1 indexed past
+    its table and 06 stopped (issue 44). Its datasets carry no segment ids (uses_token_types,
+    as the engine's batches), so it fine-tunes and is scored like any other."""
+    import torch
+    from transformers import AutoTokenizer, RobertaConfig, RobertaModel
+
+    from analysis_utils.engine.models import LoadedModel
+    from analysis_utils.training import glue_data
+
+    tok = AutoTokenizer.from_pretrained(str(tiny_model_dir))  # gives segment ids 0/1
+    torch.manual_seed(0)
+    enc = RobertaModel(RobertaConfig(vocab_size=len(tok), hidden_size=16, num_hidden_layers=2,
+                                     num_attention_heads=2, intermediate_size=32,
+                                     max_position_embeddings=70, type_vocab_size=1,
+                                     pad_token_id=0, attn_implementation="eager"))
+    train, dev = data["MRPC"]
+    assert "token_type_ids" not in glue_data.task_dataset("MRPC", dev, tok, 32, False)[0]
+    lm = LoadedModel(enc, tokenizer=tok, device=torch.device("cpu"))
+    model = build_classifier(lm, "MRPC", seed=0)
+    ev = evaluate(model, tok, "MRPC", dev, max_length=32)
+    assert ev.predictions.shape == (len(dev),)
+    # a dataset built with segment ids is still scored: predict leaves them out
+    with_types = glue_data.task_dataset("MRPC", dev, tok, 32)
+    np.testing.assert_array_equal(evaluate(model, tok, "MRPC", with_types).logits, ev.logits)
+
+
+def test_cache_entries_with_the_same_tokenizer_files_share_one_tokenizer(tiny_model_dir,
+                                                                         tmp_path):
+    # notebook 06 holds 50 FineTuned of one encoder: a tokenizer each was 500 MB resident
+    import shutil
+
+    from transformers import AutoTokenizer
+
+    from analysis_utils.training.finetune import shared_tokenizer
+
+    a, b, c = (tmp_path / x for x in "abc")
+    for d in (a, b, c):
+        shutil.copytree(tiny_model_dir, d)
+    vocab = c / "vocab.txt"
+    vocab.write_text(vocab.read_text() + "zzzextra\n")
+    (c / "tokenizer.json").unlink(missing_ok=True)  # rebuilt from the changed vocab
+    calls = []
+
+    def load(folder):
+        calls.append(folder)
+        return AutoTokenizer.from_pretrained(folder)
+
+    ta, tb, tc = (shared_tokenizer(d, load) for d in (a, b, c))
+    assert ta is tb and tc is not ta and calls == [a, c]
+    assert len(tc) == len(ta) + 1

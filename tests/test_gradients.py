@@ -155,6 +155,20 @@ def test_fit_mlm_head_beats_chance(tiny):
         model.get_input_embeddings().weight.data_ptr()
 
 
+def test_heldout_accuracy_by_hand_and_the_same_in_any_batch(tiny):
+    """The accuracy is counted position by position: a planted head whose prediction is
+    known, in batches smaller than, dividing and exceeding the positions."""
+    model, _, _ = tiny
+    head = gradients.build_mlm_head(model, seed=0)
+    states = torch.randn(10, model.config.hidden_size, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        predicted = head(states).argmax(-1)
+    labels = predicted.clone()
+    labels[[1, 4, 7]] = (predicted[[1, 4, 7]] + 1) % model.config.vocab_size  # 3 wrong of 10
+    for batch in (1, 3, 5, 512):
+        assert gradients._accuracy(head, states, labels, "cpu", batch=batch) == 0.7
+
+
 def test_load_mlm_head_detects_checkpoint_head(tiny, tmp_path):
     model, _, folder = tiny
     enc_dir = tmp_path / "enc"
@@ -247,3 +261,50 @@ def test_head_source_names_where_the_head_came_from():
         gradients.OWN_HEAD
     assert gradients.head_source({"head": "fitted on the frozen encoder",
                                   "heldout_accuracy": 0.3}) == gradients.FITTED_HEAD
+
+
+def test_mlm_head_builds_for_every_family_from_the_model_not_family_fields(tiny):
+    """The fitted head reads no family-only config field (issue 44: DistilBERT has no
+    ``hidden_act``). For BERT it is the head BERT's own config would build, weight for weight;
+    for DistilBERT and ALBERT (factorised embeddings, narrower than the hidden states) it
+    maps the last hidden states to vocabulary logits."""
+    from transformers import AlbertConfig, AlbertModel, DistilBertConfig, DistilBertModel
+    from transformers.models.bert.modeling_bert import BertOnlyMLMHead
+
+    model, _, _ = tiny
+    head = gradients.build_mlm_head(model, seed=3)
+    torch.manual_seed(3)
+    ref = BertOnlyMLMHead(model.config)
+    torch.nn.init.normal_(ref.predictions.transform.dense.weight, std=0.02)
+    ref_dense = ref.predictions.transform.dense.weight
+    assert torch.equal(head.predictions.transform.dense.weight, ref_dense)
+    torch.manual_seed(0)
+    distil = DistilBertModel(DistilBertConfig(vocab_size=50, dim=16, n_layers=2, n_heads=2,
+                                              hidden_dim=32, max_position_embeddings=64))
+    albert = AlbertModel(AlbertConfig(vocab_size=50, embedding_size=8, hidden_size=16,
+                                      num_hidden_layers=2, num_attention_heads=2,
+                                      intermediate_size=32, max_position_embeddings=64))
+    for enc in (distil, albert):
+        h = gradients.build_mlm_head(enc, seed=0)
+        assert h(torch.zeros(1, 3, 16)).shape == (1, 3, 50)
+        assert h.predictions.decoder.weight.data_ptr() == \
+            enc.get_input_embeddings().weight.data_ptr()
+
+
+def test_gradients_leave_out_segment_ids_a_model_has_no_table_for(tiny):
+    """RoBERTa has one token type: a second segment's id 1 (what notebook 01's segments carry
+    when the tokenizer gives none) indexed past its table and crashed 01 (issue 44). The
+    gradients' batches pass segment ids only where the engine's would (uses_token_types)."""
+    from transformers import RobertaConfig, RobertaModel
+
+    _, tok, _ = tiny
+    torch.manual_seed(0)
+    roberta = RobertaModel(RobertaConfig(
+        vocab_size=len(VOCAB), hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+        intermediate_size=32, max_position_embeddings=70, type_vocab_size=1, pad_token_id=0,
+        attn_implementation="eager")).eval()
+    encs = [{"input_ids": e, "token_type_ids": [0] * 3 + [1] * (len(e) - 3)}
+            for e in _three_pairs(tok)]
+    head = gradients.build_mlm_head(roberta, seed=1)
+    df = gradients.attention_gradient_importance(roberta, head, tok, encs, seed=3)
+    assert np.isfinite(df["mean_abs_grad"]).all()

@@ -3,6 +3,8 @@ analyses < plotting < driver): no module imports a higher layer, and no import g
 
 from __future__ import annotations
 
+import pytest
+
 from analysis_utils.publish import imports
 
 
@@ -69,3 +71,31 @@ def test_the_top_level_holds_at_most_nine_modules():
     for name in imports.PENDING:
         assert (paths.REPO_ROOT / (name.replace(".", "/") + ".py")).is_file(), (
             f"{name} has moved: delete its entry in PENDING ({imports.__file__})")
+
+
+def _reaches(graph: dict[str, set[str]], start: str, target: str) -> bool:
+    """Whether ``start`` imports a module of ``target`` (the package or below), directly or
+    through other modules."""
+    seen, todo = set(), [start]
+    while todo:
+        for nxt in graph.get(todo.pop(), ()):
+            if nxt == target or nxt.startswith(target + "."):
+                return True
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return False
+
+
+@pytest.mark.parametrize("low, high", [
+    ("analysis_utils.claims", "analysis_utils.ledger"),            # the registry below its judge
+    ("analysis_utils.analyses.crossmodel", "analysis_utils.ledger"),
+    ("analysis_utils.publish.compare", "analysis_utils.runplan"),
+])
+def test_no_import_runs_back_up(low, high):
+    """Issue 41: the three imports that ran back up no longer do, not even through another
+    module (the registry's report moved to ``python -m analysis_utils claims``)."""
+    graph = imports.import_graph()
+    starts = [m for m in graph if m == low or m.startswith(low + ".")]
+    assert starts
+    assert [m for m in starts if _reaches(graph, m, high)] == []

@@ -255,7 +255,7 @@ def test_weights_fingerprint_tracks_in_memory_weights(tiny_model_dir):
 
 def test_other_bert_family_layouts(batch):
     """DistilBERT has no layer_idx (layers mapped by position); ALBERT shares one attention
-    module across layers and is refused with an explanation."""
+    module across layers (layers numbered by the order of calls in a pass)."""
     enc, lengths = batch
     enc = {k: v for k, v in enc.items() if k != "token_type_ids"}
     torch.manual_seed(0)
@@ -270,12 +270,24 @@ def test_other_bert_family_layouts(batch):
     n = enc["input_ids"].shape[1]
     assert torch.equal(iv.attentions[1][1, 0, :, : lengths[1]],
                        torch.full((n, lengths[1]), 1.0 / lengths[1]))
+    # ALBERT: one attention module shared by both layers, numbered by call order
     albert = AlbertModel(AlbertConfig(vocab_size=30, hidden_size=16, num_hidden_layers=2,
                                       num_attention_heads=2, intermediate_size=32,
-                                      embedding_size=8))
-    with pytest.raises(ValueError, match="one attention module per layer"):
-        with intervene(albert, zero=[(0, 0)]):
-            pass
+                                      embedding_size=8, attn_implementation="eager")).eval()
+    with torch.no_grad():
+        ref = albert(**enc, output_attentions=True)
+        for _ in range(2):  # numbering restarts with every pass
+            with intervene(albert, record=True) as iv:
+                albert(**enc)
+            assert len(iv.attentions) == 2
+            assert all(torch.equal(a, r) for a, r in zip(iv.attentions, ref.attentions,
+                                                         strict=True))
+        with intervene(albert, uniform=[(1, 0)], record=True) as iv:
+            out = albert(**enc)
+    assert torch.equal(iv.attentions[0], ref.attentions[0])  # layer 0 untouched
+    assert torch.equal(iv.attentions[1][1, 0, :, : lengths[1]],
+                       torch.full((n, lengths[1]), 1.0 / lengths[1]))
+    assert not torch.equal(out.last_hidden_state, ref.last_hidden_state)
     with pytest.raises(ValueError, match="outside this model"):
         with intervene(distil, zero=[(2, 0)]):
             pass

@@ -96,7 +96,7 @@ def _claim(start, notebook):
                 and c.claim.startswith(start))
 
 
-def test_a_table1_row_is_the_best_head_against_the_best_offset_on_sentences(t02):
+def test_a_table1_row_is_the_best_head_against_the_best_offset_on_documents(t02):
     c = _claim("a head tracks det better", "02")
     assert c.registry == ("clark-4.2-table1-det", "clark-4.2-specialised-heads")
     o = c.rule(t02, "model")
@@ -106,9 +106,11 @@ def test_a_table1_row_is_the_best_head_against_the_best_offset_on_sentences(t02)
     assert ch.paper_effect == pytest.approx((acc - base) / 100)
     r = ch.result
     assert r.best == 0 and r.estimate == pytest.approx(1.0 - 0.5)  # col 0 vs. offset +1
-    assert r.n_clusters == N_SENT and o.unit == "8 sentences" and o.heads == "1-1"
+    # EWT's sentences come clustered in documents: the document is the unit resampled
+    assert r.n_clusters == 4 and o.unit == "4 documents" and o.heads == "1-1"
     assert o.value.startswith("det 1-1 dep2head: 100.0 vs. offset +1 50.0 (+50.0)")
-    assert "4 EWT documents" in o.note and o.scale == 100
+    assert "EWT documents (the test's unit)" in o.note and "8 sentences" in o.note
+    assert o.scale == 100
     assert not _claim("a head tracks prep better", "02").rule(t02, "model").check
     assert "no UD relation" in _claim("a head tracks prep", "02").rule(t02, "model").untestable
 
@@ -127,17 +129,17 @@ def test_no_single_head_is_a_no_effect_claim_against_right_branching(t02):
 
 def test_the_paired_test_is_sharper_than_an_unpaired_one(t02):
     """All words: head 1-1 right in sentences 0-5, right-branching in 0-3: the two agree on
-    sentences 0-3 and 6-7, so the paired margin varies far less than two separate means."""
+    sentences 0-3 and 6-7, so the paired margin varies far less than two separate means.
+    Sentences 2k and 2k+1 form document k, the unit resampled."""
     r = _claim("no single head does well", "02").rule(t02, "model").check.result
     z = np.load(t02.path / "02_by_word_model.npz")
     rows = z["all_rows"]
     head = syntax.unpack_bits(z["head_correct"], 4)[rows, 0].astype(float)
     base = syntax.unpack_bits(z["offset_correct"], 2)[rows, 1].astype(float)
-    sent = z["sentence"][rows]
-    unpaired = math.hypot(cluster_bootstrap(head, sent).se, cluster_bootstrap(base, sent).se)
-    # by hand: per sentence, paired differences 0,0,0,0,1,1,0,0: var .25 * .75 / 8
-    assert r.se == pytest.approx(math.sqrt(0.1875 / 8), rel=0.1)
-    assert unpaired == pytest.approx(math.sqrt((0.1875 + 0.25) / 8), rel=0.1)
+    doc = z["document"][rows]
+    unpaired = math.hypot(cluster_bootstrap(head, doc).se, cluster_bootstrap(base, doc).se)
+    # by hand: per document, paired differences 0,0,1,0: var .25 * .75 / 4
+    assert r.se == pytest.approx(math.sqrt(0.1875 / 4), rel=0.15)
     assert r.se < 0.75 * unpaired
 
 
@@ -291,3 +293,113 @@ def test_shared_resamples_equal_a_cluster_bootstrap_for_a_group_of_every_sentenc
     # a group in one sentence cannot be resampled: the reason, not a crash
     assert "too little data" in clark._shared_resamples(
         sentence, {"y": (np.arange(3), values[:3], gap)}, n_resamples=10)["y"]
+
+
+# --- rows added for issue 41 item 4 ----------------------------------------------------------
+
+
+def test_breadth_and_specificity_by_hand():
+    m = np.array([[0.5, 0.1],   # relation 0: head 0 best
+                  [0.2, 0.4],   # relation 1: head 1 best
+                  [0.3, 0.0]])  # relation 2: head 0 best
+    # q = 1: the largest margin of any head (0.5); specificity: 0.5 - median(0.2, 0.3) =
+    # 0.25, 0.4 - median(0.1, 0.0) = 0.35, 0.3 - median(0.5, 0.2) = -0.05; the largest 0.35
+    assert clark.breadth_and_specificity(m, 1) == pytest.approx([0.5, 0.35])
+    # q = 2: head 0's 2nd largest 0.3, head 1's 0.1; the 2nd largest specificity 0.25
+    assert clark.breadth_and_specificity(m, 2) == pytest.approx([0.3, 0.25])
+    batch = clark.breadth_and_specificity(np.stack([m, m - 0.1]), 2)
+    assert batch.shape == (2, 2)
+    # a shift of every margin moves breadth, not specificity
+    assert batch[1] == pytest.approx([0.2, 0.25])
+    with pytest.raises(ValueError):
+        clark.breadth_and_specificity(m, 0)
+
+
+def test_particular_heads_reads_margins_over_each_relations_best_offset(t02):
+    c = _claim("no single head does well at many relations", "02")
+    assert c.registry == ("clark-1-particular-heads",)
+    o = c.rule(t02, "model")
+    # margins (relations case, det, obj x columns 0-3), each relation's best offset: case -1
+    # (.75), det +1 (.5), obj +1 (.25):
+    #   case [-.75, -.75, -.25, -.75]; det [.5, 0, -.25, -.25]; obj [-.25, .5, -.25, -.25]
+    # q = ceil(3/3) = 1: breadth = .5 (col 0 on det, col 1 on obj); specificity: det's col 0
+    # .5 - median(-.75, -.25) = 1.0, obj's col 1 .5 - median(-.75, 0) = .875, case's col 2 0
+    assert list(o.per_task) == ["no head well at many",
+                                "particular heads on particular relations"]
+    broad = o.per_task["no head well at many"][0]
+    spec = o.per_task["particular heads on particular relations"][0]
+    assert broad.result.estimate == pytest.approx(0.5)
+    assert spec.result.estimate == pytest.approx(1.0)
+    assert (broad.null, broad.direction) == (pytest.approx(clark.NOT_MUCH), -1)
+    assert (spec.null, spec.direction) == (pytest.approx(clark.NOT_MUCH), 1)
+    assert o.scope == "every" and o.unit == "4 documents"
+    assert o.value.startswith("3 distinct best heads for 3 relations")
+
+
+def test_by_product_compares_the_best_heads_of_model_and_control(t02, tmp_path):
+    c = _claim("syntax is learned as a by-product", "02")
+    assert c.registry == ("clark-5-by-product",) and not c.control
+    o = c.rule(t02, "model")
+    # the fixture's control file is the model's: every gap is 0
+    assert set(o.per_task) == {"case (pobj)", "det", "obj (dobj)"} and o.scope == "some"
+    for checks in o.per_task.values():
+        assert checks[0].result.estimate == pytest.approx(0.0)
+        assert checks[0].margin == 0.01
+    # a control that is never right: the gap is the model's best accuracy (det: 1.0)
+    z = dict(np.load(t02.path / "02_by_word_control.npz"))
+    z["head_correct"] = np.zeros_like(z["head_correct"])
+    np.savez_compressed(t02.path / "02_by_word_control.npz", **z)
+    o = c.rule(core.Tables(t02.path), "model")
+    assert o.per_task["det"][0].result.estimate == pytest.approx(1.0)
+    assert o.per_task["obj (dobj)"][0].result.estimate == pytest.approx(0.75)
+    # different words in the two files cannot be compared
+    z["sentence"] = z["sentence"][::-1].copy()
+    np.savez_compressed(t02.path / "02_by_word_control.npz", **z)
+    with pytest.raises(ValueError, match="different words"):
+        c.rule(core.Tables(t02.path), "model")
+
+
+def test_probe_vs_heads_by_hand():
+    # 6 of 10 words right for the probe, heads 4 and 5: +0.6 - 0.5
+    assert clark.probe_vs_heads(np.array([6.0, 10.0, 4.0, 5.0])) == pytest.approx(0.1)
+    two = clark.probe_vs_heads(np.array([[6.0, 10.0, 4.0, 5.0], [3.0, 5.0, 4.0, 1.0]]))
+    assert two == pytest.approx([0.1, 0.6 - 0.8])
+
+
+def test_distributed_is_untestable_on_a_sample_of_dev(t02):
+    _provenance(t02.path, "04", {"max_dev": 500})
+    (t02.path / clark.DEV_TABLE).write_text("probe,seed,sentence,document,correct,scored\n")
+    c = _claim("syntactic knowledge is distributed", "04")
+    assert c.registry == ("clark-5-distributed",)
+    o = c.rule(core.Tables(t02.path), "model")
+    assert "sample of 500 EWT dev sentences" in o.untestable
+
+
+def _dev_table(folder, docs, correct=2, scored=2):
+    rows = ["probe,seed,sentence,document,correct,scored"]
+    for seed in (0, 1):
+        rows += [f"Attention only,{seed},{s + 1},{docs[s]},{correct},{scored}"
+                 for s in range(N_SENT)]
+    (folder / clark.DEV_TABLE).write_text("\n".join(rows) + "\n")
+
+
+def test_distributed_compares_the_probe_with_the_best_head_on_the_same_words(t02):
+    """The fixture's 8 sentences have two All words each and no punctuation; 04 scores both
+    words of each, the probe right on both in every seed. One word per sentence is taken as
+    the root (no head can be right on it), so the probe is credited (2 - 1) / 1 per sentence
+    and column 0 (right on both All words of sentences 0-5) 12 / 8: the fixture is no tree
+    (its 'root' has a head that is right), which the arithmetic does not need."""
+    _provenance(t02.path, "04", {"max_dev": 0})
+    _dev_table(t02.path, [s // 2 + 1 for s in range(N_SENT)])
+    c = _claim("syntactic knowledge is distributed", "04")
+    o = c.rule(core.Tables(t02.path), "model")
+    assert o.check.result.estimate == pytest.approx(1.0 - 1.5)
+    assert o.heads == "1-1" and o.unit.startswith("4 documents (8 dev sentences")
+    # 04's documents are not 02's: refused
+    _dev_table(t02.path, [s % 2 + 1 for s in range(N_SENT)])
+    with pytest.raises(ValueError, match="different documents"):
+        c.rule(core.Tables(t02.path), "model")
+    # 04 scores other words than 02 in most sentences: refused
+    _dev_table(t02.path, [s // 2 + 1 for s in range(N_SENT)], scored=3)
+    with pytest.raises(ValueError, match="different dev words"):
+        c.rule(core.Tables(t02.path), "model")

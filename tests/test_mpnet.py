@@ -104,11 +104,83 @@ def test_extraction_shapes_and_rows_sum_to_one(tiny_mpnet, tmp_path):
     np.testing.assert_allclose(store[0].astype(np.float32), alone[:, 0].numpy(), atol=1e-3)
 
 
-def test_intervene_refuses_mpnet_instead_of_doing_nothing(tiny_mpnet):
+def _bert_and_mpnet_with_the_same_weights():
+    """A tiny BERT and a tiny MPNet computing the same function: MPNet's relative position
+    bias set to 0, BERT's token-type embeddings to 0, every other weight copied (both are
+    post-LayerNorm encoders of the same shape). Returns ``(bert, mpnet)``, eval mode."""
+    from transformers import BertConfig, BertModel
+
+    shape = dict(vocab_size=30, hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                 intermediate_size=32, max_position_embeddings=40, hidden_dropout_prob=0.0,
+                 attention_probs_dropout_prob=0.0)
+    torch.manual_seed(0)
+    bert = BertModel(BertConfig(**shape, layer_norm_eps=1e-5, attn_implementation="eager"))
+    mpnet = MPNetModel(MPNetConfig(**shape, layer_norm_eps=1e-5))
+    with torch.no_grad():
+        bert.embeddings.token_type_embeddings.weight.zero_()
+        mpnet.encoder.relative_attention_bias.weight.zero_()
+        e, me = bert.embeddings, mpnet.embeddings
+        for a, b in ((e.word_embeddings, me.word_embeddings),
+                     (e.position_embeddings, me.position_embeddings), (e.LayerNorm, me.LayerNorm)):
+            b.load_state_dict(a.state_dict())
+        for bl, ml in zip(bert.encoder.layer, mpnet.encoder.layer, strict=True):
+            pairs = ((bl.attention.self.query, ml.attention.attn.q),
+                     (bl.attention.self.key, ml.attention.attn.k),
+                     (bl.attention.self.value, ml.attention.attn.v),
+                     (bl.attention.output.dense, ml.attention.attn.o),
+                     (bl.attention.output.LayerNorm, ml.attention.LayerNorm),
+                     (bl.intermediate.dense, ml.intermediate.dense),
+                     (bl.output.dense, ml.output.dense), (bl.output.LayerNorm, ml.output.LayerNorm))
+            for a, b in pairs:
+                b.load_state_dict(a.state_dict())
+    return bert.eval(), mpnet.eval()
+
+
+def test_mpnet_hook_changes_heads_as_attention_interface_does_on_bert():
+    """MPNet computes attention in its own code; the engine reaches it through a hook on the
+    module its probabilities enter (interventions.OWN_CODE_HOOKS). On two models computing
+    the same function, a padded batch, every mode gives the same outputs and maps through the
+    hook (MPNet) as through AttentionInterface (BERT)."""
+    from analysis_utils.engine import interventions
+
+    bert, mpnet = _bert_and_mpnet_with_the_same_weights()
+    ids = torch.tensor([[2, 5, 6, 7, 8, 9, 3], [2, 10, 11, 3, 0, 0, 0]])
+    mask = (torch.arange(7)[None] < torch.tensor([[7], [4]])).long()
+    pos = torch.arange(7)[None].expand(2, -1)
+    run_b = {"input_ids": ids, "attention_mask": mask, "position_ids": pos}
+    assert not interventions._routes_attention(mpnet) and interventions.supports(mpnet)
+    with torch.no_grad():
+        plain_b, plain_m = bert(**run_b), mpnet(**run_b)
+    torch.testing.assert_close(plain_m.last_hidden_state, plain_b.last_hidden_state)
+    gate = torch.tensor([[1.0, 0.5], [0.25, 1.0]])
+    for kw in ({"uniform": [(0, 1), (1, 0)]}, {"zero": [(1, 1)]}, {"gate": gate}):
+        outs = []
+        for model in (bert, mpnet):
+            with torch.no_grad(), intervene(model, record=True, **kw) as iv:
+                out = model(**run_b, output_attentions=True)
+            outs.append((out, iv.attentions))
+        (ob, rb), (om, rm) = outs
+        assert not torch.allclose(om.last_hidden_state, plain_m.last_hidden_state)
+        torch.testing.assert_close(om.last_hidden_state, ob.last_hidden_state)
+        for layer in range(2):
+            torch.testing.assert_close(rm[layer], rb[layer])
+            torch.testing.assert_close(om.attentions[layer], rm[layer])
+    # uniform is exactly 1/L over the real tokens through the hook too
+    with torch.no_grad(), intervene(mpnet, uniform=[(1, 0)], record=True) as iv:
+        mpnet(**run_b)
+    assert torch.equal(iv.attentions[1][1, 0, :, :4], torch.full((7, 4), 0.25))
+    assert torch.equal(iv.attentions[1][1, 0, :, 4:], torch.zeros(7, 3))
+
+
+def test_intervene_refuses_a_model_with_neither_route_nor_hook(tiny_mpnet, monkeypatch):
+    from analysis_utils.engine import interventions
+
+    monkeypatch.setattr(interventions, "OWN_CODE_HOOKS", {})
     with pytest.raises(NotRoutedError, match="MPNetSelfAttention.*AttentionInterface"):
         with intervene(tiny_mpnet, uniform=[(0, 1)], record=True):
             pass
     assert tiny_mpnet.model.config._attn_implementation == "eager"  # left as it was
+    assert "no engine hook" in interventions.why_not(tiny_mpnet.model)
 
 
 def test_a_pass_that_never_reaches_the_attention_function_raises(tiny_mpnet, monkeypatch):

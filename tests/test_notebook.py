@@ -150,3 +150,25 @@ def test_provenance_names_device_kind_precision_and_what_stays_on_the_cpu(
     assert all(notebook.cpu_only(f"0{i}") for i in range(1, 9))
     assert "probes" in " ".join(notebook.cpu_only("04"))
     capsys.readouterr()
+
+
+def test_training_note_quotes_the_card_or_says_there_is_none(tmp_path):
+    from analysis_utils.publish.notebook import training_note
+
+    minilm = training_note("minilm")
+    assert "contrastive learning objective" in minilm and "sentence pairs" in minilm
+    assert "frozen" in minilm
+    none = training_note(str(tmp_path))
+    assert "no model card ships" in none and "masked-language model" in none
+
+
+def test_one_based_counts_layers_and_heads_from_1():
+    import pandas as pd
+
+    from analysis_utils.publish.notebook import one_based
+
+    df = pd.DataFrame({"layer": [0, 5], "head": [0, 11], "x": [1.0, 2.0]})
+    out = one_based(df)
+    assert out["layer"].tolist() == [1, 6] and out["head"].tolist() == [1, 12]
+    assert df["layer"].tolist() == [0, 5]  # the analyses' frame is left 0-based
+    assert one_based(pd.DataFrame({"x": [1]}))["x"].tolist() == [1]

@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -222,8 +223,10 @@ def test_base_profile_runs_01_to_05_into_its_own_folders():
     assert [j.source.name[:2] for j in pipeline.plan("base")] == ["01", "02", "03", "04", "05"]
     assert all(j.parameters["model"] == "mpnet" for j in pipeline.plan("base"))
     assert [j.source.name[:2] for j in pipeline.plan("base", ["2", "04"])] == ["02", "04"]
-    with pytest.raises(ValueError, match="runs notebooks 01, 02, 03, 04, 05 only; drop 06"):
-        pipeline.plan("base", ["01", "06"])
+    with pytest.raises(ValueError, match="runs notebooks 01, 02, 03, 04, 05 only .*drop 08"):
+        pipeline.plan("base", ["01", "08"])
+    # 06-07 (fine-tuning MPNet, disabling its heads through the engine's hook) only by name
+    assert [j.source.name[:2] for j in pipeline.plan("base", ["06", "07"])] == ["06", "07"]
     # committed outputs of the base profile are guarded like the default ones
     assert pipeline._inside(base.results, root)
 
@@ -331,3 +334,19 @@ def test_report_writes_tables_figures_and_provenance(tmp_path, monkeypatch):
     assert prov["parameters"] == {"n": 3}
     assert prov["outputs"] == ["42_line.png", "42_numbers.csv", "42_numbers.md"]
     assert {"torch", "transformers", "python"} <= set(prov["versions"])
+
+
+def test_report_arrays_writes_npz_aside_and_lists_it(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv(report.OUTPUT_ENV, str(tmp_path))
+    run = report.start_run("42", {})
+    path = run.arrays("by_word", {"a": np.arange(3, dtype=np.int8)})
+    assert path == tmp_path / "results" / "42_by_word.npz"
+    assert "42_by_word.npz:" in capsys.readouterr().out
+    with np.load(path) as z:
+        assert z["a"].tolist() == [0, 1, 2]
+    with pytest.raises(TypeError):  # a failed write leaves the previous file and no part file
+        run.arrays("by_word", None, quiet=True)
+    with np.load(path) as z:
+        assert z["a"].tolist() == [0, 1, 2]
+    assert [p.name for p in (tmp_path / "results").iterdir()] == ["42_by_word.npz"]
+    assert run.written == ["42_by_word.npz"]

@@ -369,13 +369,16 @@ def test_judge_effect_five_ways():
     assert j(0.5, 2.0, paper_effect=0.2).verdict == "yes"
     # 02 nn: margin +1.8 with an interval that holds 0 after the correction, paper +0.2
     assert j(-0.4, 4.0, paper_effect=0.2).verdict == "inconclusive"
-    assert j(-0.4, 0.1, paper_effect=3.0).verdict == "no"  # the paper's effect excluded
+    # BERT-base's effect excluded decides only for a claim that states that size (issue 41)
+    assert j(-0.4, 0.1, paper_effect=3.0).verdict == "inconclusive"
+    assert j(-0.4, 0.1, paper_effect=3.0, sized=True).verdict == "no"
     assert j(-3.0, -1.0).verdict == "no"  # reversed
     # 07 random head, RTE: [-1.18, +0.69], no size in the paper: inconclusive, unless the
-    # interval is within the margin
+    # interval lies short of the smallest effect of interest (one-sided: the claim is a gain)
     assert j(-1.18, 0.69).verdict == "inconclusive"
     assert j(-0.5, 0.4, margin=1.0).verdict == "no"
-    assert j(-1.18, 0.69, margin=1.0).verdict == "inconclusive"
+    assert j(-1.18, 0.69, margin=1.0).verdict == "no"
+    assert j(-1.18, 1.69, margin=1.0).verdict == "inconclusive"
     # "by over 10 points": the null is 10
     assert j(11.0, 14.0, null=10, paper_effect=13).verdict == "yes"
     assert j(6.0, 9.5, null=10, paper_effect=13).verdict == "no"
@@ -628,3 +631,87 @@ def test_a_head_right_on_every_item_is_known_exactly_and_can_be_reported():
     # a head exactly at the null adds nothing to the resampled maximum (two-sided: |t*| >= 0)
     np.testing.assert_array_equal(with_it.max_draws, alone.max_draws)
     assert with_it.critical == alone.critical
+
+
+# --- verdict rules an expert signs (issue 41) ----------------------------------------------
+
+
+def test_a_direction_claim_is_not_refuted_by_an_effect_smaller_than_bert_bases():
+    # MRPC's F1 gain [-0.5, +6.6] against BERT-base's +6.7: the claim states a direction only
+    j = rs.judge_effect(-0.5, 6.6, null=0.0, paper_effect=6.7)
+    assert j.verdict == "inconclusive"
+    # the same interval decides only where the claim's own words state that size
+    assert rs.judge_effect(-0.5, 6.6, null=0.0, paper_effect=6.7, sized=True).verdict == "no"
+    # on the claimed side of zero: yes, whatever BERT-base's effect
+    assert rs.judge_effect(0.4, 6.6, paper_effect=20.0).verdict == "yes"
+
+
+def test_the_criterions_margin_is_applied_before_yes():
+    # [+1.25, +1.93] with "no when the gap lies within 2 points": no, never yes
+    j = rs.judge_effect(1.25, 1.93, null=0.0, margin=2.0)
+    assert j.verdict == "no" and "smallest effect of interest" in j.reason
+    assert rs.judge_effect(2.1, 3.0, margin=2.0).verdict == "yes"
+    assert rs.judge_effect(1.5, 3.0, margin=2.0).verdict == "inconclusive"
+    # a claim of a drop: the margin lies below the null
+    assert rs.judge_effect(-3.0, -2.1, margin=2.0, direction=-1).verdict == "yes"
+    assert rs.judge_effect(-1.9, -1.0, margin=2.0, direction=-1).verdict == "no"
+    # a significant p-value does not carry a yes past the margin
+    assert rs.judge_effect(1.25, 1.93, margin=2.0, p_adjusted=1e-6).verdict == "no"
+
+
+def test_reversed_and_unclear_without_a_margin():
+    assert rs.judge_effect(-2.0, -0.1).verdict == "no"
+    assert rs.judge_effect(-0.1, 2.0).verdict == "inconclusive"
+    assert rs.judge_effect(-2.0, -0.1, direction=-1).verdict == "yes"
+
+
+def test_mixed_needs_a_conclusive_yes_and_a_conclusive_no_within_one_task():
+    v, tasks, _ = rs.judge_tasks({"MRPC": ["yes", "inconclusive", "yes"]}, "every")
+    assert (v, tasks["MRPC"]) == ("inconclusive", "inconclusive")
+    v, tasks, _ = rs.judge_tasks({"MRPC": ["yes", "no", "yes"]}, "every")
+    assert (v, tasks["MRPC"]) == ("mixed", "mixed")
+    v, tasks, _ = rs.judge_tasks({"MRPC": ["no", "inconclusive", "no"], "RTE": ["yes"] * 3},
+                                 "some")
+    assert v == "yes" and tasks["MRPC"] == "inconclusive"
+    # four seeds (one of five left out) stay testable; two do not
+    assert rs.judge_tasks({"RTE": ["yes"] * 4}, "every")[0] == "yes"
+    assert rs.judge_tasks({"RTE": ["yes"] * 2}, "every")[0] == "untestable"
+
+
+def test_no_effect_reasons_name_the_level_they_used():
+    j = rs.judge_no_effect(-0.5, 0.5, margin=1.0, inner_level="98.3%")
+    assert j.verdict == "yes" and "98.3% interval" in j.reason and "90%" not in j.reason
+
+
+def test_each_verdicts_text_says_what_its_interval_holds():
+    # mpnet 01 "especially in the earlier layers": [+1.87, +2.16] points, margin 2: the
+    # interval excludes 0 and holds the margin's edge; the text said "holds 0"
+    j = rs.judge_effect(0.01874, 0.02164, margin=0.02)
+    assert j.verdict == "inconclusive"
+    assert "holds 0.02 (the null 0 + the smallest effect of interest 0.02)" in j.reason
+    assert "holds 0 " not in j.reason and "holds both" not in j.reason
+    j = rs.judge_effect(-0.01, 0.03, margin=0.02)
+    assert j.verdict == "inconclusive" and "holds both 0 and 0.02" in j.reason
+    assert "holds 0:" in rs.judge_effect(-0.1, 2.0).reason
+    # Holm's step passes where the Bonferroni-level interval holds 0 (02 mark): the yes names
+    # the adjusted p, not an interval "above 0"
+    j = rs.judge_effect(-0.003858, 0.1046, p_adjusted=0.01)
+    assert j.verdict == "yes" and "Holm's adjusted p 0.01 < 0.05" in j.reason
+    assert "lies above" not in j.reason
+    j = rs.judge_effect(0.1, 0.3, p_adjusted=0.2)
+    assert j.verdict == "inconclusive"
+    assert "lies above 0 but Holm's adjusted p 0.2 is not below 0.05" in j.reason
+
+
+def test_judge_no_rise_lets_a_drop_of_any_size_agree():
+    # 06 stripes on MRPC: -22.2%, 90%-level [-25.2%, -17.7%] against a +20% ceiling: the stripes
+    # fall after fine-tuning, so they were there before it (the two-sided band read "no")
+    j = rs.judge_no_drop(-0.252, -0.177, margin=0.2, direction=-1)
+    assert j.verdict == "yes" and "lies below 0 + 0.2: no rise" in j.reason
+    assert rs.judge_no_drop(-0.9, -0.5, margin=0.2, direction=-1).verdict == "yes"
+    j = rs.judge_no_drop(0.25, 0.4, margin=0.2, alpha_lo=0.22, alpha_hi=0.45, direction=-1)
+    assert j.verdict == "no" and "a rise beyond the margin is shown" in j.reason
+    j = rs.judge_no_drop(0.1, 0.3, margin=0.2, alpha_lo=0.05, alpha_hi=0.35, direction=-1)
+    assert j.verdict == "inconclusive" and "reaches above 0 + 0.2" in j.reason
+    with pytest.raises(ValueError, match="direction"):
+        rs.judge_no_drop(0.1, 0.3, margin=0.2, direction=0)

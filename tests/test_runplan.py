@@ -46,21 +46,22 @@ def test_units_per_profile():
     assert [u.notebooks for u in smoke] == [("06", "07")] * 3 + [("06",)] * 3
 
     default = units.build("default")
-    assert len(default) == 34 and len(set(default)) == 34
+    # five fine-tuning seeds per task in both arms (issue 43), and the learning-rate check
+    assert len(default) == 54 and len(set(default)) == 54
     main = [u for u in default if u.settings.learning_rate == 5e-5]
     pre = [u for u in main if u.run.init == "pretrained"]
     assert [(u.run.task, u.run.seed, u.run.max_train) for u in pre] == [
         (t, s, n) for t, n in (("MRPC", None), ("STS-B", None), ("SST-2", 8000), ("RTE", None),
-                               ("CoLA", 4000)) for s in (42, 43, 44)]
+                               ("CoLA", 4000)) for s in (42, 43, 44, 45, 46)]
     assert all(u.notebooks == ("06", "07") for u in pre)
     # notebook 06's learning-rate check: RTE and CoLA's first seed at two other rates
     check = [u for u in default if u.settings.learning_rate != 5e-5]
     assert [(u.run.task, u.run.seed, u.settings.learning_rate) for u in check] == [
         ("RTE", 42, 1e-4), ("RTE", 42, 2e-5), ("CoLA", 42, 1e-4), ("CoLA", 42, 2e-5)]
     assert all(u.notebooks == ("06",) for u in check)
-    # three random-init seeds per task, so "beats random init" has seeds on both sides
+    # five random-init seeds per task, so "beats random init" has seeds on both sides
     assert [(u.run.task, u.run.seed) for u in main if u.run.init == "random"] == [
-        (t, s) for t in ("MRPC", "STS-B", "SST-2", "RTE", "CoLA") for s in (42, 43, 44)]
+        (t, s) for t in ("MRPC", "STS-B", "SST-2", "RTE", "CoLA") for s in (42, 43, 44, 45, 46)]
     s = default[0].settings  # the paper's recipe, one torch thread (notebook parameters)
     assert (s.epochs, s.batch_size, s.learning_rate, s.max_length, s.warmup_ratio,
             s.num_threads) == (3, 32, 5e-5, 128, 0.1, 1)

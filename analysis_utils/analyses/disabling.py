@@ -51,7 +51,8 @@ import torch
 from torch import nn
 
 from ..engine import attention as engine_attention
-from ..engine.interventions import intervene, unwrap_model
+from ..engine.first_token import first_token_last_layer
+from ..engine.interventions import intervene, layer_list, unwrap_model
 from ..heads import head_label
 from . import significance
 
@@ -285,7 +286,7 @@ Inspect = Callable[[Change, np.ndarray, dict, object], None]
 
 def evaluate_changes(model, inputs, changes: Sequence[Change], *, fast: bool = True,
                      max_tokens: int = 4096, max_batch: int = 64, pad_id: int | None = None,
-                     inspect: Inspect | None = None) -> np.ndarray:
+                     inspect: Inspect | None = None, first_token: bool = True) -> np.ndarray:
     """Logits of every input under every change: ``(len(changes), n_inputs, num_labels)``
     float32, in input order.
 
@@ -301,12 +302,21 @@ def evaluate_changes(model, inputs, changes: Sequence[Change], *, fast: bool = T
     inspect: ``inspect(change, example_indices, batch, intervention)`` after each changed
     pass, with the maps recorded from the change's lowest layer upward
     (``intervention.attentions``, layer order), e.g. to check that a disabled head is uniform.
+    first_token: run the last layer's feed-forward step on the first token only, the one
+    position the classifier reads (:func:`~analysis_utils.engine.first_token.
+    first_token_last_layer`; checked on the first batch, else off): the logits agree with the
+    full computation to float rounding and a sweep takes about a fifth less time
+    (``benchmarks/bench_disabling.py``). Attention maps are computed in full either way.
     """
     model = unwrap_model(model)
     changes = list(changes)
     batches, n = _prepare_batches(model, inputs, max_tokens, max_batch,
                                   _pad_id(model, pad_id))
     num_layers = int(model.config.num_hidden_layers)
+    if fast and layer_list(model, num_layers) is None:
+        # one layer module shared by every layer (ALBERT): no layer to start a pass from, so
+        # every change is a full pass (the same numbers, fast=False's)
+        fast = False
     out: np.ndarray | None = None
 
     def store(k: int, idx: np.ndarray, logits: torch.Tensor) -> None:
@@ -322,7 +332,9 @@ def evaluate_changes(model, inputs, changes: Sequence[Change], *, fast: bool = T
             kw["record"] = range(change.lowest_layer, num_layers)
         return kw
 
-    with _eval_mode(model), torch.inference_mode():
+    with _eval_mode(model), torch.inference_mode(), (
+            first_token_last_layer(model, check=batches[0][1]) if first_token
+            else contextlib.nullcontext(False)):
         if fast:
             cache = _LayerCache(model)
             for idx, batch in batches:
@@ -819,7 +831,9 @@ def recap(summary: pd.DataFrame, agreement: pd.DataFrame, framenet: pd.DataFrame
         f" largest drop: {s0['worst_layer_delta'][lo_l]:+.2f} ({name[lo_l]}, "
         f"{s0['worst_layer'][lo_l]}).",
         ("Across fine-tuning seeds, the head deltas correlate with Spearman "
-         + ", ".join(f"{r.task} s{r.seed_a}/s{r.seed_b} {r.spearman:+.2f}"
+         + ", ".join(f"{r.task} s{r.seed_a}/s{r.seed_b} "
+                     + (f"{r.spearman:+.2f}" if pd.notna(r.spearman) else
+                        "undefined (one seed's deltas are constant)")
                      for r in pairs.itertuples())
          + "; heads whose removal helps under both seeds, beside the overlap two random sets "
            "of the same sizes have on average: "

@@ -42,6 +42,7 @@ import pandas as pd
 
 from .. import paths
 from ..data.glue_metrics import primary_metric
+from ..engine.attention import uses_token_types
 from ..training.finetune_cache import fresh_tmp, publish, read_complete, versions, write_json
 from ..training.glue_data import examples_digest, read_task, subsample, task_dataset
 from . import disabling, significance
@@ -51,7 +52,7 @@ __all__ = ["STUDY_VERSION", "SUBDIR", "StudySettings", "Study", "study", "part_k
            "cached_parts", "metric_for"]
 
 #: Bumped whenever a change to disabling.py or this module would change a cached part.
-STUDY_VERSION = "1"
+STUDY_VERSION = "2"
 SUBDIR = "disabling"
 _CURVE_DTYPES = {"order": str, "repeat": int, "n_removed": int, "fraction": float, "mode": str,
                  "metric": str, "value": float, "delta": float, "removed": str}
@@ -224,7 +225,8 @@ def study(ft, task: str, s: StudySettings, *, cache_dir: str | os.PathLike | Non
     dev_ex, imp_ex = _examples(task, s, data_dir)
     keys = part_keys(ft.key, task, s, data_dir, examples=(dev_ex, imp_ex))
     metric = metric_for(s.metric_name)
-    dev = task_dataset(task, dev_ex, ft.tokenizer, s.max_tokens)
+    types = uses_token_types(ft.model)
+    dev = task_dataset(task, dev_ex, ft.tokenizer, s.max_tokens, types)
     seconds, from_cache, sweeps = {}, {}, {}
     for mode in s.modes:
         part = f"sweep-{mode}"
@@ -248,7 +250,7 @@ def study(ft, task: str, s: StudySettings, *, cache_dir: str | os.PathLike | Non
         seconds["importance"], from_cache["importance"] = float(hit[1]["seconds"]), True
     else:
         imp_set = dev if s.importance_split == "dev" else task_dataset(
-            task, imp_ex, ft.tokenizer, s.max_tokens)
+            task, imp_ex, ft.tokenizer, s.max_tokens, types)
         t0 = time.perf_counter()
         importance = disabling.head_importance(ft.model, imp_set, imp_set.labels)
         took = time.perf_counter() - t0

@@ -19,6 +19,7 @@ from torch import nn
 
 from .. import training
 from ..engine import atomic
+from ..engine.attention import uses_token_types
 from ..engine.fingerprint import weights_fingerprint
 from ..engine.interventions import intervene
 from ..engine.memory import release
@@ -123,21 +124,40 @@ def _word_embeddings(encoder: nn.Module) -> nn.Embedding:
     return _unwrap(encoder).get_input_embeddings()
 
 
+# The fitted head's own activation: BERT's prediction head (the encoder's activation is a
+# family-specific config field, hidden_act in BERT, activation in DistilBERT; the head is ours).
+MLM_HEAD_ACTIVATION = "gelu"
+
+
 def build_mlm_head(encoder: nn.Module, train_decoder: bool = False, seed: int = 0) -> nn.Module:
-    """A BERT-style prediction head (``BertOnlyMLMHead``: dense + activation + LayerNorm +
-    decoder + bias) sized for ``encoder``'s config. The decoder is the encoder's word
-    embedding matrix: shared and frozen (``train_decoder=False``, BERT's weight tying on a
-    frozen encoder) or a trainable copy of it."""
+    """A BERT-style prediction head (``BertOnlyMLMHead``: dense + GELU + LayerNorm + decoder +
+    bias) sized for ``encoder``: hidden size from its config (``hidden_size``, the name
+    ``AutoConfig`` gives every family), vocabulary and embedding width from its word
+    embeddings. The decoder is the encoder's word embedding matrix: shared and frozen
+    (``train_decoder=False``, BERT's weight tying on a frozen encoder) or a trainable copy of it.
+    Where the embeddings are narrower than the hidden states (ALBERT's factorised embeddings),
+    the dense layer maps hidden -> embedding width, as ALBERT's own head does."""
+    from transformers import BertConfig
     from transformers.models.bert.modeling_bert import BertOnlyMLMHead
 
     encoder = _unwrap(encoder)
     cfg = encoder.config
-    torch.manual_seed(seed)
-    head = BertOnlyMLMHead(cfg)
-    std = getattr(cfg, "initializer_range", 0.02)
-    nn.init.normal_(head.predictions.transform.dense.weight, std=std)
-    nn.init.zeros_(head.predictions.transform.dense.bias)
     emb = _word_embeddings(encoder).weight
+    vocab, width = emb.shape
+    hidden = int(cfg.hidden_size)
+    # layer_norm_eps: optional in a config (DistilBERT has none), BERT's 1e-12 otherwise
+    head_cfg = BertConfig(vocab_size=int(vocab), hidden_size=hidden,
+                          hidden_act=MLM_HEAD_ACTIVATION,
+                          layer_norm_eps=float(getattr(cfg, "layer_norm_eps", 1e-12)))
+    torch.manual_seed(seed)
+    head = BertOnlyMLMHead(head_cfg)
+    transform = head.predictions.transform
+    if width != hidden:
+        transform.dense = nn.Linear(hidden, width)
+        transform.LayerNorm = nn.LayerNorm(width, eps=head_cfg.layer_norm_eps)
+    std = getattr(cfg, "initializer_range", 0.02)
+    nn.init.normal_(transform.dense.weight, std=std)
+    nn.init.zeros_(transform.dense.bias)
     if train_decoder:
         head.predictions.decoder.weight = nn.Parameter(emb.detach().clone())
     else:
@@ -166,14 +186,25 @@ def _masked_states(encoder, items, rng_seed_base: int, tokenizer, mask_prob, rep
             pos.append(p)
             labels.append(torch.as_tensor(lab))
         input_ids, attention_mask, _ = _pad_batch(masked, tokenizer.pad_token_id or 0)
-        hidden = encoder(input_ids=input_ids.to(device),
-                         attention_mask=attention_mask.to(device)).last_hidden_state
+        with torch.no_grad():
+            hidden = encoder(input_ids=input_ids.to(device),
+                             attention_mask=attention_mask.to(device)).last_hidden_state
         for i, p in enumerate(pos):
             states.append(hidden[i, torch.as_tensor(p, device=device)].float().cpu())
+        del hidden
+        # Batches padded to different lengths leave freed blocks of other sizes that glibc
+        # keeps: over notebook 01's 1,200 texts the process grew by 1.5 GB (measured), which
+        # made the run that fits the head peak above Binder's 2 GB; returned after each batch
+        release()
     return torch.cat(states), torch.cat(labels)
 
 
-def _accuracy(head, states, labels, device, batch=4096) -> float:
+def _accuracy(head, states, labels, device, batch=512) -> float:
+    """Masked-token accuracy of ``head`` on cached ``states``, ``batch`` positions at a time.
+    Each position's logits span the vocabulary (30,522 x 4 bytes for BERT's), and the head's
+    intermediates as many again: 4,096 positions at a time added 960 MB to the process's
+    peak (measured; 139 MB at 512), which made notebook 01's first run, the one that fits
+    the head, peak above Binder's 2 GB."""
     correct = 0
     with torch.no_grad():
         for s in range(0, len(labels), batch):
@@ -391,6 +422,9 @@ def attention_gradient_importance(encoder: nn.Module, mlm_head: nn.Module, token
     pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
 
     targets = TARGETS + (("[CLS]",) if separate_cls else ())
+    # segment ids only where the model has a table for them (RoBERTa has one type: a second
+    # segment's id 1 would index past it), as the engine's own batches do
+    types = uses_token_types(encoder)
     n_layers = None
     sums = counts = att_sums = None
     per_sums: list[np.ndarray] = []  # (examples of a batch, layers, targets), by_example only
@@ -410,7 +444,7 @@ def attention_gradient_importance(encoder: nn.Module, mlm_head: nn.Module, token
         masked_inputs.extend(masked)
         input_ids, attention_mask, token_type_ids = _pad_batch(masked, pad_id)
         kwargs = {"input_ids": input_ids.to(device), "attention_mask": attention_mask.to(device)}
-        if token_type_ids is not None:
+        if token_type_ids is not None and types:
             kwargs["token_type_ids"] = token_type_ids.to(device)
         with torch.enable_grad(), intervene(encoder, record=True, make_leaf=True) as iv:
             hidden = encoder(**kwargs).last_hidden_state

@@ -34,6 +34,8 @@ TARGETS = ("cls", "sep", "punct", "other")
 _PROJECTIONS = (
     ("attention.self.value", "attention.output.dense"),  # BERT, RoBERTa, ELECTRA, ...
     ("attention.attn.v", "attention.attn.o"),  # MPNet
+    ("attention.v_lin", "attention.out_lin"),  # DistilBERT
+    ("attention.value", "attention.dense"),  # ALBERT (one shared layer, see layer_projections)
 )
 
 
@@ -90,7 +92,8 @@ def projections(block: nn.Module) -> tuple[nn.Linear, nn.Linear]:
     raise ValueError(
         f"{type(block).__name__}: no value/output projection found (looked for "
         + ", ".join(f"{v} + {o}" for v, o in _PROJECTIONS)
-        + "); attention norms support BERT-family and MPNet encoders")
+        + "); attention norms support BERT, RoBERTa, ELECTRA, DistilBERT, ALBERT and MPNet "
+        "encoders")
 
 
 def transformed_norms(value: nn.Linear, output: nn.Linear, hidden: torch.Tensor,
@@ -111,10 +114,21 @@ def layer_projections(loaded) -> list[tuple[nn.Linear, nn.Linear]]:
     model = unwrap_model(loaded)
     n = int(model.config.num_hidden_layers)
     layers = layer_list(model, n)
-    if layers is None:
-        raise ValueError(f"{type(model).__name__}: no list of {n} encoder layers found; "
-                         "attention norms support BERT-family and MPNet encoders")
-    return [projections(block) for block in layers]
+    if layers is not None:
+        return [projections(block) for block in layers]
+    # no layer list: one layer module reused by every layer (ALBERT), so one set of
+    # projections, found as the one module holding them, serves all n layers
+    found = []
+    for block in model.modules():
+        try:
+            found.append(projections(block))
+        except ValueError:
+            continue
+    if len(found) != 1:
+        raise ValueError(f"{type(model).__name__}: no list of {n} encoder layers and "
+                         f"{len(found)} modules with value/output projections (one shared "
+                         "layer expected); attention norms cannot number its layers")
+    return found * n
 
 
 def _forward(loaded, batch_inputs, projs):

@@ -8,7 +8,7 @@ module reads and validates them; the ledger's ``quote`` column is read from here
 importing it reads nothing (the registry is read on first use; the papers' texts only by
 :func:`paper_texts`, which the tests call). Which ledger rows test an entry is said by the
 ledger's claims (``Claim.registry``), not here: :mod:`.coverage` derives it.
-``python -m analysis_utils.claims`` prints the counts, the entries the ledger tests, the gap
+``python -m analysis_utils claims`` prints the counts, the entries the ledger tests, the gap
 list (testable entries no ledger row tests yet) and the untestable entries with their reasons.
 
 Quotes are checked against the papers' texts (:func:`check_quotes`), which live outside the

@@ -6,7 +6,7 @@ ledger through the entries' ``ledger_claims`` lists of the registry at that comm
 the registry had before ``Claim.registry`` replaced it), or through the claims it then
 declared; for the new one through :func:`.coverage.rows_by_entry`. Per model and entry the
 result gives the old rows with their verdicts and the new ones with theirs, and whether the
-verdict changed: ``python -m analysis_utils.claims --changes REV`` prints it for the
+verdict changed: ``python -m analysis_utils claims --changes REV`` prints it for the
 committed ``results/08_claims.csv`` against the one at ``REV``.
 
 >>> changes(old, new, old_rows, new_rows)                         # doctest: +SKIP
@@ -77,8 +77,9 @@ def _git(repo: Path, *args: str) -> str:
 
 
 def rows_at(rev: str, repo: str | Path) -> dict[str, list[str]]:
-    """``{entry id: ["NN: claim", ...]}`` of the registry at ``rev``: its ``ledger_claims``
-    lists (the field before ``Claim.registry``); an error names the commit when it has none."""
+    """``{entry id: ["NN: claim", ...]}`` at ``rev``: the registry's ``ledger_claims`` lists
+    where it has them (before ``Claim.registry``), else the claims the ledger code of ``rev``
+    declared (:func:`_declared_rows_at`). An error names the commit when it has neither."""
     try:
         text = _git(Path(repo), "show", f"{rev}:analysis_utils/claims/registry.toml")
     except subprocess.CalledProcessError as err:
@@ -86,10 +87,45 @@ def rows_at(rev: str, repo: str | Path) -> dict[str, list[str]]:
     data = tomllib.loads(text)
     out = {c["id"]: list(c["ledger_claims"]) for c in data.get("claim", [])
            if "ledger_claims" in c}
+    return out or _declared_rows_at(rev, Path(repo))
+
+
+def _declared_rows_at(rev: str, repo: Path) -> dict[str, list[str]]:
+    """``coverage.rows_by_entry()`` of the package as committed at ``rev``: its
+    ``analysis_utils/`` is exported (``git archive``) to a temporary folder and imported there
+    by this interpreter in a child process, so the rows are matched with the code that wrote
+    that ledger, not with today's."""
+    import json
+    import os
+    import sys
+    import tarfile
+    import tempfile
+
+    code = ("import json, sys\ntry:\n    from analysis_utils.ledger import coverage\n"
+            "except ImportError:  # before the ledger became its own stage\n"
+            "    from analysis_utils.claims import coverage\n"
+            "json.dump(coverage.rows_by_entry(), sys.stdout)")
+    with tempfile.TemporaryDirectory(prefix="bertology-claims-") as tmp:
+        try:
+            archive = subprocess.run(["git", "-C", str(repo), "archive", rev, "analysis_utils"],
+                                     check=True, capture_output=True).stdout
+        except subprocess.CalledProcessError as err:
+            raise ValueError(f"no analysis_utils at {rev}: {err.stderr.decode().strip()}"
+                             ) from None
+        with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+            tar.extractall(tmp, filter="data")
+        env = {k: v for k, v in os.environ.items() if k != "BERTOLOGY_PACKAGE_ROOT"}
+        env["PYTHONPATH"] = tmp
+        env["BERTOLOGY_PACKAGE_ROOT"] = tmp
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                              env=env, cwd=tmp)
+    if done.returncode:
+        last = (done.stderr.strip().splitlines() or ["(no message)"])[-1]
+        raise ValueError(f"the ledger code at {rev} could not list its claims' registry "
+                         f"entries: {last}")
+    out = json.loads(done.stdout)
     if not out:
-        raise ValueError(f"the registry at {rev} lists no ledger_claims: pass a commit from "
-                         "before Claim.registry (the ledger rows of later commits name their "
-                         "entries themselves)")
+        raise ValueError(f"the ledger at {rev} names no registry entries")
     return out
 
 

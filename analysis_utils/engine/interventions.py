@@ -21,17 +21,23 @@ Which layer a call belongs to: the position of the calling module in the model's
 (the first ``nn.ModuleList`` of ``config.num_hidden_layers`` entries: ``encoder.layer`` in
 BERT, RoBERTa, ELECTRA, ``transformer.layer`` in DistilBERT), mapped when the context is
 entered; modules outside such a list fall back to their ``layer_idx`` attribute (set by
-transformers 5 on ``BertSelfAttention``). Models that reuse one attention module for several
-layers (ALBERT with fewer groups than layers) are refused at entry.
+transformers 5 on ``BertSelfAttention``), then to the order of calls (shared layers, below).
 
-Models that compute attention in their own code instead of calling
-``AttentionInterface`` cannot be changed this way and are refused at entry with a
-:class:`NotRoutedError` (not silently run unchanged). In transformers 5.x that includes MPNet
-(all-mpnet-base-v2): ``MPNetSelfAttention.forward`` adds its relative position bias to the
-scores and takes the softmax itself, and eager is its only implementation, so its maps can
-be extracted (``output_attentions``) but its heads cannot be replaced, zeroed, gated or
-recorded here. As a second guard, a forward pass inside the context that changes heads but
-never reaches the attention function raises instead of returning unchanged outputs.
+Models that compute attention in their own code instead of calling ``AttentionInterface``
+are reached through a hook the engine owns, where one is declared (:data:`OWN_CODE_HOOKS`):
+MPNet (all-mpnet-base-v2) adds its relative position bias to the scores and takes the softmax
+itself in ``MPNetSelfAttention.forward``, then passes the probabilities through its own
+``dropout`` module; a forward pre-hook on that module applies the same change
+(``Intervention._apply``, before dropout, with the padding mask captured from the attention
+module's call), so both paths change a head identically (tested against the
+``AttentionInterface`` path on a BERT with the same weights). Any other model that computes
+attention in its own code is refused at entry with a :class:`NotRoutedError` (not silently
+run unchanged). As a second guard, a forward pass inside the context that changes heads but
+never reaches the intervention raises instead of returning unchanged outputs.
+
+Models that reuse one attention module for several layers (ALBERT) have no layer list: the
+layer of each call is its position in the forward pass (the k-th attention call is layer k),
+checked at the end of every pass to number exactly ``num_hidden_layers`` calls.
 
 Nesting is refused: entering a second context on a model (or on another model sharing its
 config object) while one is active raises ``RuntimeError``; put every change in one call
@@ -57,6 +63,9 @@ import torch
 from torch import nn
 
 INTERVENTION_IMPL = "bertology_intervention"
+#: Attention modules that compute their softmax in their own code -> the submodule that
+#: receives the probabilities first (its input is the softmax output): the engine's hook point.
+OWN_CODE_HOOKS = {"MPNetSelfAttention": "dropout"}
 DESCRIPTION_VERSION = 1
 
 # module -> (active Intervention, layer index or None): filled on entering a context, emptied
@@ -154,7 +163,8 @@ def layer_list(model: nn.Module, num_layers: int) -> nn.ModuleList | None:
 
 
 def _layer_map(model: nn.Module, num_layers: int) -> dict[nn.Module, int | None]:
-    """Every submodule -> its layer: position in the layer list, else ``layer_idx``, else None."""
+    """Every submodule -> its layer: position in the layer list, else ``layer_idx``, else None
+    (then the call order in the pass gives the layer: shared layers, ALBERT)."""
     layers = layer_list(model, num_layers)
     found = {}
     if layers is not None:
@@ -165,12 +175,6 @@ def _layer_map(model: nn.Module, num_layers: int) -> dict[nn.Module, int | None]
     for sub in model.modules():
         idx = getattr(sub, "layer_idx", None)
         mapping[sub] = found.get(sub, idx if isinstance(idx, int) else None)
-    if not any(v is not None for v in mapping.values()):
-        raise ValueError(
-            f"{type(model).__name__}: cannot tell which layer an attention call belongs to (no "
-            f"nn.ModuleList of {num_layers} layers and no layer_idx on any module; ALBERT-like "
-            "models reuse one attention module for several layers); interventions support "
-            "BERT-family encoders with one attention module per layer")
     return mapping
 
 
@@ -214,16 +218,29 @@ def _routes_attention(model: nn.Module) -> bool:
     return all(f() for f in check if f is not None)
 
 
+def _hook_points(model: nn.Module) -> list[tuple[nn.Module, nn.Module]]:
+    """(attention module, module receiving its probabilities) for every attention module of
+    ``model`` declared in :data:`OWN_CODE_HOOKS`."""
+    out = []
+    for m in model.modules():
+        sub = OWN_CODE_HOOKS.get(type(m).__name__)
+        if sub is not None and isinstance(getattr(m, sub, None), nn.Module):
+            out.append((m, getattr(m, sub)))
+    return out
+
+
 def supports(model) -> bool:
-    """Whether :func:`intervene` can reach ``model``'s heads (its attention goes through
-    ``transformers.AttentionInterface``): BERT-family yes, MPNet no."""
-    return _routes_attention(unwrap_model(model))
+    """Whether :func:`intervene` can reach ``model``'s heads: its attention goes through
+    ``transformers.AttentionInterface`` (BERT, RoBERTa, ELECTRA, DistilBERT, ALBERT) or through
+    a hook the engine owns (:data:`OWN_CODE_HOOKS`: MPNet)."""
+    m = unwrap_model(model)
+    return _routes_attention(m) or bool(_hook_points(m))
 
 
 def why_not(model) -> str:
     """Why :func:`intervene` cannot reach ``model`` (empty when it can)."""
     m = unwrap_model(model)
-    return "" if _routes_attention(m) else _not_routed_message(m)
+    return "" if supports(m) else _not_routed_message(m)
 
 
 def _not_routed_message(model: nn.Module) -> str:
@@ -232,8 +249,8 @@ def _not_routed_message(model: nn.Module) -> str:
     return (f"{type(model).__name__} ({getattr(model.config, 'model_type', '?')}) computes "
             f"attention in its own code ({', '.join(own) or 'its attention modules'}) instead of "
             "calling transformers.AttentionInterface, so intervene cannot replace, zero, gate or "
-            "record its heads (MPNet in transformers 5.x: its self-attention adds a relative "
-            "position bias and takes the softmax itself; eager is its only implementation). "
+            "record its heads, and no engine hook is declared for it (OWN_CODE_HOOKS names "
+            "the attention modules the engine reaches by a hook, e.g. MPNetSelfAttention). "
             "Its attention maps can still be extracted (extract_attention, output_attentions="
             "True); for head disabling use a BERT-family model, e.g. load_model('minilm').")
 
@@ -279,6 +296,7 @@ class Intervention:
         self.passes = 0
         self._calls = 0  # calls of the attention function (the no-op guard counts them)
         self._last_layer: int | None = None
+        self._pass_calls = 0  # attention calls in the current pass (shared layers' numbering)
         self._by_layer = {kind: _per_layer(heads)
                           for kind, heads in (("uniform", self.uniform), ("zero", self.zero))}
         self._head_masks: dict = {}
@@ -318,11 +336,16 @@ class Intervention:
     def _apply(self, module: nn.Module, layer: int | None, probs: torch.Tensor,
                attention_mask: torch.Tensor | None) -> torch.Tensor:
         self._calls += 1
+        self._pass_calls += 1
         if layer is None:
             layer = getattr(module, "layer_idx", None)
-            if not isinstance(layer, int):
-                raise RuntimeError(f"{type(module).__name__} called the attention function but "
-                                   "is neither in the model's layer list nor has a layer_idx")
+            if not isinstance(layer, int):  # one module shared by all layers: the call order
+                layer = self._pass_calls - 1
+                if layer >= self.num_layers:
+                    raise RuntimeError(
+                        f"{type(module).__name__} was called {self._pass_calls} times in one "
+                        f"forward pass of a {self.num_layers}-layer model: its calls cannot be "
+                        "numbered as layers (an ALBERT with several layers per group?)")
         if probs.shape[1] != self.num_heads:
             raise RuntimeError(f"layer {layer} has {probs.shape[1]} heads, the config says "
                                f"{self.num_heads} (pruned heads are not supported)")
@@ -383,20 +406,30 @@ def intervene(model, *, uniform: Iterable[tuple[int, int]] = (),
         raise RuntimeError("an intervention is already active on this model (or on one sharing "
                            "its config): nesting is not supported; leave it first, or give "
                            "uniform/zero/gate/record together in one intervene() call")
-    if not _routes_attention(model):
+    routed = _routes_attention(model)
+    points = [] if routed else _hook_points(model)
+    if not routed and not points:
         raise NotRoutedError(_not_routed_message(model))
     mapping = _layer_map(model, iv.num_layers)
-    register_intervention_attention(name)
+    if routed:
+        register_intervention_attention(name)
     snapshot = _snapshot(_attn_configs(model))
-    hooks = []
+    # a pass starts at the model's forward, or at its base model's when called directly
+    from transformers import PreTrainedModel
+
+    hooks = [m.register_forward_pre_hook(lambda module, args: _new_pass(iv))
+             for m in modules if m is model or isinstance(m, PreTrainedModel)]
     try:
-        _set_impl(model, name)
-        if config._attn_implementation != name:
-            raise NotRoutedError(_not_routed_message(model))
+        if routed:
+            _set_impl(model, name)
+            if config._attn_implementation != name:
+                raise NotRoutedError(_not_routed_message(model))
+        else:
+            hooks += _own_code_hooks(points, iv, mapping)
         for m in modules:
             _ACTIVE[m] = (iv, mapping.get(m))
         if iv.describe() is not None or iv.record:
-            hooks = _guard_passes(model, iv)
+            hooks += _guard_passes(model, iv)
         yield iv
     finally:
         for h in hooks:
@@ -406,6 +439,31 @@ def intervene(model, *, uniform: Iterable[tuple[int, int]] = (),
             if entry is not None and entry[0] is iv:
                 del _ACTIVE[m]
         _restore(model, snapshot)
+
+
+def _new_pass(iv: Intervention) -> None:
+    iv._pass_calls = 0
+
+
+def _own_code_hooks(points, iv: Intervention, mapping) -> list:
+    """The engine's hook for attention computed in a model's own code (:data:`OWN_CODE_HOOKS`):
+    the attention module's call leaves its padding mask here, and the module that receives the
+    softmax output gets the probabilities after ``Intervention._apply`` (before dropout, as
+    in :func:`intervention_attention_forward`)."""
+    masks: dict[nn.Module, torch.Tensor | None] = {}
+    hooks = []
+    for attn, receiver in points:
+        def keep_mask(module, args, kwargs):
+            mask = kwargs.get("attention_mask", args[1] if len(args) > 1 else None)
+            masks[module] = mask
+
+        def change(module, args, attn=attn):
+            probs = iv._apply(attn, mapping.get(attn), args[0], masks.get(attn))
+            return (probs, *args[1:])
+
+        hooks.append(attn.register_forward_pre_hook(keep_mask, with_kwargs=True))
+        hooks.append(receiver.register_forward_pre_hook(change))
+    return hooks
 
 
 def _guard_passes(model: nn.Module, iv: Intervention) -> list:

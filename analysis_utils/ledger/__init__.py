@@ -33,7 +33,7 @@ from .core import (
 )
 
 __all__ = ["build", "notebook_rows", "VIEW_COLUMNS", "claims", "registry_claims", "counts",
-           "wide", "findings_markdown", "ALPHA", "COLUMNS", "MIN_SEEDS", "VERDICTS", "Check",
+           "wide", "findings_markdown", "verdict_counts", "ALPHA", "COLUMNS", "MIN_SEEDS", "VERDICTS", "Check",
            "Claim", "Outcome", "Tables", "evaluate"]
 
 
@@ -115,8 +115,25 @@ def notebook_rows(prefix: str, folder: str | Path) -> pd.DataFrame:
     return evaluate(own, t)
 
 
-#: Control verdicts that mean the rule ran on the control's tables.
-_CONTROL_RAN = ("yes", "no", "inconclusive", "mixed")
+#: Control verdicts that say the rule ran on the random-weights control's tables (any verdict
+#: but ``untestable``; a blank or a dash: the rule does not take the control).
+_CONTROL_RAN = tuple(v for v in VERDICTS if v != "untestable")
+
+
+def verdict_counts(g: pd.DataFrame) -> str:
+    """``"3 of 10 claims of the ledger came out yes (2 no, 4 inconclusive, 0 mixed, 1
+    untestable)"``: every verdict of :data:`VERDICTS`, zeros included,
+    and how the random-weights control fared on the claims whose rule it ran on (its verdict is
+    any but ``untestable``; an ``inconclusive`` or ``mixed`` control was run and did not
+    pass)."""
+    n = {v: int((g["verdict"] == v).sum()) for v in VERDICTS}
+    ctrl = g[g["control_verdict"].isin(_CONTROL_RAN)] if "control_verdict" in g else g.iloc[:0]
+    return (f"{n['yes']} of {len(g)} claims of the ledger came out yes ("
+            + ", ".join(f"{n[v]} {v}" for v in VERDICTS if v != "yes")
+            + f"); its random-weights control, run under the same rules on {len(ctrl)} of "
+              f"them, came out yes on {int((ctrl['control_verdict'] == 'yes').sum())}")
+
+
 
 
 def _tested_rows(g: pd.DataFrame) -> pd.DataFrame:

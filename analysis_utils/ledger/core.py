@@ -6,8 +6,8 @@ A :class:`Claim` carries its wording, the paper's value, the ``criterion`` and `
 as fixed text, the claims registry entries it tests (``registry``: the row's ``quote``), and a
 ``rule``: a function of a :class:`Tables` folder and ``which`` (``"model"`` or ``"control"``)
 that returns an :class:`Outcome`. The same rule is run on the control's tables wherever the
-notebook saved them, so a rule that the random-weights model also passes can never yield
-``yes``.
+notebook saved them; a ``yes`` that the random-weights model also earns keeps its verdict and
+says so (``training_specific``).
 
 A rule does not decide its verdict: it returns one :class:`Check` (``Outcome.check``: a
 resampled test on the unit that was sampled) or, for claims about tasks, a list of Checks per
@@ -15,18 +15,21 @@ task (``Outcome.per_task``), and :func:`evaluate` judges them at the family-corr
 ``a = ALPHA / m`` (``m``: the tested rows of the row's Holm family, by default its notebook's
 claims) with :mod:`.resample`'s rules. Verdicts (:data:`VERDICTS`):
 
-- ``yes``: the effect lies on the claimed side (Holm's adjusted p below ``ALPHA`` and the
-  interval at level ``a`` centred on that side, or, per task, the interval excluding the
-  null), and the control does not earn ``yes`` under the same rule;
-- ``no``: the paper's effect lies outside the interval (for a claim with no size: the interval
-  lies within the equivalence margin; for a "no effect" claim: the interval lies beyond the
-  margin; for a "no drop" claim: below the margin's floor), or the interval lies wholly on the other side: a claim that fails here;
-- ``inconclusive``: the interval holds both the null and the paper's effect: this test could
-  not tell (the ``mde`` column says how large an effect it could have seen);
-- ``mixed``: fine-tuning seeds of one task disagree (nothing else: tasks that differ give
-  ``no`` or ``yes`` by the claim's scope);
+- ``yes``: the interval lies on the claimed side of the null, beyond the smallest effect of
+  interest where the criterion states one (the margin is applied before ``yes``); with no
+  margin, Holm's adjusted p below ``ALPHA`` with the interval centred on that side also
+  counts. When the random-weights control earns the same ``yes`` under the same rule the row
+  keeps its ``yes`` and its ``training_specific`` cell says "not specific to training";
+- ``no``: the interval lies wholly on the other side of the null, or wholly short of the
+  smallest effect of interest; for a "no effect" claim it lies beyond the margin, for a "no
+  drop" claim below the margin's floor. BERT-base's effect decides ``no`` only where the
+  claim's own words state a size on the same metric (``Check.sized``);
+- ``inconclusive``: anything else: this test could not tell (the ``mde`` column says how
+  large an effect it could have seen);
+- ``mixed``: one task's fine-tuning seeds hold a conclusive ``yes`` and a conclusive ``no``
+  (tasks that differ give ``no`` or ``yes`` by the claim's scope);
 - ``untestable``: the data cannot decide (why in ``note``): fewer than ``MIN_SEEDS``
-  fine-tuning seeds, a control that earns the same ``yes``, a claim with no counterpart here.
+  fine-tuning seeds, a claim with no counterpart here.
 
 Rules not yet moved to Checks (``effect``/``p``/``passes``/``per_seed``) are judged as before:
 ``yes`` when the effect points the claimed way and Holm's p (or the rule's interval) passes,
@@ -53,7 +56,12 @@ MIN_SEEDS = 3
 COLUMNS = ["model", "notebook", "paper", "section", "claim", "quote", "paper_value",
            "this_run", "criterion", "reference", "reference_value", "test", "unit", "p_value",
            "p_adjusted", "family", "interval", "mde", "design_effect", "seeds", "per_task",
-           "verdict", "control_verdict", "heads", "note"]
+           "verdict", "control_verdict", "training_specific", "heads", "note"]
+#: The ``training_specific`` cell of a ``yes`` row whose random-weights control passes the
+#: same rule: the verdict stands, and this says the rule also holds for attention no training
+#: shaped.
+NOT_SPECIFIC = "not specific to training: the random-weights control passes the same rule"
+SPECIFIC = "specific to training: the random-weights control does not pass the same rule"
 #: The five verdicts, in the ledger's order (:data:`.resample.VERDICTS5`).
 VERDICTS = ("yes", "no", "inconclusive", "mixed", "untestable")
 
@@ -144,7 +152,8 @@ class Check:
     ``design_effect``); ``kind``: ``"effect"`` (judge_effect: ``null``, ``paper_effect`` on the
     statistic's scale, ``direction`` +1 above / -1 below, ``margin`` for claims with no size),
     ``"no effect"`` (judge_no_effect: the band ``null +- margin``) or ``"no drop"``
-    (judge_no_drop: above ``null - margin``, one-sided); ``head``: for a MaxOverHeads, judge head ``head``'s simultaneous interval (and its own max-T p-value)
+    (judge_no_drop: above ``null - margin``, one-sided; with ``direction=-1`` no rise: below
+    ``null + margin``); ``head``: for a MaxOverHeads, judge head ``head``'s simultaneous interval (and its own max-T p-value)
     instead of the best one's;
     ``untestable``: why this entry cannot be judged (the entry then reads ``untestable``)."""
 
@@ -156,6 +165,9 @@ class Check:
     margin: float | None = None
     head: int | None = None
     untestable: str = ""
+    #: the claim's own words state a size on this metric and baseline, so ``paper_effect``
+    #: outside the interval reads ``no``; otherwise BERT-base's effect is shown, never decisive
+    sized: bool = False
 
     def __post_init__(self):
         if self.kind not in CHECK_KINDS:
@@ -206,28 +218,7 @@ def _passes(o: Outcome, p_adj: float) -> bool:
     return bool(o.effect) and np.isfinite(p_adj) and p_adj < ALPHA
 
 
-def verdict(o: Outcome, p_adj: float, control: Outcome | None,
-            control_p_adj: float = float("nan")) -> tuple[str, str]:
-    """(verdict, note addition) for a model's outcome given its family-adjusted p and the
-    control's outcome under the same rule."""
-    if o.untestable:
-        return "untestable", o.untestable
-    if o.per_seed and len(set(o.per_seed)) > 1:
-        return "mixed", f"{sum(o.per_seed)} of {len(o.per_seed)} seeds pass"
-    ok = _passes(o, p_adj)
-    if ok and control is not None and not control.untestable and _passes(control, control_p_adj):
-        return "untestable", ("the random-weights control passes the same rule, so the rule "
-                              "cannot tell trained attention from none")
-    if not ok and o.passes is None and o.effect:
-        return "no", (f"the estimate points the claimed way but its test does not reach "
-                      f"{ALPHA} (p {fmt_p(p_adj)} after correction): not shown, rather than "
-                      "reversed")
-    return ("yes" if ok else "no"), ""
-
-
 _UNREADABLE = "the saved tables cannot answer it"
-_CONTROL_TOO = ("the random-weights control passes the same rule, so the rule cannot tell "
-                "trained attention from none")
 
 
 def _apply(c: Claim, tables: Tables, which: str) -> Outcome | None:
@@ -333,14 +324,16 @@ def _judge(ch: Check, a: float, p_adjusted: float | None):
             lo, hi = _interval(ch, a)
             return judge_effect(lo, hi, null=ch.null, paper_effect=ch.paper_effect,
                                 direction=ch.direction, margin=ch.margin,
-                                p_adjusted=p_adjusted, alpha=ALPHA)
-        lo90, hi90 = _interval(ch, min(2 * a, 0.5))
+                                p_adjusted=p_adjusted, alpha=ALPHA, sized=ch.sized)
+        inner = min(2 * a, 0.5)
+        lo90, hi90 = _interval(ch, inner)
         alo, ahi = _interval(ch, a)
         if ch.kind == "no drop":
             return judge_no_drop(lo90, hi90, margin=ch.margin, null=ch.null, alpha_lo=alo,
-                                 alpha_hi=ahi)
+                                 alpha_hi=ahi, inner_level=level(inner),
+                                 direction=ch.direction)
         return judge_no_effect(lo90, hi90, margin=ch.margin, null=ch.null, alpha_lo=alo,
-                               alpha_hi=ahi)
+                               alpha_hi=ahi, inner_level=level(inner))
     except ValueError as err:
         return Judgement("untestable", f"the test's interval cannot be judged ({err}); call "
                                        "the test two-sided")
@@ -412,7 +405,7 @@ class _Judged:
 
 
 def _per_task_text(per_task: dict[str, list[Check]], entries: dict[str, list[str]],
-                   tasks: dict[str, str]) -> str:
+                   tasks: dict[str, str], seeded: bool = True) -> str:
     """``"STS-B yes; MRPC no; RTE mixed (yes, no, yes) (3 seeds)"``: each task's verdict, the
     seeds' own where they disagree, and how many entries each task has."""
     sizes = {t: len(v) for t, v in per_task.items()}
@@ -426,7 +419,8 @@ def _per_task_text(per_task: dict[str, list[Check]], entries: dict[str, list[str
             text += f" ({sizes[t]} seeds)"
         parts.append(text)
     n = next(iter(sizes.values()))
-    tail = f" ({n} seeds)" if same and n > 1 else (" (seeds pooled)" if same else "")
+    tail = (f" ({n} seeds)" if same and n > 1 else
+            (" (seeds pooled)" if same and seeded else ""))
     return "; ".join(parts) + tail
 
 
@@ -460,7 +454,8 @@ def _judge_outcome(o: Outcome, a: float, p_adj: float, is_control: bool = False)
         v, tasks, why = judge_tasks(entries, o.scope, MIN_SEEDS)
         mdes = [_mde(ch, a) for checks in o.per_task.values() for ch in checks]
         mdes = [m for m in mdes if math.isfinite(m)]
-        out = _Judged(v, why, per_task=_per_task_text(o.per_task, entries, tasks),
+        out = _Judged(v, why, per_task=_per_task_text(o.per_task, entries, tasks,
+                                                      seeded=bool(o.seeds)),
                       mde=_amount(max(mdes), o) if mdes else "")
         pooled = {t: c[0] for t, c in o.per_task.items()
                   if len(c) == 1 and c[0].result is not None and not c[0].untestable}
@@ -471,14 +466,17 @@ def _judge_outcome(o: Outcome, a: float, p_adj: float, is_control: bool = False)
             except ValueError:
                 pass
         return out
-    # an old-style rule: effect / p / passes / per_seed (a control's seeds are not counted)
+    # an old-style rule: effect / p / passes / per_seed (a control's seeds are not counted).
+    # A seed that fails its test is not a conclusive no, so seeds that disagree, and an
+    # estimate on the claimed side that its test does not carry, are inconclusive.
     if o.per_seed and len(set(o.per_seed)) > 1 and not is_control:
-        return _Judged("mixed", f"{sum(o.per_seed)} of {len(o.per_seed)} seeds pass")
+        return _Judged("inconclusive", f"{sum(o.per_seed)} of {len(o.per_seed)} seeds pass; "
+                                       "a seed that fails its test is not a conclusive no")
     ok = _passes(o, p_adj)
     if not ok and o.passes is None and o.effect:
-        return _Judged("no", f"the estimate points the claimed way but its test does not "
-                             f"reach {ALPHA} (p {fmt_p(p_adj)} after correction): not shown, "
-                             "rather than reversed")
+        return _Judged("inconclusive", f"the estimate points the claimed way but its test "
+                                       f"does not reach {ALPHA} (p {fmt_p(p_adj)} after "
+                                       "correction): not shown, and not reversed")
     return _Judged("yes" if ok else "no")
 
 
@@ -542,8 +540,9 @@ def evaluate(claims: list[Claim], tables: Tables, control: bool = True) -> pd.Da
         j = _judge_outcome(o, a, adj_model[i])
         cj = _judge_outcome(co, a, adj_ctrl[i], True) if co is not None else None
         v, why = j.verdict, j.reason
-        if v == "yes" and cj is not None and cj.verdict == "yes":
-            v, why = "untestable", _CONTROL_TOO
+        specific = ""
+        if v == "yes" and cj is not None and cj.verdict != "untestable":
+            specific = NOT_SPECIFIC if cj.verdict == "yes" else SPECIFIC
         note = "; ".join(x for x in (o.note, why) if x)
         tested = _tested(o)
         rows.append({
@@ -558,7 +557,8 @@ def evaluate(claims: list[Claim], tables: Tables, control: bool = True) -> pd.Da
             "interval": o.interval if j.interval is None else j.interval,
             "mde": j.mde, "design_effect": j.design_effect, "seeds": o.seeds,
             "per_task": j.per_task, "verdict": v,
-            "control_verdict": cj.verdict if cj is not None else "", "heads": o.heads,
+            "control_verdict": cj.verdict if cj is not None else "",
+            "training_specific": specific, "heads": o.heads,
             "note": note})
     return pd.DataFrame(rows, columns=COLUMNS)
 
@@ -587,6 +587,17 @@ def _quote(c: Claim, quotes: dict[str, str]) -> str:
     """The paper's words the row tests: its registry entries' quotes, ``" | "`` between
     several; an id the registry lacks is named so, never dropped silently."""
     return " | ".join(quotes.get(i, f"(no registry entry {i!r})") for i in c.registry)
+
+
+def ordinal(n: int) -> str:
+    """``1st``, ``2nd``, ``3rd``, ``4th``, ``11th``, ``12th``, ``13th``, ``22nd``, ``73rd``.
+
+    >>> [ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 22, 73, 111)]
+    ['1st', '2nd', '3rd', '4th', '11th', '12th', '13th', '21st', '22nd', '73rd', '111th']
+    """
+    n = int(n)
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
 
 
 def pct(x: float, digits: int = 1) -> str:

@@ -46,6 +46,8 @@ ordered resamples of ``C`` clusters) to get the exact bootstrap distribution of 
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -69,6 +71,37 @@ INTERVALS = ("percentile", "basic")
 
 
 # --- per-unit sums ---------------------------------------------------------------------------
+
+
+#: A shift of every bootstrap stream, for the verdict-stability report (:func:`another_seed`):
+#: 0, the default, leaves every stream exactly as the committed ledger drew it.
+_SEED_OFFSET: contextvars.ContextVar[int] = contextvars.ContextVar("bootstrap_seed_offset",
+                                                                    default=0)
+
+
+def seed_offset() -> int:
+    """The bootstrap-seed shift in force (0 unless inside :func:`another_seed`)."""
+    return _SEED_OFFSET.get()
+
+
+@contextlib.contextmanager
+def another_seed(offset: int):
+    """Inside the block every resample of this module draws another stream (offset 0: the
+    usual one): a verdict that changes under it rests on the bootstrap's own noise."""
+    token = _SEED_OFFSET.set(int(offset))
+    try:
+        yield
+    finally:
+        _SEED_OFFSET.reset(token)
+
+
+def make_rng(seed) -> np.random.Generator:
+    """``np.random.default_rng(seed)``, shifted by :func:`seed_offset` when one is set."""
+    off = _SEED_OFFSET.get()
+    if not off:
+        return np.random.default_rng(seed)
+    base = list(seed) if isinstance(seed, (list, tuple)) else [seed]
+    return np.random.default_rng([*base, 10_007, off])
 
 
 def _finite(name: str, x: np.ndarray) -> np.ndarray:
@@ -193,7 +226,7 @@ def resample_counts(n_clusters: int, n_resamples: int, seed: int):
     ``(n_clusters, n_resamples, seed)`` gives the same rows."""
     if int(n_resamples) < 1:
         raise ValueError(f"n_resamples must be >= 1, got {n_resamples}")
-    rng = np.random.default_rng(seed)
+    rng = make_rng(seed)
     done = 0
     while done < n_resamples:
         b = min(BLOCK, n_resamples - done)
@@ -609,7 +642,7 @@ def select_then_test(values, baseline=None, clusters=None, *, null: float = 0.0,
     if n_sel < 2 or len(units) - n_sel < 2:
         raise ValueError(f"{len(units)} units cannot be split into two halves of >= 2 units "
                          f"at select_share={select_share}")
-    rng = np.random.default_rng(seed)
+    rng = make_rng(seed)
     sel_units = np.sort(rng.choice(units, size=n_sel, replace=False))
     in_sel = np.isin(c, sel_units)
     sel_margin = v[in_sel].mean(axis=0) - null
@@ -689,6 +722,24 @@ def _metric(metric) -> SumMetric:
     return METRICS[metric]
 
 
+def _dev_units(y_true, clusters, finite: bool = False) -> tuple[np.ndarray, np.ndarray, int]:
+    """``(y, codes, n)``: the gold labels as an array, each dev example's unit (``clusters``,
+    default one unit per example) as codes 0..n-1, and the number of units; checked (``finite``:
+    float labels must be finite too)."""
+    y = np.asarray(y_true)
+    if y.ndim != 1 or len(y) == 0:
+        raise ValueError(f"y_true must be (n,) with n >= 1, got {y.shape}")
+    if finite and y.dtype.kind == "f":
+        _finite("y_true", y)
+    c = np.arange(len(y)) if clusters is None else np.asarray(clusters)
+    if c.shape != y.shape:
+        raise ValueError(f"clusters must be ({len(y)},), one id per dev example, got {c.shape}")
+    ids, codes = np.unique(c, return_inverse=True)
+    if len(ids) < 2:
+        raise ValueError("a bootstrap needs at least 2 dev examples (units)")
+    return y, codes, len(ids)
+
+
 def _seed_features(y_true, preds, metric: SumMetric, codes, n_units) -> np.ndarray:
     """(S, C, F): per seed, per unit sums of the metric's per-example features."""
     p = np.asarray(preds)
@@ -730,27 +781,17 @@ def hierarchical_bootstrap(y_true, preds, metric="accuracy", *, preds_b=None,
     weights (B, C) / seed_weights (B, S) / seed_weights_b (B, S_b): explicit resample counts
     (for exact checks); given together, row i of each belongs to resample i."""
     m = _metric(metric)
-    y = np.asarray(y_true)
-    if y.ndim != 1 or len(y) == 0:
-        raise ValueError(f"y_true must be (n,) with n >= 1, got {y.shape}")
-    if y.dtype.kind == "f":
-        _finite("y_true", y)
-    c = np.arange(len(y)) if clusters is None else np.asarray(clusters)
-    if c.shape != y.shape:
-        raise ValueError(f"clusters must be ({len(y)},), one id per dev example, got {c.shape}")
-    ids, codes = np.unique(c, return_inverse=True)
-    if len(ids) < 2:
-        raise ValueError("a bootstrap needs at least 2 dev examples (units)")
-    fa = _seed_features(y, preds, m, codes, len(ids))
-    fb = None if preds_b is None else _seed_features(y, preds_b, m, codes, len(ids))
+    y, codes, n_ids = _dev_units(y_true, clusters, finite=True)
+    fa = _seed_features(y, preds, m, codes, n_ids)
+    fb = None if preds_b is None else _seed_features(y, preds_b, m, codes, n_ids)
     if fb is not None and paired_seeds and len(fb) != len(fa):
         raise ValueError(f"paired_seeds needs the same seeds in preds and preds_b, got "
                          f"{len(fa)} and {len(fb)} rows; pass paired_seeds=False for "
                          "separately fine-tuned models")
     est_a = m.finish(fa.sum(axis=1)).mean()
     est = est_a - (m.finish(fb.sum(axis=1)).mean() if fb is not None else 0.0)
-    blocks, b = _weight_blocks(len(ids), n_resamples, seed, weights)
-    rng = np.random.default_rng([seed, 1])
+    blocks, b = _weight_blocks(n_ids, n_resamples, seed, weights)
+    rng = make_rng([seed, 1])
 
     def seed_rows(sw, n_seeds, rows, start):
         if sw is not None:
@@ -776,7 +817,7 @@ def hierarchical_bootstrap(y_true, preds, metric="accuracy", *, preds_b=None,
         draws[start:start + k] = stat
         start += k
     return _summarise(draws, float(est), null=null, alternative=alternative, ci=ci,
-                      interval=interval, n_clusters=len(ids),
+                      interval=interval, n_clusters=n_ids,
                       detail={"seeds": len(fa), "seeds_b": 0 if fb is None else len(fb),
                               "metric": m.name})
 
@@ -789,18 +830,10 @@ def metric_draws(y_true, preds, metric="accuracy", *, clusters=None, n_resamples
     head's gain over the intact model: ``est[1:] - est[0]``, ``draws[:, 1:] - draws[:, :1]``)
     or for any statistic over heads (the mean change over heads, per resample)."""
     m = _metric(metric)
-    y = np.asarray(y_true)
-    if y.ndim != 1 or len(y) == 0:
-        raise ValueError(f"y_true must be (n,) with n >= 1, got {y.shape}")
-    c = np.arange(len(y)) if clusters is None else np.asarray(clusters)
-    if c.shape != y.shape:
-        raise ValueError(f"clusters must be ({len(y)},), one id per dev example, got {c.shape}")
-    ids, codes = np.unique(c, return_inverse=True)
-    if len(ids) < 2:
-        raise ValueError("a bootstrap needs at least 2 dev examples (units)")
-    feats = _seed_features(y, preds, m, codes, len(ids))  # (K, C, F)
+    y, codes, n_ids = _dev_units(y_true, clusters)
+    feats = _seed_features(y, preds, m, codes, n_ids)  # (K, C, F)
     est = m.finish(feats.sum(axis=1))
-    blocks, b = _weight_blocks(len(ids), n_resamples, seed, weights)
+    blocks, b = _weight_blocks(n_ids, n_resamples, seed, weights)
     out = np.empty((b, len(feats)))
     start = 0
     for w in blocks:
@@ -948,58 +981,90 @@ def _check_interval(lo, hi):
 
 def judge_effect(lo: float, hi: float, *, null: float = 0.0, paper_effect: float | None = None,
                  direction: int = 1, margin: float | None = None, p_adjusted: float | None = None,
-                 alpha: float = 0.05, untestable: str = "") -> Judgement:
+                 alpha: float = 0.05, untestable: str = "", sized: bool = False) -> Judgement:
     """The verdict on a claim that an effect exists in ``direction`` (+1: above ``null``, -1:
     below), from the two-sided interval ``[lo, hi]`` at the family-corrected level (e.g. the
     ``1 - 0.05 / m`` interval, or max-T's simultaneous one; both sides corrected, so gains and
     drops are treated alike).
 
-    - ``yes``: the interval excludes ``null`` on the claimed side (or, when ``p_adjusted`` is
-      given, e.g. Holm's, it is below ``alpha`` and the interval's centre is on that side);
-    - ``no``: the paper's effect (``paper_effect``, the statistic's value the paper reports,
-      on the same scale as the interval) lies outside the interval (or, with no size in the
-      paper, the interval lies within ``+- margin`` of the null: any effect is negligible; or
-      it lies wholly on the wrong side of the null);
-    - ``inconclusive``: the interval holds the null and the paper's effect (or, without a
-      size, reaches beyond the margin): this test could not tell;
+    ``margin``: the smallest effect of interest, fixed from the claim's words or the metric's
+    scale before any number is read; the claim is then "an effect of at least ``margin`` on the
+    claimed side", and the margin is applied before ``yes``:
+
+    - ``yes``: the interval lies beyond ``null + direction * margin`` on the claimed side (no
+      margin: it excludes ``null`` there, or Holm's ``p_adjusted`` is below ``alpha`` with the
+      interval's centre on that side);
+    - ``no``: the interval lies wholly on the other side of ``null`` (reversed), or wholly
+      short of the margin (any effect is smaller than the claim's smallest effect of interest);
+      or, only for a claim whose own words state a size on this metric and baseline
+      (``sized``), the paper's effect ``paper_effect`` lies outside the interval;
+    - ``inconclusive``: otherwise: this test could not tell;
     - ``untestable``: ``untestable`` gives the reason.
 
-    A "by over 10 points" claim is an effect claim with ``null=10``."""
+    BERT-base's effect (``paper_effect``) decides nothing unless ``sized``: a claim of direction
+    is not refuted by an effect smaller than BERT-base's. A "by over 10 points" claim is an
+    effect claim with ``null=10``."""
     if untestable:
         return Judgement("untestable", untestable)
     if direction not in (1, -1):
         raise ValueError(f"direction must be +1 (above the null) or -1 (below), got {direction}")
+    if margin is not None and not (np.isfinite(margin) and margin >= 0):
+        raise ValueError(f"margin must be >= 0 (the smallest effect of interest), got {margin}")
     _check_interval(lo, hi)
     d = direction
-    if p_adjusted is not None:
+    edge = null + d * (margin or 0.0)
+    side = "above" if d == 1 else "below"
+    span = f"[{lo:.4g}, {hi:.4g}]"
+    if margin:
+        shown = bool(lo > edge) if d == 1 else bool(hi < edge)
+    elif p_adjusted is not None:
         shown = bool(p_adjusted < alpha and d * ((lo + hi) / 2 - null) > 0)
     else:
         shown = bool(lo > null) if d == 1 else bool(hi < null)
+    sesoi = (f" (the null {null:g} {'+' if d == 1 else '-'} the smallest effect of interest "
+             f"{margin:g})" if margin else "")
+    beyond = bool(lo > edge) if d == 1 else bool(hi < edge)
+    if shown and not beyond:  # Holm's step-down passes where the Bonferroni-level interval
+        return Judgement("yes", f"Holm's adjusted p {p_adjusted:.2g} < {alpha:g} with the "
+                                f"estimate {side} {null:g}; the interval {span} is at the "
+                                "family's Bonferroni level, wider than Holm's step needs")
     if shown:
-        return Judgement("yes", f"the interval [{lo:.4g}, {hi:.4g}] excludes {null:g} on the "
-                                "claimed side")
+        return Judgement("yes", f"the interval {span} lies {side} {edge:g}"
+                         + (sesoi or " on the claimed side"))
     if (d == 1 and hi < null) or (d == -1 and lo > null):
-        return Judgement("no", f"the interval [{lo:.4g}, {hi:.4g}] lies on the other side of "
-                               f"{null:g}: reversed")
-    if paper_effect is not None:
-        if not lo <= paper_effect <= hi:
-            return Judgement("no", f"the paper's effect {paper_effect:g} lies outside the "
-                                   f"interval [{lo:.4g}, {hi:.4g}]")
-        return Judgement("inconclusive", f"the interval [{lo:.4g}, {hi:.4g}] holds both the "
-                                         f"null {null:g} and the paper's effect "
-                                         f"{paper_effect:g}")
-    if margin is not None and null - margin < lo and hi < null + margin:
-        return Judgement("no", f"the interval [{lo:.4g}, {hi:.4g}] lies within the "
-                               f"equivalence margin {margin:g} of {null:g}: any effect is "
-                               "negligible")
-    return Judgement("inconclusive", f"the interval [{lo:.4g}, {hi:.4g}] holds {null:g}, and "
-                                     "the paper gives no size to exclude"
-                     + ("" if margin is None else f" and it reaches beyond the margin {margin:g}"))
+        return Judgement("no", f"the interval {span} lies on the other side of {null:g}: "
+                               "reversed")
+    if margin and ((d == 1 and hi < edge) or (d == -1 and lo > edge)):
+        return Judgement("no", f"the interval {span} lies short of {edge:g}: any effect is "
+                               f"smaller than the smallest effect of interest {margin:g}")
+    if sized and paper_effect is not None and not lo <= paper_effect <= hi:
+        return Judgement("no", f"the paper's stated size {paper_effect:g} lies outside the "
+                               f"interval {span}")
+    if margin:
+        held = (f"holds both {null:g} and {edge:g}{sesoi}" if lo <= null <= hi
+                else f"holds {edge:g}{sesoi}")
+    elif lo <= null <= hi:
+        held = f"holds {null:g}"
+    else:  # only on the Holm path: the interval lies on the claimed side, Holm's p does not
+        held = f"lies {side} {null:g} but Holm's adjusted p {p_adjusted:.2g} is not below {alpha:g}"
+    return Judgement("inconclusive", f"the interval {span} {held}: this test could not tell")
+
+
+def _banded(lo, hi, margin, alpha_lo, alpha_hi) -> tuple[float, float]:
+    """The checks a no-effect and a no-drop claim share: a margin above 0 and judgeable
+    intervals; returns the ``1 - alpha`` interval (default: the inner one)."""
+    if not (np.isfinite(margin) and margin > 0):
+        raise ValueError(f"margin must be > 0, got {margin}")
+    _check_interval(lo, hi)
+    a_lo = lo if alpha_lo is None else alpha_lo
+    a_hi = hi if alpha_hi is None else alpha_hi
+    _check_interval(a_lo, a_hi)
+    return a_lo, a_hi
 
 
 def judge_no_effect(lo: float, hi: float, *, margin: float, null: float = 0.0,
                     alpha_lo: float | None = None, alpha_hi: float | None = None,
-                    untestable: str = "") -> Judgement:
+                    untestable: str = "", inner_level: str = "90%") -> Judgement:
     """The verdict on a claim of *no* effect ("the FrameNet heads are not important", "not
     much better than"): the claim is the band ``null +- margin``.
 
@@ -1009,15 +1074,10 @@ def judge_no_effect(lo: float, hi: float, *, margin: float, null: float = 0.0,
     margin is shown (default: the same interval). Otherwise ``inconclusive``."""
     if untestable:
         return Judgement("untestable", untestable)
-    if not (np.isfinite(margin) and margin > 0):
-        raise ValueError(f"margin must be > 0, got {margin}")
-    _check_interval(lo, hi)
-    a_lo = lo if alpha_lo is None else alpha_lo
-    a_hi = hi if alpha_hi is None else alpha_hi
-    _check_interval(a_lo, a_hi)
+    a_lo, a_hi = _banded(lo, hi, margin, alpha_lo, alpha_hi)
     if null - margin < lo and hi < null + margin:
-        return Judgement("yes", f"the 90% interval [{lo:.4g}, {hi:.4g}] lies within "
-                                f"{null:g} +- {margin:g}")
+        return Judgement("yes", f"the {inner_level} interval [{lo:.4g}, {hi:.4g}] lies "
+                                f"within {null:g} +- {margin:g}")
     if a_lo > null + margin or a_hi < null - margin:
         return Judgement("no", f"the interval [{a_lo:.4g}, {a_hi:.4g}] lies beyond the "
                                f"margin {margin:g} of {null:g}: an effect is shown")
@@ -1027,31 +1087,42 @@ def judge_no_effect(lo: float, hi: float, *, margin: float, null: float = 0.0,
 
 def judge_no_drop(lo: float, hi: float, *, margin: float, null: float = 0.0,
                   alpha_lo: float | None = None, alpha_hi: float | None = None,
-                  untestable: str = "") -> Judgement:
+                  untestable: str = "", inner_level: str = "90%",
+                  direction: int = 1) -> Judgement:
     """The verdict on a claim that something costs nothing ("disabling heads is not
     detrimental ... and in some cases even improves it"): the claim is ``> null - margin``,
-    one-sided, so a gain of any size agrees with it (non-inferiority).
+    one-sided, so a gain of any size agrees with it (non-inferiority). ``direction=-1`` turns
+    it round: ``< null + margin``, no rise beyond the margin, a drop of any size agreeing
+    ("the stripes come from pre-training, not fine-tuning": fine-tuning adds less than the
+    margin; weaker stripes after fine-tuning were still there before it).
 
-    ``[lo, hi]``: the ``1 - 2 alpha`` (90%) interval, whose lower end must lie above
-    ``null - margin`` for ``yes`` (a one-sided test at ``alpha``); ``[alpha_lo, alpha_hi]``:
-    the two-sided ``1 - alpha`` interval, which must lie wholly below ``null - margin`` for
-    ``no`` (a drop larger than the margin is shown). Otherwise ``inconclusive``."""
+    ``[lo, hi]``: the ``1 - 2 alpha`` (90%) interval, whose end on the guarded side must lie
+    inside ``null -+ margin`` for ``yes`` (a one-sided test at ``alpha``);
+    ``[alpha_lo, alpha_hi]``: the two-sided ``1 - alpha`` interval, which must lie wholly
+    beyond that edge for ``no`` (a change larger than the margin is shown). Otherwise
+    ``inconclusive``."""
     if untestable:
         return Judgement("untestable", untestable)
-    if not (np.isfinite(margin) and margin > 0):
-        raise ValueError(f"margin must be > 0, got {margin}")
-    _check_interval(lo, hi)
-    a_lo = lo if alpha_lo is None else alpha_lo
-    a_hi = hi if alpha_hi is None else alpha_hi
-    _check_interval(a_lo, a_hi)
-    if lo > null - margin:
-        return Judgement("yes", f"the 90% interval [{lo:.4g}, {hi:.4g}] lies above "
-                                f"{null:g} - {margin:g}: no drop beyond the margin")
-    if a_hi < null - margin:
-        return Judgement("no", f"the interval [{a_lo:.4g}, {a_hi:.4g}] lies below {null:g} - "
-                               f"{margin:g}: a drop beyond the margin is shown")
-    return Judgement("inconclusive", f"the interval [{lo:.4g}, {hi:.4g}] reaches below "
-                                     f"{null:g} - {margin:g} but does not exclude it")
+    if direction not in (1, -1):
+        raise ValueError(f"direction must be +1 (no drop) or -1 (no rise), got {direction}")
+    a_lo, a_hi = _banded(lo, hi, margin, alpha_lo, alpha_hi)
+    inner, outer = f"[{lo:.4g}, {hi:.4g}]", f"[{a_lo:.4g}, {a_hi:.4g}]"
+    if direction == 1:
+        edge, what = f"{null:g} - {margin:g}", "drop"
+        shown_yes, shown_no = lo > null - margin, a_hi < null - margin
+        side, other = "above", "below"
+    else:
+        edge, what = f"{null:g} + {margin:g}", "rise"
+        shown_yes, shown_no = hi < null + margin, a_lo > null + margin
+        side, other = "below", "above"
+    if shown_yes:
+        return Judgement("yes", f"the {inner_level} interval {inner} lies {side} {edge}: no "
+                                f"{what} beyond the margin")
+    if shown_no:
+        return Judgement("no", f"the interval {outer} lies {other} {edge}: a {what} beyond "
+                               "the margin is shown")
+    return Judgement("inconclusive", f"the interval {inner} reaches {other} {edge} but does "
+                                     "not exclude it")
 
 
 def judge_tasks(per_task: Mapping[str, Sequence[str]], scope: str = "every",
@@ -1061,8 +1132,9 @@ def judge_tasks(per_task: Mapping[str, Sequence[str]], scope: str = "every",
     per_task: each task's per-seed verdicts (``yes``/``no``/``inconclusive``, or
     ``untestable``; one entry for a pooled test such as :func:`hierarchical_bootstrap`).
     A task's verdict: ``untestable`` with fewer than ``min_seeds`` testable seeds (a pooled
-    entry counts as enough); the seeds' common verdict when they agree; ``mixed`` when they
-    disagree (``mixed`` means seeds of one task disagree, nothing else).
+    entry counts as enough); the seeds' common verdict when they agree; ``mixed`` only when one
+    seed is a conclusive ``yes`` and another a conclusive ``no``; ``inconclusive`` when a
+    conclusive seed stands beside inconclusive ones.
 
     ``scope="every"`` ("... improves every task"): ``no`` when some task is ``no`` (it fails
     in every seed), else ``mixed`` if a task is, else ``inconclusive`` if a task is, else
@@ -1084,23 +1156,27 @@ def judge_tasks(per_task: Mapping[str, Sequence[str]], scope: str = "every",
             tasks[task] = "untestable"
         elif len(set(tested)) == 1:
             tasks[task] = tested[0]
-        else:
+        elif {"yes", "no"} <= set(tested):
             tasks[task] = "mixed"
+        else:  # yes or no beside inconclusive seeds: this task's seeds cannot tell
+            tasks[task] = "inconclusive"
     vs = list(tasks.values())
 
     def named(v):
         return ", ".join(t for t, x in tasks.items() if x == v)
 
+    # seed wording only where a task has seeds (a pooled test, or relations, has none)
+    each = "" if all(len(list(v)) == 1 for v in per_task.values()) else " in every seed"
     if scope == "every":
-        for v, why in (("no", "fails in every seed"), ("mixed", "has seeds that disagree"),
+        for v, why in (("no", f"fails{each}"), ("mixed", "has seeds that disagree"),
                        ("inconclusive", "cannot be told"), ("untestable", "is untestable")):
             if v in vs:
                 return v, tasks, f"{named(v)} {why}"
-        return "yes", tasks, "every task passes in every seed"
+        return "yes", tasks, f"every task passes{each}"
     if "yes" in vs:
-        return "yes", tasks, f"{named('yes')} passes in every seed"
+        return "yes", tasks, f"{named('yes')} passes{each}"
     for v, why in (("mixed", "has seeds that disagree"), ("inconclusive", "cannot be told"),
                    ("untestable", "is untestable")):
         if v in vs:
             return v, tasks, f"no task passes; {named(v)} {why}"
-    return "no", tasks, "every task fails in every seed"
+    return "no", tasks, f"every task fails{each}"

@@ -30,6 +30,8 @@ import math
 import numpy as np
 from scipy import stats
 
+from .resample import make_rng
+
 __all__ = ["hoeffding_p", "hoeffding_interval", "binom_greater", "count_greater",
            "overlap_greater", "expected_overlap", "welch_greater", "normal_tail", "bonferroni",
            "seed_interval", "bootstrap_below"]
@@ -139,7 +141,7 @@ def bootstrap_below(statistic, n: int, threshold: float, n_boot: int = 2000, see
     above the threshold}) / (n_boot + 1)``, a draw whose statistic is undefined counting as
     above; ``lo, hi``: the two-sided ``1 - alpha`` percentile interval of the finite draws."""
     n = _check_n(n)
-    rng = np.random.default_rng(seed)
+    rng = make_rng(seed)
     draws = np.array([statistic(rng.multinomial(n, np.full(n, 1.0 / n)))
                       for _ in range(int(n_boot))], dtype=float)
     above = int(np.sum(~np.isfinite(draws) | (draws >= threshold)))

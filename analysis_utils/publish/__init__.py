@@ -4,7 +4,8 @@ science (driver layer, see :mod:`analysis_utils.publish.imports`). One purpose p
 - ``notebook``: what every notebook does first (``notebook.setup``: parameters, models, the
   output record) and its table helpers;
 - ``report``: outputs with provenance (``Run``: tables, figures, declared tolerances);
-- ``verdicts``: what notebooks 01-07 do last, the claims ledger's rows for the notebook;
+- ``ledger_stage``: the claims ledger as its own stage after the notebooks (``python -m
+  analysis_utils ledger``): every verdict table, the stability report, their provenance;
 - ``compare``: a rerun's tables against the committed ones, within declared tolerances (and
   the cross-device ones when the two sides ran on different kinds of device);
 - ``pipeline``: the papermill driver, ``python -m analysis_utils run`` (notebooks in order,

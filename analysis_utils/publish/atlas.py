@@ -26,9 +26,9 @@ Data flow::
 
 The page opens at ``#L-H&p=<property id>`` and keeps the address in step with the selection.
 
-Tables index heads 1-based (01, 04, 05, 06 drift/features) or 0-based (02, 03, 06 FrameNet,
-07); every reader states its base and :func:`_grid` checks the range, so a table that changes
-base fails here instead of shifting every head by one.
+Every table numbers layers and heads from 1. :func:`_grid` refuses a layer or head 0 (a table
+saved before that), a head outside the model and a ``label`` column that disagrees with the
+numbers, so a table in another numbering fails here instead of shifting every head by one.
 """
 
 from __future__ import annotations
@@ -104,10 +104,25 @@ class Family:
     properties: list[Property] = field(default_factory=list)
 
 
-def _grid(df: pd.DataFrame, column: str, num_layers: int, num_heads: int, base: int,
+def _grid(df: pd.DataFrame, column: str, num_layers: int, num_heads: int,
           source: str) -> np.ndarray:
-    """``df[column]`` as a (num_layers, num_heads) array from its ``layer``/``head`` columns
-    (``base``: 0 or 1); heads absent from ``df`` are NaN (or None for text)."""
+    """``df[column]`` as a (num_layers, num_heads) array from its 1-based ``layer``/``head``
+    columns; heads absent from ``df`` are NaN (or None for text). A layer or head 0 (a table
+    saved before every table was 1-based) or a head outside the model is refused, naming the
+    table, and so is a ``label``/``head_label`` column ("3-8") that disagrees with the
+    numbers."""
+    base = 1
+    if len(df) and (int(df["layer"].min()) == 0 or int(df["head"].min()) == 0):
+        raise AtlasError(
+            f"{source}: numbers a layer or head 0, as tables did before every table was "
+            "1-based; re-run the notebook that writes it (python -m analysis_utils run "
+            f"--only {source[:2]}) and commit its results")
+    for col in ("label", "head_label"):
+        if col in df.columns and len(df):
+            own = df["layer"].astype(int).astype(str) + "-" + df["head"].astype(int).astype(str)
+            if (own != df[col].astype(str)).any():
+                raise AtlasError(f"{source}: its {col!r} column disagrees with its layer/head "
+                                 "numbers; the table is corrupt or mixes numbering bases")
     layer = df["layer"].astype(int).to_numpy() - base
     head = df["head"].astype(int).to_numpy() - base
     if len(df) and (layer.min() < 0 or head.min() < 0 or layer.max() >= num_layers
@@ -167,8 +182,8 @@ def _surface(folder: Path, L: int, H: int) -> list[Property]:
     for col, (label, order, roles, note) in _SURFACE.items():
         if col not in model.columns:
             continue
-        out.append(Property(f"01.{col}", label, _grid(model, col, L, H, 1, src),
-                            _grid(ctrl, col, L, H, 1, src) if ctrl is not None else None,
+        out.append(Property(f"01.{col}", label, _grid(model, col, L, H, src),
+                            _grid(ctrl, col, L, H, src) if ctrl is not None else None,
                             order, roles, note))
     return out
 
@@ -186,8 +201,8 @@ def _norms(folder: Path, L: int, H: int) -> list[Property]:
         for col, label in (("norm_share", f"norm share of {name}"),
                            ("norm_ratio", f"norm / weight ratio of {name}")):
             out.append(Property(
-                f"01n.{target}.{col}", label, _grid(m, col, L, H, 1, "01_norms_per_head_model.csv"),
-                _grid(c, col, L, H, 1, "01_norms_per_head_control.csv") if c is not None else None,
+                f"01n.{target}.{col}", label, _grid(m, col, L, H, "01_norms_per_head_model.csv"),
+                _grid(c, col, L, H, "01_norms_per_head_control.csv") if c is not None else None,
                 roles=("norm", target)))
     return out
 
@@ -218,8 +233,8 @@ def _syntax(folder: Path, L: int, H: int) -> list[Property]:
         n = int(m["total"].iloc[0]) if "total" in m else None
         out.append(Property(
             f"02.{rel}.{dirn}", f"{rel} accuracy, {_DIRECTIONS.get(dirn, dirn)}",
-            _grid(m, "accuracy", L, H, 0, "02_head_scores_model.csv"),
-            _grid(c, "accuracy", L, H, 0, "02_head_scores_control.csv") if c is not None else None,
+            _grid(m, "accuracy", L, H, "02_head_scores_model.csv"),
+            _grid(c, "accuracy", L, H, "02_head_scores_control.csv") if c is not None else None,
             roles=("syntax", rel.lower(), dirn),
             note=f"{n:,} EWT dependencies" if n else "", baseline=offsets.get(str(rel))))
     return out
@@ -247,8 +262,8 @@ def _coref(folder: Path, L: int, H: int) -> list[Property]:
         c = (ctrl[(ctrl.breakdown == brk) & (ctrl.group == grp)] if ctrl is not None else None)
         label = f"coreference accuracy, {_coref_group(brk, str(grp))}"
         out.append(Property(
-            f"03.{brk}.{grp}", label, _grid(m, "accuracy", L, H, 0, "03_head_scores_model.csv"),
-            _grid(c, "accuracy", L, H, 0, "03_head_scores_control.csv") if c is not None else None,
+            f"03.{brk}.{grp}", label, _grid(m, "accuracy", L, H, "03_head_scores_model.csv"),
+            _grid(c, "accuracy", L, H, "03_head_scores_control.csv") if c is not None else None,
             roles=("coreference", "coref", str(grp).split("-")[0].lower()),
             note=f"{int(m['total'].iloc[0]):,} mentions" if "total" in m else ""))
     return out
@@ -261,7 +276,7 @@ def _probe_weights(folder: Path, L: int, H: int) -> list[Property]:
         sd = m.get("weight sd")
         out.append(Property(
             f"04.{probe}.{dirn}", f"probe weight, {probe}, {dirn}",
-            _grid(m, "weight mean", L, H, 1, "04_head_weights.csv"), None,
+            _grid(m, "weight mean", L, H, "04_head_weights.csv"), None,
             roles=("probe", "weight"),
             note=(f"mean over {int(m['n seeds'].iloc[0])} seeds (sd up to "
                   f"{float(sd.max()):.3g})" if sd is not None and "n seeds" in m else "")))
@@ -272,29 +287,29 @@ def _behaviour(folder: Path, L: int, H: int) -> list[Property]:
     model, ctrl = _pair(folder, "05_head_behaviour")
     roles = tuple(sorted(str(v).lower() for v in model["behaviour"].dropna().unique()))
     return [Property("05.behaviour", "behaviour (Clark et al. Section 6 labels)",
-                     _grid(model, "behaviour", L, H, 1, "05_head_behaviour_model.csv"),
-                     _grid(ctrl, "behaviour", L, H, 1, "05_head_behaviour_control.csv")
+                     _grid(model, "behaviour", L, H, "05_head_behaviour_model.csv"),
+                     _grid(ctrl, "behaviour", L, H, "05_head_behaviour_control.csv")
                      if ctrl is not None else None, kind="category", roles=roles)]
 
 
 def _framenet(folder: Path, L: int, H: int) -> list[Property]:
     df = _read(folder, "06_framenet_heads.csv")
     return [Property("06.framenet.score", "FrameNet: attention from frame to its elements",
-                     _grid(df, "score", L, H, 0, "06_framenet_heads.csv"), None,
+                     _grid(df, "score", L, H, "06_framenet_heads.csv"), None,
                      roles=("framenet", "frame", "semantic")),
             Property("06.framenet.z", "FrameNet: z-score among heads",
-                     _grid(df, "z", L, H, 0, "06_framenet_heads.csv"), None,
+                     _grid(df, "z", L, H, "06_framenet_heads.csv"), None,
                      roles=("framenet",))]
 
 
-def seed_stats(df: pd.DataFrame, column: str, L: int, H: int, base: int, source: str,
+def seed_stats(df: pd.DataFrame, column: str, L: int, H: int, source: str,
                extra: dict[str, str] | None = None) -> tuple[np.ndarray, np.ndarray, dict]:
     """The seed mean of ``df[column]`` per head, its sd over the seeds (ddof 1; NaN with one
     seed) and each seed's grid: ``df`` has a ``seed`` column and one row per seed and head.
     ``extra``: more per-seed grids to keep, ``{key: column}`` (an interval's ends, a Holm
     flag). Returns ``(mean, sd, {"labels", "values", key: [grid per seed]})``."""
     seeds = sorted(df["seed"].unique(), key=str)
-    grids = [_grid(df[df["seed"] == sd], column, L, H, base, source) for sd in seeds]
+    grids = [_grid(df[df["seed"] == sd], column, L, H, source) for sd in seeds]
     stack = np.stack(grids)
     with np.errstate(all="ignore"):
         mean = np.nanmean(stack, axis=0) if len(seeds) else stack[0]
@@ -303,7 +318,7 @@ def seed_stats(df: pd.DataFrame, column: str, L: int, H: int, base: int, source:
     for key, col in (extra or {}).items():
         if col in df.columns:
             info[key] = [_grid(df[df["seed"] == sd].assign(**{col: df[col].astype(float)}),
-                               col, L, H, base, source) for sd in seeds]
+                               col, L, H, source) for sd in seeds]
     return mean, sd, info
 
 
@@ -315,10 +330,10 @@ def _drift(folder: Path, L: int, H: int) -> list[Property]:
         tuned = t[t.compared != "control"]
         tuned = tuned.assign(seed=tuned["compared"].str.extract(r"s(\d+)$", expand=False)
                              .fillna(tuned["compared"]))
-        mean, sd, seeds = seed_stats(tuned, "cosine", L, H, 1, "06_drift_cosine.csv")
+        mean, sd, seeds = seed_stats(tuned, "cosine", L, H, "06_drift_cosine.csv")
         out.append(Property(
             f"06.drift.{task}", f"{task}: cosine, pre-trained vs. fine-tuned (1 = unchanged)",
-            mean, _grid(ctrl, "cosine", L, H, 1, "06_drift_cosine.csv") if len(ctrl) else None,
+            mean, _grid(ctrl, "cosine", L, H, "06_drift_cosine.csv") if len(ctrl) else None,
             order="asc", roles=("drift", "fine-tuning", task.lower()), seeds=seeds, spread=sd,
             note=f"mean over {len(seeds['labels'])} fine-tuning seeds; rank 1 = changed most "
                  "by fine-tuning; control: pre-trained vs. random weights"))
@@ -339,18 +354,10 @@ def _features(folder: Path, L: int, H: int) -> list[Property]:
     for (task, model, feature), m in df.groupby(["task", "model", "feature"], sort=False):
         out.append(Property(
             f"06.feature.{task}.{model}.{feature}", f"{task} {model}: attention to {feature}",
-            _grid(m, "score", L, H, 1, "06_feature_attention.csv"), None,
+            _grid(m, "score", L, H, "06_feature_attention.csv"), None,
             roles=("feature", feature.lower(), task.lower()),
             note="mean over the fine-tuning seeds" if pooled and model == "fine-tuned" else ""))
     return out
-
-
-def _base07(df: pd.DataFrame) -> int:
-    """07's tables number layer and head from 1 since issue 33 (from 0 before): their
-    ``label`` ("3-8") says which; 1 without labels."""
-    if "label" not in df.columns or not len(df):
-        return 1
-    return 1 + int(df["layer"].iloc[0]) - int(str(df["label"].iloc[0]).split("-")[0])
 
 
 def _disabling(folder: Path, L: int, H: int) -> list[Property]:
@@ -359,7 +366,7 @@ def _disabling(folder: Path, L: int, H: int) -> list[Property]:
     out = []
     for (task, mode), m in df.groupby(["task", "mode"], sort=False):
         metric = m["metric"].iloc[0]
-        mean, sd, seeds = seed_stats(m, "delta", L, H, _base07(m), "07_disabling.csv",
+        mean, sd, seeds = seed_stats(m, "delta", L, H, "07_disabling.csv",
                                      {"lo": "ci_lo", "hi": "ci_hi", "p": "p_holm",
                                       "holm": "holm"})
         out.append(Property(
@@ -375,7 +382,7 @@ def _importance(folder: Path, L: int, H: int) -> list[Property]:
     df = _read(folder, "07_importance.csv")
     out = []
     for task, m in df.groupby("task", sort=False):
-        mean, sd, seeds = seed_stats(m, "normalized", L, H, _base07(m), "07_importance.csv")
+        mean, sd, seeds = seed_stats(m, "normalized", L, H, "07_importance.csv")
         out.append(Property(
             f"07.importance.{task}", f"{task}: importance (Michel et al.)", mean, None,
             roles=("importance", "pruning", task.lower()), seeds=seeds, spread=sd,
@@ -639,17 +646,22 @@ SENTENCES_PER_HEAD = 3
 
 def best_roles(scores: pd.DataFrame) -> dict[str, dict]:
     """Each head's best-ranked syntax relation in notebook 02's head scores
-    (``02_head_scores_model.csv``, 0-based): the (relation, direction) where the head's rank
-    among all heads is best (rank 1 = most accurate; ties: the higher accuracy, then the table
-    order). "All" is not a relation and is left out. Returns ``{"L-H": {"relation",
-    "direction", "rank", "accuracy"}}`` with 1-based labels.
+    (``02_head_scores_model.csv``, layers and heads 1-based; a table numbered from 0 is
+    refused): the (relation, direction) where the head's rank among all heads is best
+    (rank 1 = most accurate; ties: the higher accuracy, then the table order). "All" is not a
+    relation and is left out. Returns ``{"L-H": {"relation", "direction", "rank",
+    "accuracy"}}``.
 
     >>> df = pd.DataFrame({"relation": ["a"] * 2 + ["b"] * 2, "direction": ["dep2head"] * 4,
-    ...                    "layer": [0, 0] * 2, "head": [0, 1] * 2,
+    ...                    "layer": [1, 1] * 2, "head": [1, 2] * 2,
     ...                    "accuracy": [0.9, 0.8, 0.1, 0.2]})
     >>> {k: (v["relation"], v["rank"]) for k, v in best_roles(df).items()}
     {'1-1': ('a', 1), '1-2': ('b', 1)}
     """
+    if len(scores) and (int(scores["layer"].min()) == 0 or int(scores["head"].min()) == 0):
+        raise AtlasError("02_head_scores_model.csv numbers a layer or head 0, as tables did "
+                         "before every table was 1-based; re-run notebook 02 (python -m "
+                         "analysis_utils run --only 02) and commit its results")
     df = scores[scores["relation"] != "All"].copy()
     df["rank"] = (df.groupby(["relation", "direction"], sort=False)["accuracy"]
                   .rank(method="min", ascending=False).astype(int))
@@ -657,7 +669,7 @@ def best_roles(scores: pd.DataFrame) -> dict[str, dict]:
     df = df.sort_values(["rank", "accuracy", "order"], ascending=[True, False, True])
     out = {}
     for r in df.drop_duplicates(["layer", "head"]).itertuples():
-        out[f"{int(r.layer) + 1}-{int(r.head) + 1}"] = {
+        out[f"{int(r.layer)}-{int(r.head)}"] = {
             "relation": str(r.relation), "direction": str(r.direction), "rank": int(r.rank),
             "accuracy": float(r.accuracy)}
     return out

@@ -137,6 +137,8 @@ def atlas_property(row: dict) -> str | None:
             if kind in text:
                 return f"03.type.{kind}"
         return "03.all.All"
+    if nb == "04":  # a probe row names a single head only as 02's best head on all words
+        return "02.All.dep2head"
     if nb == "05":
         return "05.behaviour"
     task = re.search(r"\b(MRPC|STS-B|SST-2|RTE|CoLA)\b", row["this_run"])

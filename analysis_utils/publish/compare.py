@@ -41,7 +41,7 @@ provenance records it; else the kind is read off ``device``: ``cpu ...`` / ``mps
 other name a CUDA GPU's) and printed per notebook. When the device kinds differ (a GPU rerun
 against the committed CPU run), the trained tables of :data:`CROSS_DEVICE_TABLES` are compared
 per task and init under the cross-device tolerance derived from the committed run's own seed
-spread (:func:`analysis_utils.runplan.tolerances.propose`: ``max(3 x sqrt(2) x sd, 2 dev
+spread (:func:`analysis_utils.publish.tolerances.propose`: ``max(3 x sqrt(2) x sd, 2 dev
 examples)``) instead of the declared one, for the metric columns it covers.
 """
 
@@ -411,6 +411,30 @@ def _declarations(prefix: str, results: Path, repo: Path, rev: str, folder: str)
     return {}
 
 
+#: The ledger stage's record (:mod:`.ledger_stage`): its tables' tolerances, keyed by
+#: repository-relative path (``results/08_claims.csv``, ``results/base/02_verdicts.csv``).
+STAGE_PROVENANCE = "results/ledger_provenance.json"
+
+
+def _stage_declarations(results: Path, repo: Path, rev: str, cache: dict) -> dict:
+    """The ``"tables"`` record of the ledger stage's provenance: the rerun's (in ``results``
+    or the folder above it), else the committed one's."""
+    if "stage" not in cache:
+        cache["stage"] = {}
+        name = Path(STAGE_PROVENANCE).name
+        for read in (lambda: (results / name).read_text(),
+                     lambda: (results.parent / name).read_text(),
+                     lambda: _git(repo, "show", f"{rev}:{STAGE_PROVENANCE}")):
+            try:
+                tables = json.loads(read()).get("tables")
+            except (OSError, subprocess.CalledProcessError, json.JSONDecodeError):
+                continue
+            if tables:
+                cache["stage"] = tables
+                break
+    return cache["stage"]
+
+
 @dataclass
 class Report:
     """What :func:`compare_results` found."""
@@ -496,8 +520,8 @@ def _devices(prefix: str, results: Path, repo: Path, rev: str, folder: str) -> t
 def cross_device_tolerances(old_text: str) -> dict:
     """The ``cross_device`` argument of :func:`compare_tables` for a committed per-seed table
     (``task``, ``init``, ``seed``, ``dev`` and metric columns): per task, init and metric,
-    :func:`analysis_utils.runplan.tolerances.propose` of its seed spread."""
-    from ..runplan import tolerances as tol
+    :func:`analysis_utils.publish.tolerances.propose` of its seed spread."""
+    from . import tolerances as tol
 
     rows = list(csv.DictReader(io.StringIO(old_text)))
     return {"key": ["task", "init"],
@@ -543,7 +567,8 @@ def compare_results(results: str | Path | None = None, rev: str = "HEAD",
         if prefix not in decls:
             decls[prefix] = _declarations(prefix, results, repo, rev, folder)
             out.devices[prefix] = _devices(prefix, results, repo, rev, folder)
-        decl = decls[prefix].get(name) or {}
+        decl = decls[prefix].get(name) or _stage_declarations(
+            results, repo, rev, decls).get(f"{folder}/{name}") or {}
         old_text = _git(repo, "show", f"{rev}:{folder}/{name}")
         new_text = (results / name).read_text()
         old_dev, new_dev = out.devices[prefix]

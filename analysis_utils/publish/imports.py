@@ -17,9 +17,10 @@ Layers, lowest first (:data:`LAYERS`); a module may import its own layer and the
 3. ``training``: the seeded loop and fine-tuning;
 4. ``analyses``: pure functions over attention arrays, one module per paper section;
 5. ``plotting``: figures;
-6. ``driver``: ``publish/`` (``notebook``, ``report``, ``verdicts``, ``compare``: what every
-   notebook imports; the papermill driver ``pipeline``, ``stale``, ``imports``, ``links``,
-   ``readme``, ``atlas``, ``book``: what runs, checks and publishes the outputs); ``__main__``,
+6. ``driver``: ``publish/`` (``notebook``, ``report``, ``compare``: what every notebook
+   imports; the papermill driver ``pipeline``, the ledger stage ``ledger_stage``, ``stale``,
+   ``imports``, ``links``, ``readme``, ``atlas``, ``book``: what runs, judges, checks and
+   publishes the outputs); ``__main__``,
    the command line; and ``runplan/``, the run
    plan that executes fine-tunes (training) ahead of the notebooks, on Ray or in-process, and
    reads the notebooks' parameters as ``publish.pipeline`` does.

@@ -294,6 +294,36 @@ def _seconds(s: float) -> str:
     return f"{s:.1f} s" if s < 10 else f"{s:.0f} s"
 
 
+def training_note(model: str) -> str:
+    """Markdown for where a result depends on how the model was trained: its model card's
+    base model, objective and pair count quoted (:func:`~analysis_utils.engine.modelcard.
+    training_card`), and why that matters for sentence-pair tasks; or that no card ships with
+    ``model`` here (a hub id is not fetched), so the reader must check it."""
+    from ..engine.modelcard import training_card
+
+    card = training_card(model)
+    if card is None:
+        return (f"**How this model was trained** is not quoted: no model card ships with "
+                f"`{model}` here. Both papers' BERT-base is a masked-language model; check "
+                "how yours was trained before reading its frozen features or its heads as "
+                "BERT-base's.")
+    pairs = "contrastive" in card["objective"].lower() or "pair" in card["pairs"].lower()
+    return (f"**How this model was trained** (its model card): fine-tuned from "
+            f"`{card['base model']}`; \"{card['objective']}\" \"{card['pairs']}\" "
+            + ("It was trained on sentence pairs, not as a masked-language model like "
+               "BERT-base, so the sentence-pair tasks (MRPC, STS-B, RTE) are close to what it "
+               "was trained for and its frozen features start high on them: read the frozen "
+               "baselines, and every gain over them, in that light."
+               if pairs else "Compare its objective with BERT-base's masked-language model "
+                             "before reading its heads as BERT-base's."))
+
+
+def one_based(df):
+    """``df`` with its ``layer`` and ``head`` columns counted from 1, as every saved table
+    names heads ("3-10": layer 3, head 10); the analyses index from 0."""
+    return df.assign(**{c: df[c].astype(int) + 1 for c in ("layer", "head") if c in df})
+
+
 def table_view(df, digits: int | Mapping[str, int] = 1, index: str | Sequence[str] | None = None):
     """``df`` as a reader sees it in the rendered notebook: floats with ``digits`` decimals
     (an int, or column -> int, default 1), missing values as ``report.MISSING`` ("–", never

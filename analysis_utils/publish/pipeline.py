@@ -30,6 +30,7 @@ import.
 from __future__ import annotations
 
 import errno
+import json
 import os
 import shutil
 import sys
@@ -253,6 +254,23 @@ def _copy(src: Path, dst: Path) -> None:
         shutil.copymode(src, tmp)
 
 
+def _stage_owned(target: Path) -> set[str]:
+    """Names of the files in ``target`` that the ledger stage wrote (its provenance's
+    ``outputs``; ``results/ledger_provenance.json`` in ``target`` or the folder above): they
+    share notebook 08's prefix (``08_claims.csv``) but are not 08's to remove."""
+    for folder in (target, target.parent, target.parent.parent):
+        prov = folder / "results" / "ledger_provenance.json"
+        if folder.name == "results":
+            prov = folder / "ledger_provenance.json"
+        if prov.is_file():
+            try:
+                outputs = json.loads(prov.read_text()).get("outputs") or []
+            except (OSError, json.JSONDecodeError):
+                return set()
+            return {Path(p).name for p in outputs}
+    return set()
+
+
 def _publish(stage: Path, source: Path, dest: Destination) -> Path:
     """Move a successful run's files from ``stage`` into ``dest``; remove that notebook's
     earlier files (its ``NN_`` prefix) that this run did not write. Return the rendered path."""
@@ -262,7 +280,7 @@ def _publish(stage: Path, source: Path, dest: Destination) -> Path:
         target.mkdir(parents=True, exist_ok=True)
         for p in new:
             _move(p, target / p.name)
-        names = {p.name for p in new}
+        names = {p.name for p in new} | _stage_owned(target)
         for old in target.glob(f"{prefix}_*"):
             if old.is_file() and old.name not in names:
                 old.unlink()

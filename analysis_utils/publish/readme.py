@@ -142,7 +142,7 @@ def registry_line() -> str:
     papers' claims it quotes, how many a ledger row tests, how many wait for one and how many
     are untestable here (an untestable claim may also have a row that reads so)."""
     from .. import claims
-    from ..claims import coverage
+    from ..ledger import coverage
 
     entries = claims.load()
     rows = coverage.rows_by_entry()
@@ -151,7 +151,7 @@ def registry_line() -> str:
     untestable = sum(e.untestable for e in entries)
     return (f"- **The claims registry**: {len(entries)} claims quoted from the papers; "
             f"{tested} tested by a ledger row, {pending} waiting for one, {untestable} "
-            f"untestable here (`python -m analysis_utils.claims` lists them).")
+            f"untestable here (`python -m analysis_utils claims` lists them).")
 
 
 class Run:
@@ -217,7 +217,7 @@ def _head_links(heads: str, run: Run, atlas: str | None) -> str:
 #: Where a ledger row's notebook link points: notebooks 01-07 end with a "Verdicts" section of
 #: their own rows; notebook 08, the ledger's own (where the registry's untestable entries that
 #: name no notebook sit), has its ledger section instead (the MyST anchor of its heading).
-ROW_ANCHORS = {"08": "the-claims-ledger-every-claim-of-notebooks-01-07-per-model"}
+ROW_ANCHORS = {"08": "the-claims-ledger-is-a-stage-of-its-own"}
 
 
 def row_anchor(notebook: str) -> str:

@@ -231,6 +231,19 @@ class Run:
             self.written.append(csv.with_suffix(".md").name)
         return csv
 
+    def arrays(self, name: str, arrays: dict, quiet: bool = False) -> Path:
+        """Save ``arrays`` (name -> array) as ``results/NN_name.npz`` (compressed, written
+        aside and moved into place, so an interrupted run leaves the previous file), list it
+        among the run's outputs and, unless ``quiet``, print its size."""
+        results, _ = output_dirs()
+        path = self._path(results, name, ".npz")
+        with atomic.replacing(path) as tmp, open(tmp, "wb") as fh:
+            np.savez_compressed(fh, **arrays)
+        self.written.append(path.name)
+        if not quiet:
+            print(f"{path.name}: {path.stat().st_size / 1e6:.2f} MB")
+        return path
+
     def figure(self, fig, name: str, dpi: int = 130, show: bool = True) -> Path:
         """Save ``fig`` as ``figures/NN_name.png`` (no timestamp metadata, so reruns compare)
         and, in a notebook, show it. ``show=False`` saves it only: for a large figure the

@@ -17,6 +17,13 @@ would render it now differs from what rendered it then:
 - or its commit cannot vouch for it: none recorded, not in this clone, or ``-dirty`` (rendered
   from uncommitted changes).
 
+The ledger stage (``python -m analysis_utils ledger``, :mod:`.ledger_stage`) is judged the
+same way from ``results/ledger_provenance.json``: its code (the stage module and everything
+it imports, the claims registry among them) against the commit it records, and, since it reads
+the notebooks' outputs, the digest of every ``NN_provenance.json`` it read against the files
+now: a notebook re-rendered after it makes the stage stale. No notebook imports the ledger,
+so a change to a verdict rule makes only the stage stale.
+
 ``profiles.py`` itself is judged by the parameters, not as a file, so a change to one
 profile does not mark the other profiles' notebooks stale.
 
@@ -171,6 +178,86 @@ def _parameter_differences(recorded: dict, expected: dict) -> list[str]:
     return out
 
 
+#: The ledger stage: its module and the provenance it writes.
+STAGE_MODULE = "analysis_utils.publish.ledger_stage"
+STAGE_PROVENANCE = "results/ledger_provenance.json"
+STAGE_LABEL = "ledger stage (results/08_claims.csv, results/**/NN_verdicts.csv)"
+
+
+def stage_inputs(repo: Path, graph: dict[str, set[str]], package: str = imports.PACKAGE
+                 ) -> list[str]:
+    """Repository-relative paths of the ledger stage's code: its module's import closure and
+    the data files of :data:`MODULE_DATA` in it; sorted."""
+    modules = imports.package_modules(repo, package)
+    if STAGE_MODULE not in modules:
+        return []
+    closure = imports.closure({STAGE_MODULE}, graph)
+    files = {modules[m].relative_to(repo).as_posix() for m in closure if m in modules}
+    files |= {f"{package}/{data}" for module, data_files in MODULE_DATA.items()
+              if f"{package}.{module}" in closure for data in data_files}
+    return sorted(files - set(NOT_AS_FILES))
+
+
+def _digest(path: Path) -> str | None:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
+
+
+def stage_status(repo: Path, graph: dict[str, set[str]], revisions: dict,
+                 package: str = imports.PACKAGE) -> Status | None:
+    """The ledger stage's :class:`Status` (``None`` when it has never run here)."""
+    prov_path = repo / STAGE_PROVENANCE
+    if not prov_path.is_file():
+        return None
+    try:
+        prov = json.loads(prov_path.read_text())
+    except (OSError, json.JSONDecodeError) as err:
+        st = Status(STAGE_PROVENANCE, STAGE_LABEL, None, "ledger")
+        st.problem = f"unreadable provenance ({err})"
+        return st
+    commit = prov.get("git_commit")
+    st = Status(STAGE_PROVENANCE, STAGE_LABEL, commit, "ledger")
+    read = prov.get("inputs") or {}
+    for rel, digest in sorted(read.items()):
+        now = _digest(repo / rel)
+        if now != digest:
+            st.changed.append(f"{rel} ({'deleted' if now is None else 're-rendered since'})")
+    for f in prov.get("folders") or []:
+        for p in sorted((repo / f).glob("[0-9][0-9]_provenance.json")):
+            rel = p.relative_to(repo).as_posix()
+            if rel not in read and p.name[:2] != "08":  # the ledger reads no 08 table
+                st.changed.append(f"{rel} (new)")
+    _compare_code(st, repo, stage_inputs(repo, graph, package), revisions,
+                  "run from uncommitted changes", "re-run the stage")
+    return st
+
+
+def _compare_code(status: Status, repo: Path, inputs: list[str], revisions: dict,
+                  dirty: str, redo: str) -> None:
+    """Fill ``status`` from its commit: a problem when the commit is missing, dirty or not in
+    this clone; else every path of ``inputs`` whose code differs between it and now."""
+    commit = status.commit
+    if not commit:
+        status.problem = "no commit recorded"
+        return
+    if commit.endswith("-dirty"):
+        status.problem = dirty
+    base = commit.removesuffix("-dirty")
+    try:
+        _git(repo, "cat-file", "-e", f"{base}^{{commit}}")
+    except subprocess.CalledProcessError:
+        status.problem = f"commit {base[:7]} is not in this clone (fetch it, or {redo})"
+        return
+    then = revisions.setdefault(base, _Revision(repo, base)).read(inputs)
+    for path in inputs:
+        now_file = repo / path
+        now = now_file.read_bytes() if now_file.is_file() else None
+        if _normalised(path, then[path]) != _normalised(path, now):
+            status.changed.append(path + (" (new)" if then[path] is None else
+                                          " (deleted)" if now is None else ""))
+
+
 def provenance_files(repo: Path, results: str = "results") -> list[Path]:
     """``results/NN_provenance.json`` and ``results/<sub>/NN_provenance.json`` under ``repo``."""
     folder = repo / results
@@ -212,26 +299,20 @@ def check(repo: str | Path | None = None, profiles: dict | None = None,
             status.problem = str(err)
         else:
             status.parameters = _parameter_differences(prov.get("parameters") or {}, expected)
-        if not commit:
-            status.problem = "no commit recorded"
-            continue
-        if commit.endswith("-dirty"):
-            status.problem = "rendered from uncommitted changes"
-        base = commit.removesuffix("-dirty")
-        try:
-            _git(repo, "cat-file", "-e", f"{base}^{{commit}}")
-        except subprocess.CalledProcessError:
-            status.problem = f"commit {base[:7]} is not in this clone (fetch it, or re-render)"
-            continue
-        inputs = notebook_inputs(source, repo, graph, package)
-        then = revisions.setdefault(base, _Revision(repo, base)).read(inputs)
-        for path in inputs:
-            now_file = repo / path
-            now = now_file.read_bytes() if now_file.is_file() else None
-            if _normalised(path, then[path]) != _normalised(path, now):
-                status.changed.append(path + (" (new)" if then[path] is None else
-                                              " (deleted)" if now is None else ""))
+        _compare_code(status, repo, notebook_inputs(source, repo, graph, package), revisions,
+                      "rendered from uncommitted changes", "re-render")
+    stage = stage_status(repo, graph, revisions, package)
+    if stage is not None:
+        out.append(stage)
     return out
+
+
+def _counted(statuses: list[Status]) -> str:
+    """``"14 rendered outputs (13 notebooks and the ledger stage)"``: what ``check`` judged."""
+    n = sum(s.provenance != STAGE_PROVENANCE for s in statuses)
+    if not any(s.provenance == STAGE_PROVENANCE for s in statuses):
+        return f"{n} rendered notebooks"
+    return f"{n + 1} rendered outputs ({n} notebooks and the ledger stage)"
 
 
 def cli(argv: list[str] | None = None) -> int:
@@ -263,11 +344,14 @@ def cli(argv: list[str] | None = None) -> int:
     if stale:
         by_profile: dict[str, list[str]] = {}
         for s in stale:
-            by_profile.setdefault(s.profile, []).append(Path(s.provenance).name[:2])
-        commands = "; ".join(f"python -m analysis_utils run --profile {p} --only {','.join(n)}"
-                             for p, n in by_profile.items())
-        print(f"stale: {len(stale)} of {len(statuses)} rendered notebooks; re-render them "
-              f"({commands}) and commit")
+            if s.provenance != STAGE_PROVENANCE:
+                by_profile.setdefault(s.profile, []).append(Path(s.provenance).name[:2])
+        commands = [f"python -m analysis_utils run --profile {p} --only {','.join(n)}"
+                    for p, n in by_profile.items()]
+        commands += ["python -m analysis_utils ledger"] * any(
+            s.provenance == STAGE_PROVENANCE for s in stale)
+        print(f"stale: {len(stale)} of {_counted(statuses)}; re-run them "
+              f"({'; then '.join(commands)}) and commit")
         return 1
-    print(f"stale: none of {len(statuses)} rendered notebooks")
+    print(f"stale: none of {_counted(statuses)}")
     return 0

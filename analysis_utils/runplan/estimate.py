@@ -105,6 +105,29 @@ UNIT_OVERHEAD_S: dict[str, float] = {"finetune": 45.0, "study": 20.0}
 # --- the cost of one pass ------------------------------------------------------------------
 
 
+def feed_forward_size(config) -> int:
+    """The feed-forward (intermediate) size of a model with ``config``: ``intermediate_size``
+    where the config has it, else read from the model itself, built on the meta device (no
+    weights, no memory): the one width that a linear map from the hidden size widens to
+    (DistilBERT calls it ``hidden_dim``; no family-only name is read)."""
+    size = getattr(config, "intermediate_size", None)
+    if size is not None:
+        return int(size)
+    import torch
+    from torch import nn
+    from transformers import AutoModel
+
+    with torch.device("meta"):
+        model = AutoModel.from_config(config)
+    d = int(config.hidden_size)
+    widths = {m.out_features for m in model.modules()
+              if isinstance(m, nn.Linear) and m.in_features == d and m.out_features != d}
+    if len(widths) != 1:
+        raise ValueError(f"{type(model).__name__}: cannot tell its feed-forward size (linear "
+                         f"maps from hidden size {d} widen to {sorted(widths) or 'nothing'})")
+    return widths.pop()
+
+
 @dataclass(frozen=True)
 class Shape:
     """What the FLOP count needs of a BERT-family encoder: ``layers``, ``hidden`` size,
@@ -118,10 +141,12 @@ class Shape:
 
     @classmethod
     def from_config(cls, config, name: str = "") -> Shape:
-        """From a ``transformers`` config (``num_hidden_layers``, ``hidden_size``,
-        ``intermediate_size``, ``num_attention_heads``)."""
+        """From a ``transformers`` config: ``num_hidden_layers``, ``hidden_size`` and
+        ``num_attention_heads`` (the names ``AutoConfig`` gives every family) and the
+        feed-forward size (:func:`feed_forward_size`)."""
         return cls(int(config.num_hidden_layers), int(config.hidden_size),
-                   int(config.intermediate_size), int(config.num_attention_heads), name)
+                   feed_forward_size(config), int(config.num_attention_heads), name)
+
 
     @property
     def layer_params(self) -> int:

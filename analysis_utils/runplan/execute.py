@@ -209,6 +209,7 @@ def execute_unit(unit, key: str, cache_dir: str, device: str, attempt: int = 1,
     """Run ``unit.execute(key, cache_dir, device)`` with its output in its log, torch on
     ``unit.num_cpus`` threads, at ``precision`` (:func:`.precision.applied`) and under a
     :class:`.gpu.Monitor`; returns its summary plus ``host``, ``pid``, ``seconds``,
+    ``cpu_seconds`` (this process's CPU time over the unit), ``load_average``, ``cpu_count``,
     ``torch_threads``, ``niceness``, ``precision``, ``device_kind``, ``gpu`` (the monitor's
     figures) and ``where`` (Ray's resources), and writes it as the unit's record
     (:func:`record_path`). ``token``: check the shared cache first (:func:`check_shared`).
@@ -224,7 +225,7 @@ def execute_unit(unit, key: str, cache_dir: str, device: str, attempt: int = 1,
     except ValueError as err:  # this worker cannot run at it: another attempt would not either
         raise NotRetried(f"{unit.label}: {err}") from None
     log = log_path(cache_dir, key)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     with _output_to(log), _torch_threads(unit.num_cpus):
         import torch
 
@@ -241,15 +242,27 @@ def execute_unit(unit, key: str, cache_dir: str, device: str, attempt: int = 1,
             traceback.print_exc()
             raise
         seconds = time.perf_counter() - t0
+        cpu_seconds = time.process_time() - c0
         summary["gpu"] = monitor.stats
         print(f"=== done in {seconds:.1f} s, {gpu.fmt_stats(monitor.stats)}: "
               f"{json.dumps(summary, default=str)}", flush=True)
     out = {**summary, "host": socket.gethostname(), "pid": os.getpid(), "seconds": seconds,
-           "torch_threads": threads, "niceness": os.nice(0), "precision": precision,
+           "cpu_seconds": cpu_seconds, "load_average": _load_average(),
+           "cpu_count": os.cpu_count(), "torch_threads": threads, "niceness": os.nice(0), "precision": precision,
            "device_kind": prec.device_kind(str(summary.get("device") or device or "")),
            **(where or {})}
     _write_record(cache_dir, key, unit, out, attempt)
     return out
+
+
+def _load_average() -> float | None:
+    """The machine's 1-minute load average as the unit ends (None where the OS has none): with
+    ``cpu_seconds`` against ``seconds`` it tells a reader of the record whether the unit ran
+    on a core of its own."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
 
 
 def _write_record(cache_dir: str, key: str, unit, out: dict, attempt: int) -> None:
@@ -261,6 +274,7 @@ def _write_record(cache_dir: str, key: str, unit, out: dict, attempt: int) -> No
               "model": gpu.unit_model(unit), "attempt": attempt,
               "finished": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
               **{k: out.get(k) for k in ("device", "device_kind", "precision", "seconds",
+                                          "cpu_seconds", "load_average", "cpu_count",
                                           "autocast", "from_cache", "gpu", "host", "pid", "worker_units",
                                           "torch_threads", "resources", "gpu_ids")}}
     atomic.write_text(record_path(cache_dir, key), json.dumps(record, indent=1, default=str))

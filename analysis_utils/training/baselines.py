@@ -27,6 +27,7 @@ from torch import nn
 from .. import paths
 from ..data.glue import GlueExample
 from ..data.glue_metrics import compute_metrics
+from ..engine.attention import uses_token_types
 from ..engine.fingerprint import weights_fingerprint
 from ..engine.models import LoadedModel, resolve_device
 from .classifier import build_classifier, evaluate, load_encoder
@@ -182,8 +183,9 @@ def frozen_features_baseline(
     if cached is not None:
         return cached
     model = lm.model.to(resolve_device(device)).eval()
-    train_ds = task_dataset(task, train_ex, lm.tokenizer, max_length)
-    dev_ds = task_dataset(task, dev_ex, lm.tokenizer, max_length)
+    types = uses_token_types(model)
+    train_ds = task_dataset(task, train_ex, lm.tokenizer, max_length, types)
+    dev_ds = task_dataset(task, dev_ex, lm.tokenizer, max_length, types)
     x_train = _features(model, train_ds, lm.tokenizer, pooling, batch_size)
     x_dev = _features(model, dev_ds, lm.tokenizer, pooling, batch_size)
     if spec.is_regression:

@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from ..data.glue_metrics import compute_metrics
+from ..engine.attention import uses_token_types
 from ..engine.models import LoadedModel, load_model
 from .glue_data import TaskDataset, task_dataset, task_spec
 from .loop import seeded
@@ -55,7 +56,16 @@ def build_classifier(lm: LoadedModel, task: str, seed: int) -> nn.Module:
         config.label2id = {n: i for i, n in enumerate(spec.label_names)}
     with seeded(seed):
         model = AutoModelForSequenceClassification.from_config(config, attn_implementation="eager")
-    model.base_model.load_state_dict(lm.model.state_dict(), strict=True)
+    result = model.base_model.load_state_dict(lm.model.state_dict(), strict=False)
+    # Every weight of the task model's encoder must come from lm; the only weights of lm it may
+    # leave out are whole modules its architecture lacks (RoBERTa's and MPNet's classifiers
+    # build their encoder without the pooler, which classifies from the first token's state)
+    base = model.base_model
+    dropped = sorted({k.split(".")[0] for k in result.unexpected_keys})
+    if result.missing_keys or any(getattr(base, name, None) is not None for name in dropped):
+        raise RuntimeError(f"{type(model).__name__}: the encoder's weights do not fit its task "
+                           f"model (missing {result.missing_keys[:5]}, unexpected "
+                           f"{result.unexpected_keys[:5]})")
     return model.to(lm.device)
 
 
@@ -80,6 +90,7 @@ def predict(model, dataset: TaskDataset, tokenizer, *, batch_size: int = 64) -> 
 
     module = _module(model)
     device = next(module.parameters()).device
+    types = uses_token_types(module)  # a dataset built with segment ids the model has no table for
     collate = DataCollatorWithPadding(tokenizer, padding="longest")
     order = np.argsort(dataset.lengths, kind="stable")
     out: np.ndarray | None = None
@@ -89,7 +100,8 @@ def predict(model, dataset: TaskDataset, tokenizer, *, batch_size: int = 64) -> 
         with torch.inference_mode():
             for start in range(0, len(order), batch_size):
                 idx = order[start:start + batch_size]
-                batch = collate([{k: v for k, v in dataset[int(i)].items() if k != "labels"}
+                batch = collate([{k: v for k, v in dataset[int(i)].items()
+                                  if k != "labels" and (types or k != "token_type_ids")}
                                  for i in idx])
                 logits = module(**{k: v.to(device) for k, v in batch.items()}).logits
                 logits = logits.float().cpu().numpy()
@@ -116,7 +128,7 @@ def evaluate(model, tokenizer, task: str, examples, *, max_length: int = 128,
             evaluate(ft.model, ft.tokenizer, "MRPC", dev).metrics
     """
     ds = examples if isinstance(examples, TaskDataset) else task_dataset(
-        task, examples, tokenizer, max_length)
+        task, examples, tokenizer, max_length, uses_token_types(_module(model)))
     logits = predict(model, ds, tokenizer, batch_size=batch_size)
     preds = predictions_from_logits(task, logits)
     return Evaluation(task=task, logits=logits, predictions=preds, labels=ds.labels,

@@ -46,10 +46,12 @@ Example::
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
 import time
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,6 +64,7 @@ from torch import nn
 from .. import paths
 from ..data.glue import GlueExample
 from ..engine import memory
+from ..engine.attention import uses_token_types
 from ..engine.fingerprint import weights_fingerprint
 from ..engine.models import LoadedModel, resolve_device
 from .baselines import frozen_features_baseline, untrained_head_baseline
@@ -311,8 +314,9 @@ def _finetune(plan: _Plan, task: str, seed: int, init: str, settings: FinetuneSe
     work.mkdir(exist_ok=True)
     write_json(work / "key.json", key_inputs)
     tokenizer = lm.tokenizer
-    train_ds = task_dataset(task, train_ex, tokenizer, settings.max_length)
-    dev_ds = task_dataset(task, dev_ex, tokenizer, settings.max_length)
+    types = uses_token_types(lm.model)
+    train_ds = task_dataset(task, train_ex, tokenizer, settings.max_length, types)
+    dev_ds = task_dataset(task, dev_ex, tokenizer, settings.max_length, types)
     t0 = time.perf_counter()
     with seeded(seed), torch_threads(settings.num_threads), \
             precision_applied(settings.precision, dev_device):
@@ -382,6 +386,33 @@ def _drop_entry(folder: Path, why: str) -> None:
     shutil.rmtree(folder, ignore_errors=True)
 
 
+#: Tokenizers loaded from cache entries, by the content of their files: every fine-tune of
+#: one encoder saves the same tokenizer, and notebook 06 holds 50 FineTuned at once. One
+#: MiniLM tokenizer is about 10 MB resident, so a copy each added 500 MB (measured with
+#: ``benchmarks/bench_cell_memory.py notebooks/06_finetuning_drift.py``). Weak values: a
+#: tokenizer no FineTuned holds any more is freed.
+_TOKENIZERS: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",
+                    "added_tokens.json", "vocab.txt", "vocab.json", "merges.txt",
+                    "spiece.model", "sentencepiece.bpe.model", "chat_template.jinja")
+
+
+def shared_tokenizer(folder: Path, load):
+    """``load(folder)``, or the tokenizer already loaded from a folder whose tokenizer files
+    are byte for byte the same (the same object: tokenizers carry no per-model state here)."""
+    h = hashlib.sha256()
+    for name in _TOKENIZER_FILES:
+        f = Path(folder) / name
+        if f.is_file():
+            h.update(name.encode() + b"\0" + hashlib.sha256(f.read_bytes()).digest())
+    key = h.hexdigest()
+    tok = _TOKENIZERS.get(key)
+    if tok is None:
+        tok = load(folder)
+        _TOKENIZERS[key] = tok
+    return tok
+
+
 def _load_entry(folder: Path, key: str, record: dict, lm: LoadedModel,
                 device: torch.device) -> FineTuned | None:
     """The cached FineTuned, or None (entry removed, with a warning) when its weights cannot be
@@ -393,7 +424,7 @@ def _load_entry(folder: Path, key: str, record: dict, lm: LoadedModel,
     try:
         model = AutoModelForSequenceClassification.from_pretrained(
             folder, attn_implementation="eager").eval()
-        tokenizer = AutoTokenizer.from_pretrained(folder)
+        tokenizer = shared_tokenizer(folder, AutoTokenizer.from_pretrained)
     except (OSError, ValueError, SafetensorError) as err:
         _drop_entry(folder, f"cannot be read ({type(err).__name__}: {err})")
         return None

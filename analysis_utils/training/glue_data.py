@@ -83,16 +83,21 @@ def examples_digest(examples: Sequence[GlueExample]) -> str:
 
 
 class TaskDataset(torch.utils.data.Dataset):
-    """Encoded examples of one task. Item i: ``input_ids``, ``token_type_ids``,
-    ``attention_mask`` (lists, unpadded) and ``labels`` (class id, or float score for
-    STS-B). ``labels``: (n,) array; ``report``: ``glue.encode``'s truncation report."""
+    """Encoded examples of one task. Item i: ``input_ids``, ``token_type_ids`` (only with
+    ``token_types``: a model with no table for a second segment, RoBERTa's one type or
+    MPNet's none, gets none, as :func:`~analysis_utils.engine.attention.uses_token_types`
+    decides for the engine's batches), ``attention_mask`` (lists, unpadded) and ``labels``
+    (class id, or float score for STS-B). ``labels``: (n,) array; ``report``:
+    ``glue.encode``'s truncation report."""
 
-    def __init__(self, task: str, encoded: glue.EncodedSet, labels: np.ndarray):
+    def __init__(self, task: str, encoded: glue.EncodedSet, labels: np.ndarray,
+                 token_types: bool = True):
         self.task = task
         self.labels = labels
         self.report = encoded.report
         self.lengths = [len(x) for x in encoded]
-        self._items = [{"input_ids": list(x.input_ids), "token_type_ids": list(x.token_type_ids),
+        self._items = [{"input_ids": list(x.input_ids),
+                        **({"token_type_ids": list(x.token_type_ids)} if token_types else {}),
                         "attention_mask": [1] * len(x), "labels": y.item()}
                        for x, y in zip(encoded, labels, strict=True)]
 
@@ -104,13 +109,14 @@ class TaskDataset(torch.utils.data.Dataset):
 
 
 def task_dataset(task: str, examples: Sequence[GlueExample], tokenizer,
-                 max_length: int = 128) -> TaskDataset:
+                 max_length: int = 128, token_types: bool = True) -> TaskDataset:
     """Encode ``examples`` as the models see them (``glue.encode``: ``[CLS] a [SEP] b [SEP]``,
     truncated longest-first to ``max_length``) with label ids from the task table."""
     spec = task_spec(task)
     labels = np.asarray([spec.label_id(ex.label) for ex in examples],
                         dtype=np.float32 if spec.is_regression else np.int64)
-    return TaskDataset(task, glue.encode(list(examples), tokenizer, max_tokens=max_length), labels)
+    return TaskDataset(task, glue.encode(list(examples), tokenizer, max_tokens=max_length), labels,
+                       token_types)
 
 
 def task_spec(task: str):

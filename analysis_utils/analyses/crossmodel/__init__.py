@@ -34,7 +34,7 @@ from .clustering import clustering_ratio, map_type_note, map_type_proportions, m
 from .depth import layer_runs, paper_layers, paper_sep_band, relative_depth
 from .linguistic import coref_best_heads, probe_training_note, probe_uas, syntax_best_heads
 from .norms import NORM_TARGETS, discounted_layers, norm_findings, norms_by_layer
-from .overview import head_depths, recap, verdict_counts
+from .overview import head_depths, recap
 from .runs import (
     COLUMNS,
     DASH,
@@ -79,5 +79,5 @@ __all__ = [
     # clustering
     "clustering_ratio", "map_type_proportions", "map_type_view", "map_type_note",
     # overview
-    "head_depths", "recap", "verdict_counts",
+    "head_depths", "recap",
 ]

@@ -81,7 +81,7 @@ def map_type_note(runs: Sequence[RunFolder]) -> str:
     trained its CNNs (the labels are of all-MiniLM-L6-v2's maps; on another model they are
     a transfer that nothing here measures), and how far the Heterogeneous share of one task
     moves across the CNN seeds (``05_type_proportions_by_seed.csv``)."""
-    from ...data.labels import LABELLED_MODEL
+    from ...data.labels import LABELLED_MODEL, is_labelled_identity
 
     lines = []
     for run in runs:
@@ -89,7 +89,8 @@ def map_type_note(runs: Sequence[RunFolder]) -> str:
             continue
         d = pd.read_csv(run.path / "05_type_proportions_by_seed.csv")
         spread = d.groupby("task")["Heterogeneous"].agg(lambda s: s.max() - s.min())
-        own = run.parameters.get("05", {}).get("model") == LABELLED_MODEL
+        # by the recorded weights (the guard's own test), not by the model's name
+        own = is_labelled_identity(run.identity or {})
         lines.append(
             f"- **{run.label}**: CNNs trained on "
             + ("this model's own labelled maps" if own else

@@ -8,7 +8,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ...ledger.core import VERDICTS
 from ...papers import CLARK_SECTION3
 from .depth import layer_runs, paper_sep_band
 from .runs import PAPER
@@ -42,35 +41,13 @@ def head_depths(positional: pd.DataFrame, syntax: pd.DataFrame,
 
 # --- the recap, in words generated from the frames above -------------------------------------
 
-#: Control verdicts that say the rule ran on the random-weights control's tables (any verdict
-#: but ``untestable``; a blank or a dash: the rule does not take the control).
-CONTROL_RAN = tuple(v for v in VERDICTS if v != "untestable")
-
-
-def verdict_counts(g: pd.DataFrame) -> str:
-    """``"3 of 10 claims of the ledger came out yes (2 no, 4 inconclusive, 0 mixed, 1
-    untestable)"``: every verdict of :data:`~analysis_utils.ledger.VERDICTS`, zeros included,
-    and how the random-weights control fared on the claims whose rule it ran on (its verdict is
-    any but ``untestable``; an ``inconclusive`` or ``mixed`` control was run and did not
-    pass)."""
-    n = {v: int((g["verdict"] == v).sum()) for v in VERDICTS}
-    ctrl = g[g["control_verdict"].isin(CONTROL_RAN)] if "control_verdict" in g else g.iloc[:0]
-    return (f"{n['yes']} of {len(g)} claims of the ledger came out yes ("
-            + ", ".join(f"{n[v]} {v}" for v in VERDICTS if v != "yes")
-            + f"); its random-weights control, run under the same rules on {len(ctrl)} of "
-              f"them, came out yes on {int((ctrl['control_verdict'] == 'yes').sum())}")
-
-
-def recap(sink: pd.DataFrame, positional: pd.DataFrame, syntax: pd.DataFrame,
-          ledger: pd.DataFrame) -> list[str]:
+def recap(sink: pd.DataFrame, positional: pd.DataFrame, syntax: pd.DataFrame) -> list[str]:
     """One sentence per model (and one for the paper) on where it parks its attention, how
-    many positional heads it has, how deep its best syntax heads sit (median relative depth)
-    and how its claims came out in the claims ledger (:func:`analysis_utils.ledger.build`,
-    columns ``model``, ``verdict``, ``control_verdict``; every verdict counted, see
-    :func:`verdict_counts`); every number from the frames, nothing hard-coded."""
+    many positional heads it has and how deep its best syntax heads sit (median relative
+    depth); every number from the frames, nothing hard-coded. The verdicts are the ledger
+    stage's (:mod:`analysis_utils.publish.ledger_stage`), not this notebook's."""
     out = []
     share, lo, hi = paper_sep_band()
-    verdicts = ledger.groupby("model", sort=False) if len(ledger) else None
     med = syntax[syntax["paper relation"] != "All"].groupby("model", sort=False)[
         "relative depth"].median()
     pos = positional[positional["weights"] == "pre-trained"]
@@ -95,7 +72,5 @@ def recap(sink: pd.DataFrame, positional: pd.DataFrame, syntax: pd.DataFrame,
                          f"{int((p['direction'] == 'next').sum())} next-token heads")
         if model in med.index:
             parts.append(f"best syntax heads at median relative depth {med[model]:.2f}")
-        if verdicts is not None and model in verdicts.groups:
-            parts.append(verdict_counts(verdicts.get_group(model)))
         out.append(f"**{model}**: " + "; ".join(parts) + ".")
     return out

@@ -2,9 +2,9 @@
 
 Each ledger :class:`~analysis_utils.ledger.core.Claim` names the registry entries it tests
 (``Claim.registry``, ids of ``registry.toml``); the registry itself lists no ledger rows. From
-the declared claims (:func:`analysis_utils.ledger.claims`, imported here lazily so that the
-ledger, which imports :mod:`analysis_utils.claims` for its ``quote`` column, and this module
-never import each other round):
+the declared claims (:func:`analysis_utils.ledger.claims`). It lives in the ledger, which
+imports the registry (:mod:`analysis_utils.claims`, for its ``quote`` column); the registry
+imports nothing of the ledger:
 
 - :func:`rows_by_entry`: ``{entry id: ["NN: claim", ...]}``, the rows that test each entry;
 - :func:`tested` / :func:`pending`: an entry some row tests / a testable entry no row tests
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from . import LEDGER_PAPER, Entry, ledger_key
+from ..claims import LEDGER_PAPER, Entry, ledger_key
 
 #: The ledger's own notebook: rows made from untestable entries that no notebook measures.
 LEDGER_NOTEBOOK = "08"
@@ -31,9 +31,9 @@ LEDGER_NOTEBOOK = "08"
 
 def declared() -> list:
     """Every claim the ledger judges (:func:`analysis_utils.ledger.claims`)."""
-    from .. import ledger
+    from . import claims  # the package's function (imported late: the package imports this)
 
-    return ledger.claims()
+    return claims()
 
 
 def rows_by_entry(claims: Sequence | None = None) -> dict[str, list[str]]:

@@ -1,0 +1,103 @@
+"""Verdict stability: whether each tested row's verdict survives what a reader could vary.
+
+For every row of the ledger that has a test (a verdict of ``yes``, ``no``, ``inconclusive``
+or ``mixed``), three questions, each answered ``holds`` / ``changes`` / ``n/a``:
+
+- **bootstrap seed**: the same rows rebuilt with every resample drawn from another stream
+  (:func:`~.resample.another_seed`); a verdict that changes rests on the bootstrap's noise;
+- **other model**: the same claim's verdict on the other run folder's model (``n/a`` where
+  the other model has no row, or its row is untestable);
+- **fine-tuning seed left out**: for the rows of notebooks 06-07, whether the verdict holds
+  with each fine-tuning seed left out in turn (both arms, pre-trained and random-init; the
+  ledger's rules run again on the folder without it, :mod:`.seeds_left_out`). ``holds`` when
+  every build gives the verdict; otherwise ``changes without seed 43 (to inconclusive)``, each
+  seed that moves it named, so a reader sees which rows rest on one draw. ``n/a`` outside
+  06-07, and for a model whose run has no fine-tuning seeds.
+
+:func:`table` gives one row per tested ledger row; :func:`shares` the share that holds under
+each question and under all that apply.
+
+>>> stab = table(ledger, rebuilt)                                  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import pandas as pd
+
+#: Verdicts that come from a test (the rows whose stability is asked).
+TESTED = ("yes", "no", "inconclusive", "mixed")
+QUESTIONS = ("bootstrap seed", "other model", "fine-tuning seed left out")
+
+
+def _key(df: pd.DataFrame) -> pd.Series:
+    return df["notebook"].astype(str) + "\x00" + df["claim"].astype(str)
+
+
+def _left_out(verdict: str, without: dict[int, str]) -> str:
+    """The answer for one row: ``without`` maps each left-out seed to the row's verdict then."""
+    if not without:
+        return "n/a"
+    moved = {s: v for s, v in sorted(without.items()) if v != verdict}
+    if not moved:
+        return "holds"
+    return "changes " + "; ".join(f"without seed {s} (to {v})" for s, v in moved.items())
+
+
+def table(ledger: pd.DataFrame, rebuilt: pd.DataFrame,
+          left_out: Mapping[str, Mapping[int, pd.DataFrame]] | None = None) -> pd.DataFrame:
+    """One row per tested row of ``ledger`` (columns ``model``, ``notebook``, ``claim``,
+    ``verdict``): ``bootstrap seed`` (``rebuilt``: the same ledger under another bootstrap
+    seed), ``other model``, ``fine-tuning seed left out`` (``left_out``: per model, per
+    fine-tuning seed, the ledger rows rebuilt without it; a row absent from them is ``n/a``)
+    and ``holds under all`` (every question that applies holds; ``n/a`` where none
+    applies)."""
+    key = _key(ledger)
+    again = dict(zip(rebuilt["model"] + "\x00" + _key(rebuilt), rebuilt["verdict"],
+                     strict=True))
+    by_model = {m: dict(zip(_key(g), g["verdict"], strict=True))
+                for m, g in ledger.groupby("model", sort=False)}
+    without: dict[str, dict[int, str]] = {}
+    for model, builds in (left_out or {}).items():
+        for seed, df in builds.items():
+            for k, v in zip(_key(df), df["verdict"], strict=True):
+                without.setdefault(f"{model}\x00{k}", {})[int(seed)] = v
+    rows = []
+    for (_, r), k in zip(ledger.iterrows(), key, strict=True):
+        if r["verdict"] not in TESTED:
+            continue
+        boot = again.get(f"{r['model']}\x00{k}")
+        others = [v.get(k) for m, v in by_model.items() if m != r["model"]]
+        others = [o for o in others if o in TESTED]
+        answers = {
+            "bootstrap seed": "n/a" if boot is None else
+            ("holds" if boot == r["verdict"] else f"changes to {boot}"),
+            "other model": "n/a" if not others else
+            ("holds" if all(o == r["verdict"] for o in others)
+             else "changes to " + ", ".join(sorted(set(others)))),
+            "fine-tuning seed left out": _left_out(r["verdict"],
+                                                   without.get(f"{r['model']}\x00{k}", {})),
+        }
+        applied = [a for a in answers.values() if a != "n/a"]
+        rows.append({"model": r["model"], "notebook": r["notebook"], "claim": r["claim"],
+                     "verdict": r["verdict"], **answers,
+                     "holds under all": "n/a" if not applied else
+                     ("yes" if all(a == "holds" for a in applied) else "no")})
+    return pd.DataFrame(rows, columns=["model", "notebook", "claim", "verdict", *QUESTIONS,
+                                       "holds under all"])
+
+
+def shares(stab: pd.DataFrame) -> pd.DataFrame:
+    """Per model and question: the rows it applies to and the share of them that hold."""
+    out = []
+    for model, g in stab.groupby("model", sort=False):
+        for q in (*QUESTIONS, "holds under all"):
+            col = g[q]
+            applies = col != "n/a"
+            held = (col == "holds") | (col == "yes")
+            out.append({"model": model, "question": q, "rows": int(applies.sum()),
+                        "hold": int((held & applies).sum()),
+                        "share": (float((held & applies).sum()) / int(applies.sum())
+                                  if applies.any() else float("nan"))})
+    return pd.DataFrame(out)
