@@ -85,7 +85,8 @@ NEGLIGIBLE = 0.2
 #: head scores 1/m, about 0.03-0.1 here) is called negligible.
 FEATURE_MARGIN = 0.01
 #: "the striped attention maps generally come from BERT pre-training" (Section 4.4): the
-#: fine-tuned models' [CLS] + [SEP] score within this relative change of the pre-trained one's.
+#: fine-tuned models' [CLS] + [SEP] score rises less than this relative change over the
+#: pre-trained one's (one-sided: a drop agrees, the stripes were there before fine-tuning).
 STRIPE_MARGIN = 0.2
 #: A "diagonally structured" map (Sections 4.1, 4.5): more than half of the head's attention on
 #: the previous and next word.

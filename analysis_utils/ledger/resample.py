@@ -1015,15 +1015,13 @@ def judge_effect(lo: float, hi: float, *, null: float = 0.0, paper_effect: float
     edge = null + d * (margin or 0.0)
     side = "above" if d == 1 else "below"
     span = f"[{lo:.4g}, {hi:.4g}]"
-    if margin:
-        shown = bool(lo > edge) if d == 1 else bool(hi < edge)
-    elif p_adjusted is not None:
+    beyond = bool(lo > edge) if d == 1 else bool(hi < edge)  # edge = null without a margin
+    if p_adjusted is not None and not margin:
         shown = bool(p_adjusted < alpha and d * ((lo + hi) / 2 - null) > 0)
     else:
-        shown = bool(lo > null) if d == 1 else bool(hi < null)
+        shown = beyond
     sesoi = (f" (the null {null:g} {'+' if d == 1 else '-'} the smallest effect of interest "
              f"{margin:g})" if margin else "")
-    beyond = bool(lo > edge) if d == 1 else bool(hi < edge)
     if shown and not beyond:  # Holm's step-down passes where the Bonferroni-level interval
         return Judgement("yes", f"Holm's adjusted p {p_adjusted:.2g} < {alpha:g} with the "
                                 f"estimate {side} {null:g}; the interval {span} is at the "

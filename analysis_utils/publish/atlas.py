@@ -104,6 +104,16 @@ class Family:
     properties: list[Property] = field(default_factory=list)
 
 
+def _refuse_0_based(df: pd.DataFrame, source: str) -> None:
+    """Every table numbers layers and heads from 1; one with a layer or head 0 (or below) was
+    saved before that, and reading it would shift every head by one."""
+    if len(df) and (int(df["layer"].min()) < 1 or int(df["head"].min()) < 1):
+        raise AtlasError(
+            f"{source}: numbers a layer or head 0, as tables did before every table was "
+            "1-based; re-run the notebook that writes it (python -m analysis_utils run "
+            f"--only {source[:2]}) and commit its results")
+
+
 def _grid(df: pd.DataFrame, column: str, num_layers: int, num_heads: int,
           source: str) -> np.ndarray:
     """``df[column]`` as a (num_layers, num_heads) array from its 1-based ``layer``/``head``
@@ -111,26 +121,20 @@ def _grid(df: pd.DataFrame, column: str, num_layers: int, num_heads: int,
     saved before every table was 1-based) or a head outside the model is refused, naming the
     table, and so is a ``label``/``head_label`` column ("3-8") that disagrees with the
     numbers."""
-    base = 1
-    if len(df) and (int(df["layer"].min()) == 0 or int(df["head"].min()) == 0):
-        raise AtlasError(
-            f"{source}: numbers a layer or head 0, as tables did before every table was "
-            "1-based; re-run the notebook that writes it (python -m analysis_utils run "
-            f"--only {source[:2]}) and commit its results")
+    _refuse_0_based(df, source)
     for col in ("label", "head_label"):
         if col in df.columns and len(df):
             own = df["layer"].astype(int).astype(str) + "-" + df["head"].astype(int).astype(str)
             if (own != df[col].astype(str)).any():
                 raise AtlasError(f"{source}: its {col!r} column disagrees with its layer/head "
                                  "numbers; the table is corrupt or mixes numbering bases")
-    layer = df["layer"].astype(int).to_numpy() - base
-    head = df["head"].astype(int).to_numpy() - base
-    if len(df) and (layer.min() < 0 or head.min() < 0 or layer.max() >= num_layers
-                    or head.max() >= num_heads):
+    layer = df["layer"].astype(int).to_numpy() - 1
+    head = df["head"].astype(int).to_numpy() - 1
+    if len(df) and (layer.max() >= num_layers or head.max() >= num_heads):
         raise AtlasError(
-            f"{source}: layer/head outside a {num_layers} x {num_heads} model read {base}-based "
-            f"(layers {layer.min() + base}..{layer.max() + base}, heads {head.min() + base}.."
-            f"{head.max() + base}); was the table written by another model's run?")
+            f"{source}: layer/head outside a {num_layers} x {num_heads} model (layers "
+            f"{layer.min() + 1}..{layer.max() + 1}, heads {head.min() + 1}..{head.max() + 1}); "
+            "was the table written by another model's run?")
     if pd.Series(list(zip(layer, head, strict=True))).duplicated().any():
         raise AtlasError(f"{source}: several rows for one head in column {column!r}; the atlas "
                          "expects one value per head and property")
@@ -658,10 +662,7 @@ def best_roles(scores: pd.DataFrame) -> dict[str, dict]:
     >>> {k: (v["relation"], v["rank"]) for k, v in best_roles(df).items()}
     {'1-1': ('a', 1), '1-2': ('b', 1)}
     """
-    if len(scores) and (int(scores["layer"].min()) == 0 or int(scores["head"].min()) == 0):
-        raise AtlasError("02_head_scores_model.csv numbers a layer or head 0, as tables did "
-                         "before every table was 1-based; re-run notebook 02 (python -m "
-                         "analysis_utils run --only 02) and commit its results")
+    _refuse_0_based(scores, "02_head_scores_model.csv")
     df = scores[scores["relation"] != "All"].copy()
     df["rank"] = (df.groupby(["relation", "direction"], sort=False)["accuracy"]
                   .rank(method="min", ascending=False).astype(int))

@@ -128,11 +128,11 @@ def judge(folders: Sequence[str], root: Path, build=None,
         raise ValueError(f"claims share an anchor (the same notebook and opening words): "
                          f"{clash}; reword one claim in ledger/clark.py or kovaleva.py")
     out = {f"{present[0]}/{CLAIMS_TABLE}": claims}
+    label = {f: ledger.Tables(root / f).label() for f in present}
     if stability:
         from ..ledger import resample
         from ..ledger import stability as stab
 
-        label = {f: ledger.Tables(root / f).label() for f in present}
         if not parallel:
             with resample.another_seed(1):
                 rebuilt = build(present)
@@ -154,8 +154,7 @@ def judge(folders: Sequence[str], root: Path, build=None,
     kept = {nb: [c for c in view if c in rows and not _blank(rows[c]).all()]
             for nb, rows in claims.groupby("notebook", sort=True)}
     for f in present:
-        label = ledger.Tables(root / f).label()
-        mine = claims[claims["model"] == label]
+        mine = claims[claims["model"] == label[f]]
         for nb, rows in mine.groupby("notebook", sort=True):
             out[f"{f}/{nb}_verdicts.csv"] = rows[kept[nb]].reset_index(drop=True)
     return out

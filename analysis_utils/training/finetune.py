@@ -63,6 +63,7 @@ from torch import nn
 
 from .. import paths
 from ..data.glue import GlueExample
+from ..data.manifest import sha256_file
 from ..engine import memory
 from ..engine.attention import uses_token_types
 from ..engine.fingerprint import weights_fingerprint
@@ -404,7 +405,7 @@ def shared_tokenizer(folder: Path, load):
     for name in _TOKENIZER_FILES:
         f = Path(folder) / name
         if f.is_file():
-            h.update(name.encode() + b"\0" + hashlib.sha256(f.read_bytes()).digest())
+            h.update(f"{name}\0{sha256_file(f)}\n".encode())
     key = h.hexdigest()
     tok = _TOKENIZERS.get(key)
     if tok is None:
