@@ -235,7 +235,10 @@ notebook.table_view(tables["control"][list(shown)[:7]], index="relation")
 # "All" words each head-direction loses when [CLS]/[SEP] are kept as candidates (footnote 3:
 # the paper ignores them), and, for the
 # best `obj` head (the paper's head 8-10), each word's attention to [CLS] and [SEP] with its
-# UPOS. The file's `layout` entry says how to unpack the bits; layers and heads are 1-based.
+# UPOS, and each "All" word's dependency arc length in words (`all_head_distance`, -1 for the
+# root), which the ledger sets against 03's coreference links (Clark 4.3: "coreference links
+# are usually longer than syntactic dependencies"). The file's `layout` entry says how to
+# unpack the bits; layers and heads are 1-based.
 
 # %%
 for lbl in ("model", "control"):

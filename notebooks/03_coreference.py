@@ -167,8 +167,10 @@ pct = {"*": within(abs=0.05, rel=0.01)}
 
 # Per mention, for the claims ledger's tests, which resample documents (the unit OntoGUM was
 # sampled by) and pair each head with a baseline on the same mentions: each mention's
-# document, window, type and person, every head's correctness (bit-packed) and each
-# baseline's. The file's `layout` entry says how to unpack it; layers and heads 1-based.
+# document, window, type and person, every head's correctness (bit-packed), each
+# baseline's, and the link's length (`antecedent_distance`: words from the mention's head word
+# back to its nearest antecedent's; the ledger sets it against 02's dependency arcs). The
+# file's `layout` entry says how to unpack it; layers and heads 1-based.
 for lbl, (_, mentions) in scored.items():
     run.arrays(f"by_mention_{lbl}", coref.by_mention_arrays(mentions, baseline_correct))
 

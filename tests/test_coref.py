@@ -422,6 +422,11 @@ def test_per_mention_correctness_by_hand(doc, blank_maps):
     # the uniform head: ties go to John (word 0), an antecedent of "his" and "him" only
     assert sm.correct[0, 1].tolist() == [True, False, True, False, False, False]
     assert sm.document.tolist() == [doc.doc_id] * 6 and sm.window.tolist() == [0] * 6
+    # each link's length, head word back to the nearest antecedent's: his 2 -> John 0,
+    # dog 7 -> dog 3, him 10 -> his 2 (not John 0), she 16 -> Mary 12, It 19 -> left 13,
+    # Mary 21 -> she 16 (not Mary 12)
+    assert sm.antecedent_distance.tolist() == [2, 4, 8, 4, 6, 5]
+    assert coref.antecedent_distances(w).tolist() == [2, 4, 8, 4, 6, 5]
     assert [g["type"] for g in sm.groups] == ["pronoun", "nominal", "pronoun", "pronoun",
                                               "pronoun", "proper"]
     # the frame's counts are the per-mention sums
@@ -451,5 +456,8 @@ def test_by_mention_arrays_round_trip(doc, blank_maps, tmp_path):
     assert z["baseline_correct"].shape == (6, 4) and z["systems"].tolist() == list(coref.SYSTEMS)
     assert z["documents"][z["document"]].tolist() == [doc.doc_id] * 6
     assert z["types"][z["type"]].tolist() == [g["type"] for g in sm.groups]
+    assert z["antecedent_distance"].tolist() == [2, 4, 8, 4, 6, 5]
+    with pytest.raises(ValueError, match="antecedent_distance has 5"):
+        coref.by_mention_arrays(sm._replace(antecedent_distance=sm.antecedent_distance[:5]), bc)
     with pytest.raises(ValueError, match="other mentions"):
         coref.by_mention_arrays(sm, bc[:, :5])

@@ -69,7 +69,8 @@ def _words():
     sw = syntax.ScoredWords(c, np.array([r[0] for r in rows], dtype=np.int32),
                             np.array([r[2] for r in rows], dtype=np.int32),
                             np.array([r[1] for r in rows]), syntax.DIRECTIONS, special, share)
-    sents = [SimpleNamespace(sent_id=f"doc{s // 2}-{s % 2 + 1}", upos=("NOUN", "DET"))
+    sents = [SimpleNamespace(sent_id=f"doc{s // 2}-{s % 2 + 1}", upos=("NOUN", "DET"),
+                             heads=(0, 1))  # word 0 the root, word 1 one word after its head
              for s in range(N_SENT)]
     return syntax.by_word_arrays(sw, off, [-1, 1], sents, share_head=(0, 0, "dep2head"))
 
@@ -225,7 +226,7 @@ def _mentions():
     groups = [{"all": "All", "type": "nominal" if i < 4 else "pronoun", "person": "3",
                "type_person": "x"} for i in idx]
     sm = coref.ScoredMentions(c, np.array([f"d{d}" for d in doc]), np.zeros(M, np.int32),
-                              groups)
+                              groups, antecedent_distance=idx + 1)  # 1..10 in every document
     return coref.by_mention_arrays(sm, base)
 
 
@@ -403,3 +404,65 @@ def test_distributed_compares_the_probe_with_the_best_head_on_the_same_words(t02
     _dev_table(t02.path, [s // 2 + 1 for s in range(N_SENT)], scored=3)
     with pytest.raises(ValueError, match="different dev words"):
         c.rule(core.Tables(t02.path), "model")
+
+
+# --- coreference links against dependency arcs (Clark 4.3's background claim) ---------------
+
+def test_prob_longer_by_hand():
+    # X in {1, 2, 3} equally, Y in {1, 2} equally: pairs (x, y) with x > y: (2,1), (3,1),
+    # (3,2) = 3 of 6; ties (1,1), (2,2) = 2 of 6, half each: (3 + 1) / 6
+    assert float(clark.prob_longer(np.array([0, 1, 1, 1]), np.array([0, 1, 1, 0]))) \
+        == pytest.approx(4 / 6)
+    # counts or shares give the same, and leading axes broadcast
+    both = clark.prob_longer(np.array([[0, 2, 2, 2], [0, 0, 0, 5]]), np.array([0, .5, .5, 0]))
+    assert both.tolist() == pytest.approx([4 / 6, 1.0])
+
+
+def test_longer_bootstrap_resamples_each_corpus_by_document():
+    x = np.array([5, 5, 1, 1])  # two documents: one of long links, one of short
+    y = np.array([2, 2, 2])
+    r = clark.longer_bootstrap(x, np.array(["a", "a", "b", "b"]), y, np.array(["e"] * 3),
+                               n_resamples=2_000)
+    assert r.estimate == pytest.approx(0.5) and r.null == 0.5 and r.n_clusters == 3
+    # a resample holds document a twice (1.0), b twice (0.0) or both (0.5)
+    assert set(np.round(r.draws, 6)) <= {0.0, 0.5, 1.0} and r.lo == 0.0 and r.hi == 1.0
+    with pytest.raises(ValueError, match=">= 0"):
+        clark.longer_bootstrap(np.array([-1]), np.array(["a"]), y, np.array(["e"] * 3))
+
+
+@pytest.fixture()
+def t0203(tmp_path):
+    f = tmp_path / "run0203"
+    f.mkdir()
+    _provenance(f, "02", {"min_count": 1})
+    _provenance(f, "03", {})
+    np.savez_compressed(f / "02_by_word_model.npz", **_words())
+    np.savez_compressed(f / "03_by_mention_model.npz", **_mentions())
+    return core.Tables(f)
+
+
+def test_links_longer_reads_both_notebooks_files(t0203):
+    c = _claim("coreference links are usually longer", "03")
+    assert c.registry == ("clark-4.3-coref-links-longer",) and not c.control
+    assert set(c.needs) == {"03_by_mention_model.npz", "02_by_word_model.npz"}
+    assert c.rule(t0203, "control") is None  # the same corpora: judged once
+    o = c.rule(t0203, "model")
+    ch = o.check
+    # links 1..10 words in every document; every arc 1 word (the roots left out): a link is
+    # longer in 9 of 10 pairs and ties in 1, so 0.9 + 0.1 / 2, in every resample
+    assert ch.null == 0.5 and ch.paper_effect is None
+    assert ch.result.estimate == pytest.approx(0.95) and ch.result.lo == pytest.approx(0.95)
+    assert o.unit == "6 OntoGUM and 4 EWT documents" and o.scale == 100
+    assert o.value.startswith("median link 6 words vs. median arc 1")
+    assert "60 links" in o.note and "8 dependency arcs" in o.note
+
+
+def test_links_longer_is_untestable_on_files_without_the_lengths(t0203):
+    p = t0203.path / "03_by_mention_model.npz"
+    z = dict(np.load(p))
+    del z["antecedent_distance"]
+    np.savez_compressed(p, **z)
+    o = _claim("coreference links are usually longer", "03").rule(t0203, "model")
+    assert o.check is None
+    assert o.untestable == ("this run saved no antecedent_distance in 03_by_mention_model.npz: "
+                            "re-run notebooks 02 and 03")

@@ -338,6 +338,9 @@ def test_by_word_arrays_round_trip(items, sents, tmp_path):
     assert z["documents"][z["document"]].tolist() == ["doc-a"] * 14 + ["doc-b"] * 9
     assert z["relations"][z["relation"]].tolist() == sw.relation.tolist()
     assert z["all_rows"].tolist() == [0, 1, 2, 3, 4, 5, 6, 13, 14, 15, 16, 17, 18]
+    # the arcs of the All rows by hand, -1 for the roots: A "The cat sat on the mat ." (sat
+    # the root; on -> mat 2, mat -> sat 3, . -> sat 4), B "Hello", C "John 's dog barked ."
+    assert z["all_head_distance"].tolist() == [1, 1, -1, 2, 1, 3, 4, -1, 2, 1, 1, -1, 1]
     lost = syntax.unpack_bits(z["special_lost"], 4)
     # every dep2head hit of the All words is lost to [CLS]; read head2dep, "The" (no word
     # attends to it: the tie goes to [CLS]) is lost by head 1-1

@@ -152,6 +152,16 @@ def evaluable_mentions(window: CorefWindow) -> list[tuple[Mention, frozenset[int
     return out
 
 
+def antecedent_distances(window: CorefWindow) -> np.ndarray:
+    """(M,) int32, for each evaluable mention of ``window`` (:func:`evaluable_mentions`'
+    order): how many words its head word lies after the head word of its nearest antecedent,
+    the coreference link's length in words. The window is contiguous and holds the mention,
+    so the nearest antecedent in the window is the nearest in the document; a mention whose
+    antecedents all lie before the window is not evaluable and has no entry."""
+    return np.array([m.head_word - max(heads) for m, heads in evaluable_mentions(window)],
+                    dtype=np.int32)
+
+
 def _agree(a: str | None, b: str | None) -> bool:
     return a is None or b is None or a == b
 
@@ -239,12 +249,14 @@ class ScoredMentions(NamedTuple):
     ``h``, 0-based, picks an antecedent's head word); ``document`` (M,) the
     ``CorefDocument.doc_id`` of the mention's window; ``window`` (M,) the window's index in
     its document; ``groups`` the mention's group per breakdown (``{"all", "type", "person",
-    "type_person"}`` -> group label)."""
+    "type_person"}`` -> group label); ``antecedent_distance`` (M,) the words from the
+    mention's head word back to its nearest antecedent's (:func:`antecedent_distances`)."""
 
     correct: np.ndarray
     document: np.ndarray
     window: np.ndarray
     groups: list
+    antecedent_distance: np.ndarray | None = None
 
 
 def antecedent_accuracy(windows_with_maps: Iterable, causal: bool = False,
@@ -260,7 +272,7 @@ def antecedent_accuracy(windows_with_maps: Iterable, causal: bool = False,
     behind the counts with each mention's document, window and groups, for tests that
     resample documents (:class:`ScoredMentions`)."""
     chunks, groups, shape = [], [], None
-    docs, win_idx = [], []
+    docs, win_idx, dist = [], [], []
     for item in windows_with_maps:
         w, attn, is_special, word_pos = unpack_word_maps(item, "window")
         if len(word_pos) != len(w.words):
@@ -281,6 +293,7 @@ def antecedent_accuracy(windows_with_maps: Iterable, causal: bool = False,
         chunks.append(np.take_along_axis(target[None, None], pred[..., None],
                                          axis=-1)[..., 0])
         groups.extend(_groups(m) for m, _ in ev)
+        dist.append(antecedent_distances(w))
         docs.extend([w.doc_id] * len(ev))
         win_idx.extend([w.index] * len(ev))
     if shape is None:
@@ -300,7 +313,8 @@ def antecedent_accuracy(windows_with_maps: Iterable, causal: bool = False,
     if not return_correct:
         return df
     return df, ScoredMentions(correct, np.asarray(docs, dtype=object).astype(str),
-                              np.asarray(win_idx, dtype=np.int32), groups)
+                              np.asarray(win_idx, dtype=np.int32), groups,
+                              np.concatenate(dist) if dist else np.zeros(0, dtype=np.int32))
 
 
 def baseline_accuracy(wins: Iterable[CorefWindow], return_correct: bool = False):
@@ -437,7 +451,8 @@ def by_mention_arrays(scored: ScoredMentions, baseline_correct: np.ndarray
     ``window`` (M,) int16; ``type`` / ``person`` (M,) int8 codes into ``types`` /
     ``persons``; ``head_correct`` packbits (see :data:`BY_MENTION_LAYOUT`) with
     ``column_layer`` / ``column_head`` (1-based); ``baseline_correct`` (M, S) bool with
-    ``systems``."""
+    ``systems``; ``antecedent_distance`` (M,) int16, words from each mention's head word
+    back to its nearest antecedent's (when ``scored`` has it)."""
     L, H, M = scored.correct.shape
     if baseline_correct.shape != (len(SYSTEMS), M):
         raise ValueError(f"baseline_correct is {baseline_correct.shape}, expected "
@@ -459,4 +474,9 @@ def by_mention_arrays(scored: ScoredMentions, baseline_correct: np.ndarray
         column_head=(hd.ravel() + 1).astype(np.int16),
         baseline_correct=np.ascontiguousarray(baseline_correct.T),
         systems=np.asarray(SYSTEMS), layout=np.asarray(BY_MENTION_LAYOUT))
+    if scored.antecedent_distance is not None:
+        if len(scored.antecedent_distance) != M:
+            raise ValueError(f"antecedent_distance has {len(scored.antecedent_distance)} "
+                             f"entries for {M} mentions")
+        out["antecedent_distance"] = scored.antecedent_distance.astype(np.int16)
     return out

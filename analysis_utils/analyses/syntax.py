@@ -504,6 +504,22 @@ def document_of(sent_id: str) -> str:
     return str(sent_id).rsplit("-", 1)[0]
 
 
+def arc_lengths(sentences: Sequence, sentence: np.ndarray, dependent: np.ndarray) -> np.ndarray:
+    """(n,) int16 length in words of each word's dependency arc, ``|gold head - dependent|``
+    from the UD heads of ``sentences[sentence[i]]`` (``dependent`` 0-based), -1 for the root.
+
+    >>> from types import SimpleNamespace as S
+    >>> s = S(heads=(2, 0, 2, 2))   # "She saw it yesterday": saw is the root
+    >>> arc_lengths([s], np.zeros(4, int), np.arange(4)).tolist()
+    [1, -1, 1, 2]
+    """
+    out = np.empty(len(dependent), dtype=np.int16)
+    for i, (s, d) in enumerate(zip(sentence, dependent, strict=True)):
+        head = int(sentences[int(s)].heads[int(d)])
+        out[i] = -1 if head == 0 else abs(head - 1 - int(d))
+    return out
+
+
 def by_word_arrays(scored: ScoredWords, offset_correct: np.ndarray, offsets: Sequence[int],
                    sentences: Sequence, share_head: tuple[int, int, str] | None = None
                    ) -> dict[str, np.ndarray]:
@@ -522,7 +538,9 @@ def by_word_arrays(scored: ScoredWords, offset_correct: np.ndarray, offsets: Seq
     (the "All" words). With ``share_head`` ``(layer, head, direction)`` (0-based, e.g. the best head of
     a relation): ``share_cls`` / ``share_sep`` (A,) float16, the attention from each "All"
     word to [CLS] and to [SEP] in that head, ``upos`` codes into ``upos_names``, and
-    ``share_head`` ("L-H", 1-based) with ``share_direction``."""
+    ``share_head`` ("L-H", 1-based) with ``share_direction``. ``all_head_distance`` (A,)
+    int16: for the same "All" rows, the dependency arc's length in words, ``|gold head -
+    dependent|`` from ``sentences``' UD heads, -1 for the root (no arc)."""
     correct = scored.correct
     D, L, H, W = correct.shape
     if offset_correct.shape != (len(offsets), W):
@@ -549,6 +567,8 @@ def by_word_arrays(scored: ScoredWords, offset_correct: np.ndarray, offsets: Seq
     }
     all_rows = np.flatnonzero(scored.relation == ALL)
     out["all_rows"] = all_rows.astype(np.int32)
+    out["all_head_distance"] = arc_lengths(sentences, scored.sentence[all_rows],
+                                           scored.dependent[all_rows])
     if scored.correct_with_special is not None:
         # keeping [CLS]/[SEP] as candidates can only turn a right word wrong (a word that
         # still wins the argmax is the same word), so the losses alone say it, and compress

@@ -32,6 +32,7 @@ from .resample import (
     cluster_sums,
     from_draws,
     max_over_heads,
+    Resampled,
     paired_cluster_bootstrap,
     resample_counts,
 )
@@ -1138,6 +1139,84 @@ def _coref_nominal(t: Tables, which: str) -> Outcome:
               "+18 vs. +13); the head is the best on all mentions, as the paper's 'it'"))
 
 
+def prob_longer(px: np.ndarray, py: np.ndarray) -> np.ndarray:
+    """P(X > Y) + P(X = Y) / 2 for independent X ~ ``px`` and Y ~ ``py``, counts or shares
+    over the same lengths 0..K-1 (the last axis; leading axes broadcast): how often a draw of
+    X is longer than a draw of Y, ties counted half.
+
+    >>> float(prob_longer(np.array([0, 1, 1]), np.array([0, 1, 0])))  # X in {1, 2}, Y = 1
+    0.75
+    """
+    px = np.asarray(px, dtype=float)
+    py = np.asarray(py, dtype=float)
+    px = px / px.sum(axis=-1, keepdims=True)
+    py = py / py.sum(axis=-1, keepdims=True)
+    below = np.cumsum(py, axis=-1) - py  # P(Y < k)
+    return (px * (below + py / 2)).sum(axis=-1)
+
+
+def _length_histograms(lengths: np.ndarray, clusters: np.ndarray, k: int):
+    """(C, k) counts of each length per cluster, and the cluster labels."""
+    ids, codes = np.unique(clusters, return_inverse=True)
+    h = np.zeros((len(ids), k))
+    np.add.at(h, (codes, lengths), 1.0)
+    return h, ids
+
+
+def longer_bootstrap(x, x_clusters, y, y_clusters, *, n_resamples: int = 10_000,
+                     seed: int = 0) -> Resampled:
+    """:func:`prob_longer` of lengths ``x`` over ``y`` with each sample's clusters (its
+    documents) resampled on their own, as the two were sampled apart: the pooled length
+    histograms of every resample. Null 0.5 (as often longer as shorter); two-sided."""
+    x, y = np.asarray(x, dtype=int), np.asarray(y, dtype=int)
+    if len(x) == 0 or len(y) == 0 or min(x.min(), y.min()) < 0:
+        raise ValueError("lengths must be non-empty and >= 0")
+    k = int(max(x.max(), y.max())) + 1
+    hx, _ = _length_histograms(x, x_clusters, k)
+    hy, _ = _length_histograms(y, y_clusters, k)
+    draws = np.empty(n_resamples)
+    start = 0
+    for wx, wy in zip(resample_counts(len(hx), n_resamples, seed),
+                      resample_counts(len(hy), n_resamples, seed + 1), strict=True):
+        draws[start:start + len(wx)] = prob_longer(wx @ hx, wy @ hy)
+        start += len(wx)
+    return from_draws(draws, float(prob_longer(hx.sum(0), hy.sum(0))), null=0.5,
+                      n_clusters=len(hx) + len(hy))
+
+
+def _links_longer(t: Tables, which: str) -> Outcome | None:
+    """clark-4.3-coref-links-longer: a coreference link (a mention's head word back to its
+    nearest antecedent's, 03's evaluable mentions) is longer than a dependency arc (02's
+    scored words, the root left out) more often than not; OntoGUM and EWT documents
+    resampled apart. A property of the two corpora, the same on the control: judged once."""
+    if which != "model":
+        return None
+    m = np.load(t.path / BY_MENTION.format(which))
+    w = np.load(t.path / BY_WORD.format(which))
+    missing = [f"{name} in {f}" for name, f, z in (
+        ("antecedent_distance", BY_MENTION.format(which), m),
+        ("all_head_distance", BY_WORD.format(which), w)) if name not in z.files]
+    if missing:
+        return Outcome(value=DASH, untestable=(
+            f"this run saved no {' and no '.join(missing)}: re-run notebooks 02 and 03"))
+    x, x_docs = m["antecedent_distance"].astype(int), m["document"]
+    arcs = w["all_head_distance"].astype(int)
+    keep = arcs >= 0  # the root has no arc
+    y, y_docs = arcs[keep], w["document"][w["all_rows"]][keep]
+    r = longer_bootstrap(x, x_docs, y, y_docs, n_resamples=RESAMPLES_02, seed=SEED_02)
+    n_x, n_y = len(np.unique(x_docs)), len(np.unique(y_docs))
+    return Outcome(
+        value=(f"median link {np.median(x):.0f} words vs. median arc {np.median(y):.0f}; "
+               f"a link is the longer in {pct(r.estimate)} of pairs"),
+        check=Check(result=r, null=0.5),
+        unit=f"{n_x:,} OntoGUM and {n_y:,} EWT documents", scale=100, suffix="%",
+        note=(f"{len(x):,} links (mentions with an antecedent in 03's windows: a link that "
+              f"leaves its window is not counted, so the longest are missing) against "
+              f"{len(y):,} dependency arcs; 'usually' read as more than half of all "
+              "link-arc pairs, ties counted half. About the corpora, not attention: the "
+              "random-weights control reads the same words"))
+
+
 # --- 04: probes --------------------------------------------------------------------------
 
 #: Notebook 04's per-sentence dev counts (written since 2026-11-27): probe, seed (blank for
@@ -1764,5 +1843,13 @@ def _claims_03() -> list[Claim]:
         "mentions", f"{_CONTROL} (its own best head)",
         "documents resampled, 10,000 times; the head chosen on all mentions; two-sided",
         _coref_nominal, needs, registry=("clark-4.3-nominal",)))
+    out.append(Claim(
+        "03", CLARK, "4.3", "coreference links are usually longer than syntactic dependencies",
+        "stated as background, no number", "a link (mention to nearest antecedent, in words) "
+        "longer than a dependency arc in more than half of all link-arc pairs (ties half)",
+        "none: a property of the corpora, the control reads the same words",
+        "OntoGUM and EWT documents resampled apart, 10,000 times; two-sided",
+        _links_longer, (BY_MENTION.format("model"), BY_WORD.format("model")), control=False,
+        registry=("clark-4.3-coref-links-longer",)))
     return out
 
