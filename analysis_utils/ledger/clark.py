@@ -28,11 +28,11 @@ from . import depth, resample
 from .core import MIN_SEEDS, Check, Claim, Outcome, Tables, heterogeneous_band, ordinal, pct
 from .resample import (
     EQUIVALENCE_MARGINS,
+    Resampled,
     cluster_bootstrap,
     cluster_sums,
     from_draws,
     max_over_heads,
-    Resampled,
     paired_cluster_bootstrap,
     resample_counts,
 )
