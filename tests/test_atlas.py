@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import base64
 import json
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 import numpy as np
 import pandas as pd
@@ -677,3 +679,53 @@ def test_the_shared_scale_spans_both_models(reader):
     other = pd.read_csv(paths.RESULTS_DIR / "base" / "01_per_head_model.csv")["previous"]
     assert lo_hi[0] != shared[0] or lo_hi[2] != shared[2]
     assert float(shared[2]) == pytest.approx(max(own.max(), other.max()), rel=5e-3)
+
+
+def test_figure_links_list_the_figures_the_run_wrote(tmp_path):
+    figs = tmp_path / "figures"
+    figs.mkdir()
+    (figs / "01_entropy.png").write_bytes(b"png")
+    (figs / "01_sep_to_sep.png").write_bytes(b"png")
+    got = atlas.figure_links("surface", figs)
+    # in FIGURES' order, only those written, each with what it draws
+    assert [g["path"].rsplit("/", 1)[1] for g in got] == ["01_sep_to_sep.png", "01_entropy.png"]
+    assert got[1]["draws"] == dict(atlas.FIGURES["surface"])["01_entropy.png"]
+    assert atlas.figure_links("surface", None) == [] and atlas.figure_links("coref", figs) == []
+    # every family of the atlas has its figures named, and only figures of its own notebook
+    fams = {f.id: f.notebook for f in atlas.FAMILIES}
+    assert set(atlas.FIGURES) == set(fams)
+    for fid, figures in atlas.FIGURES.items():
+        assert all(name.startswith(fams[fid] + "_") for name, _ in figures), fid
+
+
+@pytest.mark.parametrize("profile", ["default", "base"])
+def test_committed_pages_link_figures_that_exist(profile):
+    """A head card's figure links (book.root + path) reach the committed figures from where
+    the page lies; every measured family with a figure in the run links it."""
+    page_path, _ = PAGES[profile]
+    data = _page_data(page_path)
+    root = data["book"]["root"]
+    linked = 0
+    for f in data["families"]:
+        for g in f["figures"]:
+            assert (page_path.parent / (root + g["path"])).resolve().is_file(), g["path"]
+            linked += 1
+    assert linked >= 5 and book._atlas_links(page_path.read_text())
+    assert any(h.endswith("01_entropy.png") for h in book._atlas_links(page_path.read_text()))
+
+
+@pytest.mark.parametrize("which", ["fresh", "default"])
+def test_a_head_card_links_the_figures_of_its_numbers(browser, fresh_page, which):
+    """The ranked view of a property and each family of a head's card link the figures that
+    draw them, and the links reach files."""
+    page_path, _ = _cases(fresh_page)[which]
+    page, _, _ = _open(browser, page_path)
+    page.select_option("#property", "01.previous")
+    hrefs = page.eval_on_selector_all("#top-table p.figures a", "as => as.map(a => a.href)")
+    assert any(h.endswith("/figures/01_relative_position.png") for h in hrefs), hrefs
+    card = page.eval_on_selector_all('#detail details[data-family="syntax"] p.figures a',
+                                      "as => as.map(a => a.href)")
+    assert any(h.endswith("/figures/02_relation_heatmaps.png") for h in card), card
+    for h in hrefs + card:  # the root is relative to where each page was written
+        assert Path(unquote(urlsplit(h).path)).is_file(), h
+    page.close()

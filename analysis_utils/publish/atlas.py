@@ -476,15 +476,70 @@ def _shown(path: Path) -> str:
         return Path(path).name
 
 
+#: The figures that draw each family's numbers, and what each draws: a head card links them
+#: (those the run wrote), so a reader goes from a number to the picture it is part of. Most are
+#: per head; the rest say what they summarise.
+FIGURES: dict[str, tuple[tuple[str, str], ...]] = {
+    "surface": (
+        ("01_relative_position.png", "attention to the current, previous and next token, "
+                                     "every head"),
+        ("01_token_classes.png", "attention to [CLS], [SEP] and periods/commas, every head"),
+        ("01_sep_to_sep.png", "attention to [SEP] from [SEP] and from other tokens, every head"),
+        ("01_entropy.png", "attention entropy, from every token and from [CLS], every head")),
+    "norms": (("01_norm_shares.png", "weight share against norm share, layer means"),),
+    "syntax": (
+        ("02_relation_heatmaps.png", "accuracy of every head on the relations of the paper's "
+                                     "Table 1, each in its best direction"),
+        ("02_relation_heatmaps_other.png", "the same for the other relations")),
+    "coref": (("03_head_heatmap.png", "antecedent accuracy of every head, all mentions"),),
+    "probe": (("04_head_weights.png", "the probes' learned weight of every head, mean over "
+                                      "their training seeds"),),
+    "behaviour": (("05_mds_model.png", "every head placed by the distance between their "
+                                       "attention maps (MDS), coloured by behaviour"),
+                  ("05_mds_control.png", "the same for the random-weights control")),
+    "framenet": (("06_framenet_heatmap.png", "the FrameNet link score of every head, minus "
+                                             "the random-weights control's"),),
+    "drift": (("06_drift_heatmaps.png", "cosine similarity of every head's maps before and "
+                                        "after fine-tuning, the first fine-tuning seed"),),
+    "features": (("06_special_tokens_by_layer.png", "attention to [CLS], [SEP] and "
+                                                    "punctuation, layer means over the heads"),),
+    "disabling": (("07_head_changes_uniform.png", "the change of the dev metric with each "
+                                                  "head disabled (uniform), every task and seed"),
+                  ("07_head_changes_zero.png", "the same with each head's output set to zero")),
+    "importance": (("07_pruning_curves.png", "the dev metric as heads are removed in this "
+                                             "importance order, against random orders"),),
+}
+
+
+def figure_links(family: str, figures: Path | None) -> list[dict]:
+    """``[{"path", "draws"}]``: the figures of :data:`FIGURES` that ``family``'s run wrote in
+    ``figures`` (its figures folder), each path repository-relative in POSIX form (a page
+    links it as ``book.root + path``); none without a folder."""
+    import os
+
+    if figures is None:
+        return []
+    out = []
+    for name, draws in FIGURES.get(family, ()):
+        f = Path(figures) / name
+        if f.is_file():
+            out.append({"path": Path(os.path.relpath(f, paths.REPO_ROOT)).as_posix(),
+                        "draws": draws})
+    return out
+
+
 def collect(results: Path, num_layers: int, num_heads: int,
-            families: tuple[Family, ...] = FAMILIES) -> list[dict]:
+            families: tuple[Family, ...] = FAMILIES, figures: Path | None = None) -> list[dict]:
     """Every family's properties read from ``results`` as JSON-able dicts: ``values``,
     ``control`` and ``rank`` are (num_layers, num_heads) nested lists with ``null`` where not
-    measured; a family whose model table is absent is ``{"measured": False}``."""
+    measured; a family whose model table is absent is ``{"measured": False}``. ``figures``:
+    the run's figures folder, whose figures of each family are listed
+    (:func:`figure_links`)."""
     out = []
     for fam in families:
         entry = {"id": fam.id, "title": fam.title, "notebook": fam.notebook,
-                 "sources": list(fam.sources), "control_note": fam.control_note}
+                 "sources": list(fam.sources), "control_note": fam.control_note,
+                 "figures": figure_links(fam.id, figures)}
         if not (results / fam.sources[0]).exists():
             out.append({**entry, "measured": False, "properties": []})
             continue
@@ -931,6 +986,7 @@ def build(profile: str = "default", results: Path | None = None, out_dir: Path |
         raise AtlasError(f"unknown profile {profile!r}; choose one of {sorted(profiles.PROFILES)}")
     dest = destination(profile)  # where `run --profile P` publishes
     sub = profiles.SUBFOLDER.get(profile)
+    results_given = results is not None and Path(results) != dest.results
     results = Path(results) if results else dest.results
     if not results.is_dir():
         raise AtlasError(f"no results folder {_shown(results)}: run `python -m analysis_utils run "
@@ -941,7 +997,7 @@ def build(profile: str = "default", results: Path | None = None, out_dir: Path |
     info = model_info(results)
     ident = info["identity"]
     L, H = int(ident["num_layers"]), int(ident["num_heads"])
-    families = collect(results, L, H)
+    families = collect(results, L, H, figures=dest.figures if not results_given else None)
     model = model or profiles.overrides(profile, "01").get("model", "minilm")
     kept = _kept_examples(out_dir / f"{slug(ident['name'])}.html") if keep_examples else None
     if kept is not None:

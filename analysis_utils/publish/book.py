@@ -207,7 +207,7 @@ def atlas_data(text: str) -> dict:
 
 def _atlas_links(text: str) -> list[str]:
     """The local links an atlas page's script builds from its data: the other model's page,
-    each claim card's page and notebook."""
+    each claim card's page and notebook, and each family's figures."""
     try:
         data = atlas_data(text)
     except (IndexError, json.JSONDecodeError):
@@ -222,6 +222,8 @@ def _atlas_links(text: str) -> list[str]:
             if b.get("html"):
                 path = re.sub(r"\.ipynb(#|$)", r".html\1", path)
             out.append(b["root"] + path)
+    for f in data.get("families", []):
+        out.extend(b.get("root", "") + g["path"] for g in f.get("figures", []))
     return sorted(set(out))
 
 

@@ -544,6 +544,20 @@
     return B.root + (B.html ? path.replace(/\.ipynb(#|$)/, ".html$1") : path);
   }
 
+  // The figures that draw a family's numbers (D.families[].figures: repository-relative
+  // paths, reached through the same root as the notebooks), each with what it draws.
+  function figureLinks(f) {
+    if (!f.figures || !f.figures.length) return null;
+    const root = D.book && D.book.root !== undefined ? D.book.root : "";
+    const p = el("p", { class: "note figures", "data-family": f.id }, "Figures (notebook " + f.notebook + "): ");
+    f.figures.forEach((g, i) => {
+      if (i) p.appendChild(document.createTextNode("; "));
+      p.appendChild(el("a", { href: root + g.path, class: "figure" }, g.path.split("/").pop()));
+      p.appendChild(document.createTextNode(" (" + g.draws + ")"));
+    });
+    return p;
+  }
+
   function claimCard(r, name, paper) {
     const div = el("div", { class: "claim", "data-kind": paper ? "paper" : "run" });
     const B = D.book || {};
@@ -658,6 +672,8 @@
       d.appendChild(t);
       d.appendChild(el("p", { class: "note" }, "From " + f.sources.join(", ") +
         (f.properties.some(p => p.control) ? "; control: " + f.control_note : "") + "."));
+      const figs = figureLinks(f);
+      if (figs) d.appendChild(figs);
       box.appendChild(d);
     });
   }
@@ -728,6 +744,8 @@
     box.appendChild(t);
     box.appendChild(el("p", { class: "note" }, rows.length + " heads measured; rank 1 = " +
       (p.order === "asc" ? "lowest" : "highest") + ". " + (p.note || "")));
+    const figs = figureLinks(current.f);
+    if (figs) box.appendChild(figs);
   }
 
   // --- example maps --------------------------------------------------------------------
