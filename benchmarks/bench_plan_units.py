@@ -24,9 +24,16 @@ count; records older than ``cpu_seconds`` (before 29 Nov 2026) have no CPU share
 often measured beside other jobs, so ``--min-cpu-share 0.9`` keeps only units that had a core
 of their own.
 
+With ``--segments FILE``, also the measured run: a plan run from an empty cache that was
+stopped and resumed (a session ends, a batch job's time runs out) logs each stretch as
+``segment N start <ISO time> epoch <seconds> ...`` and ``segment N end <ISO time> epoch
+<seconds> ...`` lines; the plan's measured wall time is the sum of the stretches, with the
+units each one finished and the work in progress when it stopped (lost, but for a fine-tune's
+epochs saved as checkpoints), read from the units' records.
+
 Usage: ``python benchmarks/bench_plan_units.py [--profile default] [-p NAME=VALUE ...]
 [--reference seeds=42,43,44 --reference random_init=3] [--slots 2] [--min-cpu-share X]
-[--json FILE]``. Needs the gold data (``BERTOLOGY_DATA_DIR``); reads the cache, writes
+[--segments FILE] [--json FILE]``. Needs the gold data (``BERTOLOGY_DATA_DIR``); reads the cache, writes
 nothing there.
 """
 
@@ -34,8 +41,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import statistics
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
 from analysis_utils import paths
@@ -135,6 +144,75 @@ def summarise(rows: list[tuple], min_share: float, slots: int) -> dict:
             "wall_longest_first_s": wall_time(waves, slots, True), "slots": slots}
 
 
+_SEGMENT = re.compile(r"^segment (\d+) (start|end) \S+ epoch (\d+)(?:.* rc (\d+))?")
+
+
+def read_segments(text: str) -> list[dict]:
+    """``[{"segment", "start", "end", "rc"}]`` (epoch seconds; ``end`` and ``rc`` None for a
+    stretch still running or killed before it could log; ``rc`` 0: the plan ended, else it
+    was stopped) from a segments log; other lines are ignored."""
+    out: dict[int, dict] = {}
+    for line in text.splitlines():
+        m = _SEGMENT.match(line.strip())
+        if m:
+            n, what, t = int(m.group(1)), m.group(2), int(m.group(3))
+            row = out.setdefault(n, {"segment": n, "start": None, "end": None, "rc": None})
+            row[what] = t
+            if what == "end" and m.group(4) is not None:
+                row["rc"] = int(m.group(4))
+    return [out[n] for n in sorted(out)]
+
+
+def _epoch(iso: str) -> float:
+    return datetime.strptime(iso, "%Y-%m-%dT%H:%M:%S%z").timestamp()
+
+
+def segments_summary(segments: list[dict], records: list[dict], workers: int = 2) -> dict:
+    """Per stretch its wall seconds, the units it finished (records whose ``finished`` lies in
+    it) and, for a stretch that was stopped (``rc`` not 0), the seconds of work in progress
+    when it stopped (per worker process, from its last finished unit, or the stretch's start,
+    to the stretch's end; ``workers`` processes ran units, those that finished none since the
+    start); and the totals. Records from cache hits do not count."""
+    rows = []
+    done = [(r, _epoch(r["finished"])) for r in records
+            if not r.get("from_cache") and r.get("finished")]
+    for seg in segments:
+        start, end = seg["start"], seg["end"]
+        if start is None or end is None:
+            rows.append({**seg, "wall_s": None, "units": None, "in_progress_s": None})
+            continue
+        mine = [(r, t) for r, t in done if start <= t <= end]
+        last: dict = {}
+        for r, t in mine:
+            last[r.get("pid")] = max(last.get(r.get("pid"), start), t)
+        ends = sorted(last.values()) + [start] * max(0, workers - len(last))
+        lost = 0 if seg.get("rc") == 0 else sum(end - t for t in ends)
+        rows.append({**seg, "wall_s": end - start, "units": len(mine), "in_progress_s": lost})
+    complete = [r for r in rows if r["wall_s"] is not None]
+    return {"segments": rows, "wall_s": sum(r["wall_s"] for r in complete),
+            "units": sum(r["units"] for r in complete),
+            "in_progress_s": sum(r["in_progress_s"] for r in complete),
+            "open": len(rows) - len(complete)}
+
+
+def print_segments(s: dict, planned: int, recorded: int) -> None:
+    print("\n### the measured run, stretch by stretch\n")
+    print("| stretch | start (UTC) | wall | units finished | work in progress at its end |")
+    print("|---|---|---|---|---|")
+    for r in s["segments"]:
+        when = datetime.fromtimestamp(r["start"], UTC).strftime("%Y-%m-%d %H:%M")
+        if r["wall_s"] is None:
+            print(f"| {r['segment']} | {when} | running or not logged | | |")
+            continue
+        print(f"| {r['segment']} | {when} | {_fmt(r['wall_s'])} | {r['units']} | "
+              f"{_fmt(r['in_progress_s'])} |")
+    state = ("every unit finished" if recorded >= planned
+             else f"{planned - recorded} of {planned} units left")
+    print(f"\nmeasured wall time: {s['wall_s'] / 3600:.2f} h over "
+          f"{len(s['segments']) - s['open']} stretch(es) ({state}); of it, work in progress "
+          f"at the stops: {_fmt(s['in_progress_s'])} (an upper bound of what the stops cost)")
+
+
 def _fmt(x) -> str:
     return "–" if x is None else f"{x / 60:.1f} min"
 
@@ -164,6 +242,8 @@ def main(argv: list[str] | None = None) -> int:
                          "random_init=3, the plan before issue 43)")
     ap.add_argument("--slots", type=int, default=2)
     ap.add_argument("--min-cpu-share", type=float, default=0.0)
+    ap.add_argument("--segments", default=None,
+                    help="a segments log of a measured run (module docstring)")
     ap.add_argument("--json", default=None)
     args = ap.parse_args(argv)
     cache = paths.cache_dir()
@@ -180,9 +260,17 @@ def main(argv: list[str] | None = None) -> int:
                   reference)
     ratio = plan["wall_longest_first_s"] / reference["wall_longest_first_s"]
     print(f"\nthe plan costs {ratio:.2f}x the reference's wall time (longest first)")
+    measured = None
+    if args.segments:
+        rows = plan_units(args.profile, extra, cache)
+        records = [rec for _, _, rec in rows if rec]
+        measured = segments_summary(read_segments(Path(args.segments).read_text()), records,
+                                    args.slots)
+        print_segments(measured, len(rows), sum(1 for r in records if not r.get("from_cache")))
     if args.json:
         Path(args.json).write_text(json.dumps({"plan": plan, "reference": reference,
-                                               "ratio": ratio}, indent=1))
+                                               "ratio": ratio, "measured": measured},
+                                              indent=1))
     return 0
 
 
