@@ -212,9 +212,12 @@ def test_search_finds_head_labels_and_claim_wording(site, chromium):
     def found(query):
         page.goto((site / "search.html").as_uri() + "?q=" + query.replace(" ", "+"))
         page.wait_for_selector("#search-results ul.search li", timeout=20_000)
-        page.wait_for_function("() => !document.querySelector('#search-progress')"
-                               "|| !document.querySelector('#search-progress').textContent"
-                               ".startsWith('Preparing')")
+        # Sphinx lists results one by one and writes its summary after the last one: read
+        # the list only then (reading it earlier saw only the first few results)
+        page.wait_for_function("() => { const s = document.querySelector("
+                               "'#search-results .search-summary');"
+                               " return s && s.textContent.startsWith('Search finished'); }",
+                               timeout=20_000)
         return page.eval_on_selector_all("#search-results ul.search li a",
                                          "as => as.map(a => a.getAttribute('href'))")
 
