@@ -5,6 +5,7 @@ uncased vocabulary, for the paper profile's code path."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 
@@ -161,3 +162,12 @@ def book_site(tmp_path_factory):
 
     folder = tmp_path_factory.mktemp("book")
     return book.build(out=folder / "html", source=folder / "source")
+
+
+def benchmark_module(name: str):
+    """``benchmarks/<name>.py`` imported as a module (the benchmarks are scripts, not a
+    package), for tests of their functions."""
+    spec = importlib.util.spec_from_file_location(name, paths.REPO_ROOT / "benchmarks" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

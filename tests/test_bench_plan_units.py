@@ -4,21 +4,15 @@ progress when it stopped."""
 
 from __future__ import annotations
 
-import importlib.util
 from datetime import UTC
 
 import pytest
-
-from analysis_utils import paths
+from conftest import benchmark_module
 
 
 @pytest.fixture(scope="module")
 def bench():
-    spec = importlib.util.spec_from_file_location(
-        "bench_plan_units", paths.REPO_ROOT / "benchmarks" / "bench_plan_units.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return benchmark_module("bench_plan_units")
 
 
 LOG = """segment 1 start 2026-11-29T10:00:00 epoch 1000 commit abc

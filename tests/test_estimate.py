@@ -10,14 +10,13 @@ per sequence, so F(3) = 2*1176 + 60 = 2412 and F(5) = 2*2120 + 60 = 4300."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import benchmark_module
 
-from analysis_utils import paths
 from analysis_utils.runplan import estimate as est
 
 TINY = est.Shape(layers=2, hidden=4, intermediate=8, heads=2, name="tiny")
@@ -277,11 +276,7 @@ def test_bert_base_shape_without_downloading():
 # ------------------------------------------------------------------------ the benchmark
 
 def _bench():
-    spec = importlib.util.spec_from_file_location(
-        "estimate_plan", paths.REPO_ROOT / "benchmarks" / "estimate_plan.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_module("estimate_plan")
 
 
 def test_benchmark_help(capsys):

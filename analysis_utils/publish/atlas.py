@@ -986,7 +986,6 @@ def build(profile: str = "default", results: Path | None = None, out_dir: Path |
         raise AtlasError(f"unknown profile {profile!r}; choose one of {sorted(profiles.PROFILES)}")
     dest = destination(profile)  # where `run --profile P` publishes
     sub = profiles.SUBFOLDER.get(profile)
-    results_given = results is not None and Path(results) != dest.results
     results = Path(results) if results else dest.results
     if not results.is_dir():
         raise AtlasError(f"no results folder {_shown(results)}: run `python -m analysis_utils run "
@@ -997,7 +996,8 @@ def build(profile: str = "default", results: Path | None = None, out_dir: Path |
     info = model_info(results)
     ident = info["identity"]
     L, H = int(ident["num_layers"]), int(ident["num_heads"])
-    families = collect(results, L, H, figures=dest.figures if not results_given else None)
+    # the run's figures are known only for the folder its profile publishes to
+    families = collect(results, L, H, figures=dest.figures if results == dest.results else None)
     model = model or profiles.overrides(profile, "01").get("model", "minilm")
     kept = _kept_examples(out_dir / f"{slug(ident['name'])}.html") if keep_examples else None
     if kept is not None:
