@@ -196,6 +196,18 @@ def test_committed_pages_match_the_committed_tables(profile, tmp_path):
     assert "heads" in committed["sentences"], committed["sentences"]
 
 
+def test_profile_folder_given_relatively_keeps_its_figure_links(tmp_path, monkeypatch):
+    """The profile's own results folder, named relative to the working directory, is still
+    the run whose figures the head cards link."""
+    monkeypatch.chdir(paths.REPO_ROOT / "notebooks")
+    rel = Path("..") / paths.RESULTS_DIR.relative_to(paths.REPO_ROOT)
+    got = _page_data(atlas.build("default", rel, tmp_path / "rel", examples=False))
+    want = _page_data(atlas.build("default", out_dir=tmp_path / "own", examples=False))
+    links = [f["figures"] for f in got["families"]]
+    assert any(links), "no family lists a figure"
+    assert links == [f["figures"] for f in want["families"]]
+
+
 def test_missing_results_name_the_command(tmp_path, capsys):
     with pytest.raises(atlas.AtlasError, match="analysis_utils run --profile base"):
         atlas.build("base", tmp_path / "nope", tmp_path / "out", examples=False)

@@ -996,8 +996,10 @@ def build(profile: str = "default", results: Path | None = None, out_dir: Path |
     info = model_info(results)
     ident = info["identity"]
     L, H = int(ident["num_layers"]), int(ident["num_heads"])
-    # the run's figures are known only for the folder its profile publishes to
-    families = collect(results, L, H, figures=dest.figures if results == dest.results else None)
+    # the run's figures are known only for the folder its profile publishes to, however
+    # the caller spelled it (relative, with `..`)
+    same_run = results.resolve() == dest.results.resolve()
+    families = collect(results, L, H, figures=dest.figures if same_run else None)
     model = model or profiles.overrides(profile, "01").get("model", "minilm")
     kept = _kept_examples(out_dir / f"{slug(ident['name'])}.html") if keep_examples else None
     if kept is not None:
