@@ -153,6 +153,16 @@ def quotes(path: str | Path = REGISTRY) -> dict[str, str]:
     return {e.id: normalise(e.quote) for e in load(path)}
 
 
+def display_quotes(path: str | Path = REGISTRY) -> dict[str, str]:
+    """``{entry id: the paper's words as shown}``: :func:`quotes` with the source text's
+    residue taken out (LaTeX labels, simple inline math, line-break hyphens:
+    :func:`.display.display_quote`). For pages that show a quote; the ledger keeps
+    :func:`quotes`, verbatim."""
+    from .display import display_quote
+
+    return {e.id: display_quote(e.quote) for e in load(path)}
+
+
 def problems(entries: list[Entry]) -> list[str]:
     """Every rule an entry breaks, as ``"<id>: what is wrong (how to fix)"``; empty when valid.
     Quotes are checked separately (:func:`check_quotes`: the papers live outside the repo)."""
@@ -269,6 +279,6 @@ def frame(entries: list[Entry] | None = None):
 
 
 __all__ = ["Entry", "FIELDS", "KINDS", "LEDGER_PAPER", "NOTEBOOKS", "PAPER_FILES", "PAPERS_ENV",
-           "REGISTRY", "RegistryError", "SOURCES", "TESTABLE", "check_quotes", "find_quote",
-           "frame", "ledger_key", "load", "normalise", "paper_texts", "papers_dir", "parse",
-           "problems", "quotes"]
+           "REGISTRY", "RegistryError", "SOURCES", "TESTABLE", "check_quotes", "display_quotes",
+           "find_quote", "frame", "ledger_key", "load", "normalise", "paper_texts",
+           "papers_dir", "parse", "problems", "quotes"]
