@@ -35,6 +35,7 @@ from pathlib import Path
 import pandas as pd
 
 from .. import paths, profiles
+from ..claims.display import display_quote
 from .readme import Run, row_anchor, runs
 
 VERDICTS = ("yes", "no", "inconclusive", "mixed", "untestable")
@@ -334,7 +335,7 @@ def page(c: Claim, found: dict[str, Run], root: Path, sources: dict | None = Non
                     f": {row}", "",
                     f"What the row claims, in a line: {_md(entry.claim)}.", ""]
         else:
-            out += [f"> {_md(piece)}", ""]
+            out += [f"> {_md(display_quote(piece))}", ""]
     out += [f"The paper: {_md(first['paper_value']) or '–'}.", "",
             "## The criterion and the test", "",
             f"**Criterion.** {_md(first['criterion']) or '–'}", ""]
