@@ -731,56 +731,75 @@ def best_roles(scores: pd.DataFrame) -> dict[str, dict]:
     return out
 
 
-def top_examples(roles: dict[str, dict], items, num_heads: int, k: int = SENTENCES_PER_HEAD
-                 ) -> dict[str, dict]:
+def top_examples(roles: dict[str, dict], items, num_heads: int, k: int = SENTENCES_PER_HEAD,
+                 poss_mode: str = "clark") -> dict[str, dict]:
     """For each head of ``roles`` (:func:`best_roles`), the ``k`` sentences of ``items`` where
-    it puts the most attention on a gold edge of its relation and gets it right (its argmax
-    is the gold word, as notebook 02 scores it), one example per sentence, strongest first.
+    it is right on a gold edge of its relation with the most attention on it, one example per
+    sentence, strongest first, and its hits on the relation's edges of ``items``.
 
-    items: ``(sentence, WordMaps)`` pairs (:func:`engine.wordmaps.with_items`). The attending
-    word is the dependent for ``dep2head`` (it attends to its head) and the head word for
-    ``head2dep``. Returns ``{"L-H": {"examples": [{"s", "from", "to", "w"}], "hits", "total"}}``
-    with ``s`` the item's index, word indices 0-based and ``w`` the attention weight (word
-    level: summed over the attended word's pieces, averaged over the attending word's)."""
+    Right and wrong are notebook 02's: the words are scored by
+    :func:`analyses.syntax.score_heads` (same ``poss_mode``), in the role's direction. A word
+    ``d`` with gold head ``g`` is right for ``dep2head`` when the word ``d`` attends to most is
+    ``g``, and for ``head2dep`` when the word that attends most to ``d`` is ``g``: the
+    attending word of an example is ``d`` for ``dep2head`` and ``g`` for ``head2dep``, so
+    ``hits / total`` estimates the head's accuracy in notebook 02's table.
+
+    items: ``(sentence, WordMaps)`` pairs (:func:`engine.wordmaps.with_items`). Returns
+    ``{"L-H": {"examples": [{"s", "from", "to", "w"}], "hits", "total"}}`` with ``s`` the
+    item's index, word indices 0-based and ``w`` the attention weight from ``from`` to ``to``
+    (word level: summed over the attended word's pieces, averaged over the attending
+    word's)."""
     from ..analyses import syntax
 
-    want = {}
+    blocks = []  # per sentence its word-by-word attention, for the examples' weights
+
+    def keep_blocks():
+        for sent, maps in items:
+            wp = np.asarray(maps.word_pos)
+            blocks.append(np.asarray(maps.attn, dtype=np.float32)[:, :, wp][:, :, :, wp])
+            yield sent, maps
+
+    try:
+        _, scored = syntax.score_heads(keep_blocks(), min_count=0, poss_mode=poss_mode,
+                                       return_correct=True)
+    except ValueError:
+        if blocks:
+            raise
+        return {lab: {"examples": [], "hits": 0, "total": 0} for lab in roles}  # no sentence
+    direction = {d: i for i, d in enumerate(scored.directions)}
+    relation = scored.relation.astype(str)
+    out = {}
     for lab, role in roles.items():
         la, he = (int(x) - 1 for x in lab.split("-"))
-        want.setdefault((role["relation"], role["direction"]), []).append((lab, la, he))
-    best: dict[str, list] = {lab: [] for lab in roles}
-    hits = dict.fromkeys(roles, 0)
-    total = dict.fromkeys(roles, 0)
-    for i, (sent, maps) in enumerate(items):
-        entries = [(d, g, r) for d, g, r in syntax.scoring_entries(sent, poss_mode="clark")
-                   if g >= 0 and r != "All"]
-        if not entries:
-            continue
-        wp = np.asarray(maps.word_pos)
-        preds = {dirn: syntax.word_predictions(maps.attn, wp, dirn)
-                 for dirn in {d for _, d in want}}
-        for d, g, rel in entries:
-            for dirn in ("dep2head", "head2dep"):
-                for lab, la, he in want.get((rel, dirn), ()):
-                    total[lab] += 1
-                    src, dst = (d, g) if dirn == "dep2head" else (g, d)
-                    if preds[dirn][la, he, src] != dst:
-                        continue
-                    hits[lab] += 1
-                    w = float(maps.attn[la, he, wp[src], wp[dst]])
-                    best[lab].append((w, i, src, dst))
-    out = {}
-    for lab in roles:
+        edges = relation == role["relation"]
+        right = np.flatnonzero(edges & scored.correct[direction[role["direction"]], la, he])
+        found = []
+        for w in right:
+            i, d, g = int(scored.sentence[w]), int(scored.dependent[w]), int(scored.gold[w])
+            src, dst = (d, g) if role["direction"] == "dep2head" else (g, d)
+            found.append((float(blocks[i][la, he, src, dst]), i, src, dst))
         chosen, seen = [], set()
-        for w, i, src, dst in sorted(best[lab], key=lambda x: (-x[0], x[1], x[2])):
+        for wt, i, src, dst in sorted(found, key=lambda x: (-x[0], x[1], x[2])):
             if i in seen:
                 continue
             seen.add(i)
-            chosen.append({"s": i, "from": src, "to": dst, "w": round(w, 3)})
+            chosen.append({"s": i, "from": src, "to": dst, "w": round(wt, 3)})
             if len(chosen) == k:
                 break
-        out[lab] = {"examples": chosen, "hits": hits[lab], "total": total[lab]}
+        out[lab] = {"examples": chosen, "hits": int(len(right)), "total": int(edges.sum())}
     return out
+
+
+def scoring_poss_mode(results: Path) -> str:
+    """The possessive convention notebook 02 scored the run's heads with (its ``poss_mode``
+    parameter in ``02_provenance.json``; ``"clark"``, the notebook's default, when the
+    provenance does not say)."""
+    prov = results / "02_provenance.json"
+    if prov.is_file():
+        mode = json.loads(prov.read_text()).get("parameters", {}).get("poss_mode")
+        if mode:
+            return str(mode)
+    return "clark"
 
 
 def head_sentences(model: str, results: Path, num_layers: int, num_heads: int,
@@ -815,7 +834,8 @@ def head_sentences(model: str, results: Path, num_layers: int, num_heads: int,
     store = attention.extract_attention(lm, enc.inputs(), progress=False,
                                         desc="atlas sentences")
     roles = best_roles(pd.read_csv(table))
-    found = top_examples(roles, wordmaps.with_items(kept, store, enc.encoded), num_heads)
+    found = top_examples(roles, wordmaps.with_items(kept, store, enc.encoded), num_heads,
+                         poss_mode=scoring_poss_mode(results))
     used = sorted({e["s"] for v in found.values() for e in v["examples"]})
     renum = {old: new for new, old in enumerate(used)}
     heads = {}
