@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from analysis_utils import paths
-from analysis_utils.publish import atlas, book
+from analysis_utils.publish import atlas, atlas_data, book
 
 # --- a tiny results folder: 2 layers x 3 heads ------------------------------------------
 
@@ -98,18 +98,18 @@ def test_a_table_numbered_from_0_or_mislabelled_is_refused(tiny_results):
     df = pd.read_csv(tiny_results / "02_head_scores_model.csv")
     # a table saved before every table was 1-based: refused, naming the file and the fix
     with pytest.raises(atlas.AtlasError, match=r"02_head_scores_model.csv.*run --only 02"):
-        atlas._grid(df.assign(layer=df.layer - 1, head=df["head"] - 1), "accuracy", L, H,
+        atlas_data._grid(df.assign(layer=df.layer - 1, head=df["head"] - 1), "accuracy", L, H,
                     "02_head_scores_model.csv")
     with pytest.raises(atlas.AtlasError, match="run --only 02"):
         atlas.best_roles(df.assign(layer=df.layer - 1, head=df["head"] - 1))
     # a top-k table without a head 1 but with labels that say it is 0-based (6-5 saved as 5-4)
     top = pd.DataFrame({"layer": [2], "head": [3], "head_label": ["3-4"], "z": [2.0]})
     with pytest.raises(atlas.AtlasError, match="'head_label' column disagrees"):
-        atlas._grid(top, "z", L, H, "06_framenet_heads.csv")
-    assert atlas._grid(top.assign(head_label="2-3"), "z", L, H, "x.csv")[1][2] == 2.0
+        atlas_data._grid(top, "z", L, H, "06_framenet_heads.csv")
+    assert atlas_data._grid(top.assign(head_label="2-3"), "z", L, H, "x.csv")[1][2] == 2.0
     # a head outside the model
     with pytest.raises(atlas.AtlasError, match="outside a 2 x 3 model"):
-        atlas._grid(df.assign(layer=df.layer + 1), "accuracy", L, H, "02_head_scores_model.csv")
+        atlas_data._grid(df.assign(layer=df.layer + 1), "accuracy", L, H, "02_head_scores_model.csv")
 
 
 def test_feature_grids_average_the_fine_tuning_seeds(tmp_path):
@@ -119,7 +119,7 @@ def test_feature_grids_average_the_fine_tuning_seeds(tmp_path):
                                  ("fine-tuned s43", 0.4))
             for la, he in _heads(1)]
     pd.DataFrame(rows).to_csv(tmp_path / "06_feature_attention.csv", index=False)
-    props = {p.id: p for p in atlas._features(tmp_path, L, H)}
+    props = {p.id: p for p in atlas_data._features(tmp_path, L, H)}
     assert sorted(props) == ["06.feature.RTE.fine-tuned.nouns", "06.feature.RTE.pre-trained.nouns"]
     ft = props["06.feature.RTE.fine-tuned.nouns"]
     np.testing.assert_allclose(ft.values[0], [0.31, 0.32, 0.33])
@@ -415,14 +415,14 @@ def test_disabling_is_a_seed_mean_with_each_seeds_interval_and_holm_flag(tmp_pat
                          "p_holm": 0.01 if k == 0 else 1.0, "holm": k == 0})
     rows.append({**rows[0], "kind": "baseline", "layer": None, "head": None})
     pd.DataFrame(rows).to_csv(tmp_path / "07_disabling.csv", index=False)
-    (prop,) = atlas._disabling(tmp_path, L, H)
+    (prop,) = atlas_data._disabling(tmp_path, L, H)
     assert prop.id == "07.disable.MRPC.uniform" and prop.seeds["labels"] == ["s42", "s43"]
     assert prop.values[0, 0] == -8.0 and prop.values[0, 1] == 2.0
     assert prop.spread[0, 0] == pytest.approx(np.std([-10, -6], ddof=1))
     assert prop.seeds["lo"][0][0, 0] == -12.0 and prop.seeds["hi"][1][0, 0] == -4.0
     assert prop.seeds["holm"][0][0, 0] == 1.0 and prop.seeds["holm"][1][0, 1] == 0.0
     assert prop.seeds["p"][1][0, 0] == 0.01
-    js = atlas._prop_json(prop)
+    js = atlas_data._prop_json(prop)
     assert js["rank"][0][0] == 1 and js["seeds"]["values"][1][0][1] == 3.0
 
 
