@@ -465,16 +465,19 @@
     if (S.unavailable) { box.appendChild(el("p", { class: "note", id: "sentences-unavailable" }, S.unavailable)); return; }
     const hd = S.heads && S.heads[name];
     if (!hd) { box.appendChild(el("p", { class: "note" }, NM + " for this head.")); return; }
-    const dir = hd.direction === "dep2head" ? "each dependent attends to its head word" :
-      "each head word attends to its dependent";
+    // notebook 02's rule: dep2head, the dependent attends to its head more than to any other
+    // word; head2dep, no other word attends to the dependent as much as its head does
+    const dir = hd.direction === "dep2head" ?
+      "the dependent attends to its head word more than to any other word" :
+      "the head word attends to its dependent more than any other word does";
     box.appendChild(el("p", { class: "summary", id: "role" }, "Its best-ranked syntax relation: " +
       hd.relation + " (" + (hd.direction === "dep2head" ? "dependent → head" : "head → dependent") +
       "), rank " + hd.rank + " of " + L * H + " heads, accuracy " + pct(hd.accuracy) +
       "% in notebook 02; right on " + hd.hits + " of " + hd.total + " " + hd.relation +
       " edges in this sample."));
     if (!hd.examples.length) {
-      box.appendChild(el("p", { class: "note" }, "No sentence of the sample where its strongest " +
-        "attention falls on a gold " + hd.relation + " edge."));
+      box.appendChild(el("p", { class: "note" }, "No sentence of the sample where it is right on a " +
+        "gold " + hd.relation + " edge."));
       return;
     }
     const strongest = Math.max.apply(null, hd.examples.map(e => e.w));
@@ -498,9 +501,10 @@
       ol.appendChild(li);
     });
     box.appendChild(ol);
-    box.appendChild(el("p", { class: "note" }, "Where its strongest attention is highest on a gold " +
-      hd.relation + " edge (" + dir + "; the attending word in blue, the attended word in amber " +
-      "and bold), one per sentence, from " + S.source + ", through this model."));
+    box.appendChild(el("p", { class: "note" }, "Where it is right on a gold " + hd.relation +
+      " edge, as notebook 02 scores it (" + dir + "), with the most attention on the edge; " +
+      "the attending word in blue, the attended word in amber and bold; one per sentence, " +
+      "from " + S.source + ", through this model."));
   }
 
   function renderNeighbours(box, name) {
