@@ -19,7 +19,8 @@ project = "What do attention heads do? A reproduction compendium"
 author = "the compendium's authors"
 copyright = "the compendium's authors; MIT licence"
 
-extensions = ["myst_nb"]
+# analysis_utils.publish.booksearch: the search's snippets and ranking, from files
+extensions = ["myst_nb", "analysis_utils.publish.booksearch"]
 root_doc = "index"
 exclude_patterns = ["_build", "**.ipynb_checkpoints", "_book.json", "_extra"]
 suppress_warnings = []
@@ -55,8 +56,10 @@ mathjax2_config = {
     "menuSettings": {"zoom": "None"},
 }
 html_show_sourcelink = False
-# Search reads the index shipped with the site; its result summaries would fetch each page,
-# which a browser refuses for pages opened from files, so the results list titles only.
+# Search reads the index shipped with the site. Sphinx's own result summaries would fetch
+# each page, which a browser refuses for pages opened from files: the search page instead
+# loads every page's text from _static/search-pages-data.js, and _static/search-pages.js
+# writes the snippets and ranks a page named by the query first (publish/booksearch.py).
 html_show_search_summary = False
 html_last_updated_fmt = None
 html_theme_options = {

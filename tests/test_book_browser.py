@@ -230,6 +230,40 @@ def test_search_finds_head_labels_and_claim_wording(site, chromium):
     tab.close()
 
 
+def test_search_from_files_ranks_notebook_03_first_and_shows_snippets(site, chromium):
+    """Opened from files, a search lists a snippet of each page under its title (Sphinx's
+    own fetches the page, which chromium refuses for a file), and "coreference" lists
+    notebook 03 first: its keywords (its file name's words) count with its title, and a
+    chapter whose headline holds the query ranks above pages that only mention it."""
+    tab = Offline(chromium, 1280)
+    page = tab.page
+    page.goto((site / "search.html").as_uri() + "?q=coreference")
+    page.wait_for_function("() => { const s = document.querySelector("
+                           "'#search-results .search-summary');"
+                           " return s && s.textContent.startsWith('Search finished'); }",
+                           timeout=20_000)
+    results = page.eval_on_selector_all(
+        "#search-results ul.search > li",
+        "ls => ls.map(l => ({href: l.querySelector('a').getAttribute('href'),"
+        " snippet: (l.querySelector('p.context') || {}).textContent || '',"
+        " marked: [...l.querySelectorAll('p.context .highlighted')]"
+        ".map(s => s.textContent.toLowerCase())}))")
+    assert len(results) > 3
+    hrefs = [r["href"] for r in results]
+    assert hrefs[0] in ("notebooks/03_coreference.html", "notebooks/base/03_coreference.html"), \
+        hrefs[:5]
+    assert set(hrefs[:2]) == {"notebooks/03_coreference.html",
+                              "notebooks/base/03_coreference.html"}, hrefs[:5]
+    assert hrefs.index("notebooks/02_syntax_heads.html") > 1
+    for r in results:
+        assert len(r["snippet"]) > 40, r
+        assert "corefer" in r["snippet"].lower(), r
+        assert any(m.startswith("corefer") for m in r["marked"]), r
+    assert "coreference" in results[0]["snippet"].lower()
+    assert tab.errors == [] and tab.off == []
+    tab.close()
+
+
 def test_titles_are_unique_and_name_the_model(site):
     titles = {}
     for nb in book.notebooks(book.paths.REPO_ROOT):

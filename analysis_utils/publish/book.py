@@ -17,7 +17,8 @@ under ``book/_build/source`` (ignored by git):
 Files are copied with their times and only when they changed, so a second build rebuilds only
 what changed. :func:`build` then runs Sphinx in this process, warnings as errors, into
 ``book/_build/html``; :func:`broken_links` lists every link of the site that points at a
-missing file or anchor. Search is Sphinx's own, an index shipped with the site (no server).
+missing file or anchor. Search is Sphinx's own, an index shipped with the site (no server);
+:mod:`.booksearch` adds its snippets and ranking for a site opened from files.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from .. import paths, profiles
-from . import claimpages
+from . import booksearch, claimpages
 
 BUILD = Path("book") / "_build"
 
@@ -102,7 +103,12 @@ def notebook_for_book(nb: dict, rel: Path, model: str | None) -> dict:
     notebook: the badge comes from the shared .py source), and its Markdown outputs' links
     to figures become HTML links (:data:`_FIGURE_LINK`). At the next re-render the
     notebooks' own first cell should do the first two (``publish/pipeline.py`` writing the
-    profile's path into the badge, the title naming the model) and this can go."""
+    profile's path into the badge, the title naming the model) and this can go. The page's
+    keywords are the words of the notebook's file name (``<meta name="keywords">``), which
+    the book's search counts with its title (:mod:`.booksearch`)."""
+    meta = nb.setdefault("metadata", {})
+    meta.setdefault("myst", {}).setdefault("html_meta", {})["keywords"] = (
+        booksearch.notebook_keywords(rel))
     for cell in nb.get("cells", []):
         if cell.get("cell_type") != "markdown":
             continue
