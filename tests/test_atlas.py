@@ -493,6 +493,31 @@ def test_top_examples_score_head2dep_as_notebook_02():
     assert (out["hits"], out["total"], out["examples"]) == (0, 1, [])
 
 
+def test_top_examples_take_the_possessive_gold_head_as_notebook_02():
+    """With poss_mode="clark" notebook 02 scores an nmod:poss edge on the possessor's 's,
+    whose gold head is the possessed noun (not its own head, the possessor): the example
+    shows 's -> dog, the edge the head was found right on. With "ud" it is John -> dog."""
+    from types import SimpleNamespace as NS
+
+    from analysis_utils.engine.wordmaps import WordMaps
+
+    # "John 's dog barks": John --nmod:poss--> dog, 's --case--> John, dog --nsubj--> barks
+    sent = NS(words=("John", "'s", "dog", "barks"), heads=(3, 1, 4, 0),
+              deprels=("nmod:poss", "case", "nsubj", "root"))
+    a = np.full((1, 1, 6, 6), 0.1, dtype=np.float32)  # [CLS] John 's dog barks [SEP]
+    a[0, 0, 2, 3] = 0.6  # 's -> dog
+    a[0, 0, 1, 3] = 0.4  # John -> dog
+    maps = WordMaps(attn=a, is_special=np.array([1, 0, 0, 0, 0, 1], bool),
+                    word_pos=np.array([1, 2, 3, 4]))
+    roles = {"1-1": {"relation": "nmod:poss", "direction": "dep2head"}}
+    out = atlas.top_examples(roles, [(sent, maps)], 1, poss_mode="clark")["1-1"]
+    assert (out["hits"], out["total"]) == (1, 1)
+    assert out["examples"] == [{"s": 0, "from": 1, "to": 2, "w": 0.6}]  # 's -> dog
+    out = atlas.top_examples(roles, [(sent, maps)], 1, poss_mode="ud")["1-1"]
+    assert (out["hits"], out["total"]) == (1, 1)
+    assert out["examples"] == [{"s": 0, "from": 0, "to": 2, "w": 0.4}]  # John -> dog
+
+
 @pytest.mark.packaged_model
 @pytest.mark.gold_data
 def test_sentence_hits_agree_with_notebook_02_in_both_directions(gold_data_dir):

@@ -161,8 +161,7 @@ class ScoredWords(NamedTuple):
     With ``with_special``: ``correct_with_special`` (D, L, H, W), the same with [CLS] and
     [SEP] kept as candidates (a word whose most-attended position is one of them is a miss),
     and ``special_share`` (2, L, H, W) float16, the attention from the word (its row) to the
-    first special position ([CLS]) and to the last ([SEP]). ``gold`` (W,) the scored word's
-    gold head (0-based in its sentence, -1 for the root), the word a right head predicts."""
+    first special position ([CLS]) and to the last ([SEP])."""
 
     correct: np.ndarray
     sentence: np.ndarray
@@ -171,7 +170,6 @@ class ScoredWords(NamedTuple):
     directions: tuple[str, ...]
     correct_with_special: np.ndarray | None = None
     special_share: np.ndarray | None = None
-    gold: np.ndarray | None = None
 
 
 def _with_special(attn, is_special, word_pos, dep, gold, directions):
@@ -221,7 +219,6 @@ def score_heads(sentences_with_maps: Iterable, min_count: int = 100,
     all_rels: list[str] = []
     sent_idx: list[np.ndarray] = []
     dep_idx: list[np.ndarray] = []
-    gold_idx: list[np.ndarray] = []
     special_chunks: list[np.ndarray] = []
     share_chunks: list[np.ndarray] = []
     shape = None
@@ -244,7 +241,6 @@ def score_heads(sentences_with_maps: Iterable, min_count: int = 100,
         if return_correct:
             sent_idx.append(np.full(len(dep), k_sent, dtype=np.int32))
             dep_idx.append(dep.astype(np.int32))
-            gold_idx.append(gold.astype(np.int32))
             if with_special:
                 c_sp, share = _with_special(attn, is_special, word_pos, dep, gold, directions)
                 special_chunks.append(c_sp)
@@ -279,8 +275,7 @@ def score_heads(sentences_with_maps: Iterable, min_count: int = 100,
         correct=correct, sentence=np.concatenate(sent_idx), dependent=np.concatenate(dep_idx),
         relation=names[codes], directions=tuple(directions),
         correct_with_special=np.concatenate(special_chunks, axis=-1) if with_special else None,
-        special_share=np.concatenate(share_chunks, axis=-1) if with_special else None,
-        gold=np.concatenate(gold_idx))
+        special_share=np.concatenate(share_chunks, axis=-1) if with_special else None)
 
 
 def _rel_order_key(names, totals):

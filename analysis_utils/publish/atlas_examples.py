@@ -127,11 +127,13 @@ def top_examples(roles: dict[str, dict], items, num_heads: int, k: int = SENTENC
     from ..analyses import syntax
 
     blocks = []  # per sentence its word-by-word attention, for the examples' weights
+    sents = []  # and the sentence itself, for each scored word's gold head
 
     def keep_blocks():
         for sent, maps in items:
             wp = np.asarray(maps.word_pos)
             blocks.append(np.asarray(maps.attn, dtype=np.float32)[:, :, wp][:, :, :, wp])
+            sents.append(sent)
             yield sent, maps
 
     try:
@@ -141,6 +143,7 @@ def top_examples(roles: dict[str, dict], items, num_heads: int, k: int = SENTENC
         if blocks:
             raise
         return {lab: {"examples": [], "hits": 0, "total": 0} for lab in roles}  # no sentence
+    gold = _scored_gold(syntax, sents, scored, poss_mode)
     direction = {d: i for i, d in enumerate(scored.directions)}
     relation = scored.relation.astype(str)
     out = {}
@@ -150,7 +153,7 @@ def top_examples(roles: dict[str, dict], items, num_heads: int, k: int = SENTENC
         right = np.flatnonzero(edges & scored.correct[direction[role["direction"]], la, he])
         found = []
         for w in right:
-            i, d, g = int(scored.sentence[w]), int(scored.dependent[w]), int(scored.gold[w])
+            i, d, g = int(scored.sentence[w]), int(scored.dependent[w]), int(gold[w])
             src, dst = (d, g) if role["direction"] == "dep2head" else (g, d)
             found.append((float(blocks[i][la, he, src, dst]), i, src, dst))
         chosen, seen = [], set()
@@ -163,6 +166,23 @@ def top_examples(roles: dict[str, dict], items, num_heads: int, k: int = SENTENC
                 break
         out[lab] = {"examples": chosen, "hits": int(len(right)), "total": int(edges.sum())}
     return out
+
+
+def _scored_gold(syntax, sents, scored, poss_mode: str) -> np.ndarray:
+    """Each scored word's gold head (0-based in its sentence, -1 for the root), the word a
+    right head predicts, taken where :func:`analyses.syntax.score_heads` takes it: the
+    sentences' :func:`~analyses.syntax.scoring_entries` (same ``poss_mode``, subtypes kept),
+    which ``scored`` lists in the same order. Not ``sentence.heads[dependent] - 1``: with
+    ``poss_mode="clark"`` an ``nmod:poss`` edge is scored on the possessor's ``'s``, whose
+    gold head is the possessed noun, not its own head (the possessor). The dependents are
+    checked against ``scored.dependent``, so the two cannot drift apart silently."""
+    entries = [e for sent in sents
+               for e in syntax.scoring_entries(sent, poss_mode, collapse_subtypes=False)]
+    dep = np.fromiter((e[0] for e in entries), dtype=np.int64, count=len(entries))
+    if not np.array_equal(dep, np.asarray(scored.dependent, dtype=np.int64)):
+        raise RuntimeError("atlas: scoring_entries and score_heads disagree on the scored "
+                           "words; the gold heads of the examples would be misaligned")
+    return np.fromiter((e[1] for e in entries), dtype=np.int64, count=len(entries))
 
 
 def scoring_poss_mode(results: Path) -> str:
