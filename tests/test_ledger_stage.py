@@ -207,7 +207,7 @@ def test_whole_builds_and_left_out_builds_in_parallel_give_the_sequential_tables
     (tmp_path / "results" / "06_provenance.json").write_text("{}")
     view = {c: "-" for c in ledger.VIEW_COLUMNS if c not in ("claim", "verdict")}
 
-    def fake_build(folders, root):  # verdict "no" only under the other bootstrap seed
+    def fake_build(folders, root, multiverse=True):  # "no" only under the other bootstrap seed
         assert root == tmp_path and folders == ["results"]
         other = resample.seed_offset() != 0
         return pd.DataFrame({"model": ["m", "m"], "notebook": ["06", "01"],

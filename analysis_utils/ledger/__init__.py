@@ -33,6 +33,7 @@ from .core import (
 )
 
 __all__ = ["build", "notebook_rows", "VIEW_COLUMNS", "claims", "registry_claims", "counts",
+           "headline_counts", "headline_lines", "GROUPS",
            "wide", "findings_markdown", "verdict_counts", "ALPHA", "COLUMNS", "MIN_SEEDS", "VERDICTS", "Check",
            "Claim", "Outcome", "Tables", "evaluate"]
 
@@ -74,7 +75,8 @@ def registry_claims(named: set[str] = frozenset()) -> list[Claim]:
     return out
 
 
-def build(folders: Sequence[str] | str, root: str | Path | None = None) -> pd.DataFrame:
+def build(folders: Sequence[str] | str, root: str | Path | None = None,
+          multiverse: bool = True) -> pd.DataFrame:
     """The ledger of every run folder (``"results"``, ``"results/base"``; relative to
     ``root``, default the repository root), one row per claim and model, columns
     :data:`COLUMNS`. A folder without provenance is refused with the command that fills it."""
@@ -86,7 +88,7 @@ def build(folders: Sequence[str] | str, root: str | Path | None = None) -> pd.Da
         if t.model is None:
             raise FileNotFoundError(f"{root / f} holds no NN_provenance.json naming a model: "
                                     "run the notebooks first (`make reproduce`)")
-        frames.append(evaluate(claims(), t))
+        frames.append(evaluate(claims(), t, multiverse=multiverse))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
 
 
@@ -94,7 +96,8 @@ def build(folders: Sequence[str] | str, root: str | Path | None = None) -> pd.Da
 #: found, on what unit, the interval at the family's level and the smallest effect the test
 #: could see, each task's verdict, the verdict and why.
 VIEW_COLUMNS = ["section", "claim", "paper_value", "this_run", "reference_value", "unit",
-                "interval", "mde", "p_adjusted", "seeds", "per_task", "verdict", "note"]
+                "interval", "mde", "p_adjusted", "seeds", "per_task", "verdict", "why",
+                "specifications", "note"]
 
 
 def notebook_rows(prefix: str, folder: str | Path) -> pd.DataFrame:
@@ -184,8 +187,68 @@ def findings_markdown(ledger: pd.DataFrame) -> str:
     rows = []
     for (model, nb), g in ledger.groupby(["model", "notebook"], sort=False):
         ctrl = g[g["control_verdict"].isin(_CONTROL_RAN)]
+        fragile = (g["robust"].fillna("").astype(str) == "no") if "robust" in g else \
+            pd.Series(False, index=g.index)
         rows.append({"model": model, "notebook": nb,
                      **{v: int((g["verdict"] == v).sum()) for v in VERDICTS},
+                     "of them fragile": int(fragile.sum()),
                      "control yes": (f"{int((ctrl['control_verdict'] == 'yes').sum())} of "
                                      f"{len(ctrl)}" if len(ctrl) else "\u2013")})
     return pd.DataFrame(rows).to_markdown(index=False)
+
+
+#: The three things the headline counts keep apart (issue 52, point 5).
+GROUPS = ("about trained attention", "data and pipeline checks",
+          "the random-weights control passes too")
+
+
+def _group(r) -> str:
+    if str(r.get("about", "attention") or "attention") == "data":
+        return GROUPS[1]
+    if r["verdict"] == "yes" and r.get("control_verdict", "") == "yes":
+        return GROUPS[2]
+    return GROUPS[0]
+
+
+def headline_counts(ledger: pd.DataFrame) -> pd.DataFrame:
+    """Per model and group (:data:`GROUPS`): the rows, how many a test decided (any verdict
+    but ``untestable``), and of those the ``yes``, ``no`` and ``inconclusive`` verdicts that
+    hold under every specification of the multiverse (``robust``), the ones that turn on a
+    choice (``fragile``), ``mixed`` and ``untestable``. A row without a multiverse column (an
+    older ledger) counts as robust."""
+    rows = []
+    for model, g in ledger.groupby("model", sort=False):
+        grp = g.apply(_group, axis=1) if len(g) else pd.Series(dtype=str)
+        for name in GROUPS:
+            h = g[grp == name]
+            robust = (h["robust"].fillna("").astype(str) != "no") if "robust" in h \
+                else pd.Series(True, index=h.index)
+            tested = h["verdict"] != "untestable"
+            rows.append({"model": model, "group": name, "rows": len(h),
+                         "tested": int(tested.sum()),
+                         **{f"robust {v}": int(((h["verdict"] == v) & robust).sum())
+                            for v in ("yes", "no", "inconclusive")},
+                         "fragile": int((tested & ~robust & (h["verdict"] != "mixed")).sum()),
+                         "mixed": int((h["verdict"] == "mixed").sum()),
+                         "untestable": int((~tested).sum())})
+    return pd.DataFrame(rows)
+
+
+def headline_lines(ledger: pd.DataFrame) -> list[str]:
+    """One Markdown line per model from :func:`headline_counts`: the claims about trained
+    attention first (robust verdicts only), then the data checks and the rows the control
+    passes too, each said for what it is."""
+    out = []
+    hc = headline_counts(ledger)
+    for model, g in hc.groupby("model", sort=False):
+        a, d, c = (g[g["group"] == x].iloc[0] for x in GROUPS)
+        out.append(
+            f"- **{model}**, claims about trained attention ({a['rows']} rows, {a['tested']} "
+            f"decided by a test): **{a['robust yes']} yes** and **{a['robust no']} no** that "
+            f"hold under every specification, {a['robust inconclusive']} inconclusive, "
+            f"{a['fragile']} fragile (the verdict turns on a choice the paper leaves open), "
+            f"{a['mixed']} mixed, {a['untestable']} untestable. Apart from those: "
+            f"{d['rows']} data and pipeline checks ({d['robust yes']} yes, {d['robust no']} "
+            f"no, {d['untestable']} untestable) and {c['rows']} yes that the random-weights "
+            f"control earns too (not specific to training).")
+    return out

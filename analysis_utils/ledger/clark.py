@@ -36,6 +36,7 @@ from .resample import (
     paired_cluster_bootstrap,
     resample_counts,
 )
+from .spec import Margin
 
 CLARK = "Clark et al. 2019"
 KOVALEVA = "Kovaleva et al. 2019"
@@ -59,9 +60,14 @@ _C3 = CLARK_SECTION3_NUMBERS
 #: Sizes the paper does not give, read here (each row's criterion says so): the smallest
 #: difference of attention shares (points / 100) or entropies (nats) the ledger calls a
 #: pattern, below which a ``no`` says the difference is negligible.
-SHARE_MARGIN = 0.02
-ENTROPY_MARGIN = 0.5  # nats: the band of the [CLS]-entropy rows (about 10% of ln 128 = 4.85)
-ENTROPY_DIFF_MARGIN = 0.1  # nats: a difference of mean entropies between two halves
+SHARE_MARGIN = Margin(0.02, "convention", "convention: 2 points of attention share, the "
+                      "compendium's smallest pattern (ledger.clark.SHARE_MARGIN)")
+# nats: the band of the [CLS]-entropy rows (about 10% of ln 128 = 4.85)
+ENTROPY_MARGIN = Margin(0.5, "convention", "convention: 0.5 nats, about a tenth of the largest "
+                        "entropy of a 128-token segment (ledger.clark.ENTROPY_MARGIN)")
+# nats: a difference of mean entropies between two halves
+ENTROPY_DIFF_MARGIN = Margin(0.1, "convention", "convention: 0.1 nats between two parts of "
+                             "the depth (ledger.clark.ENTROPY_DIFF_MARGIN)")
 #: "little" attention (Section 3.1) read as below the paper's own bound for broad heads'
 #: weight on any single word (3.3); "often" (Figure 2) read as at least a quarter of the heads;
 #: "substantial" (3.2) as more than 10 points of all attention above uniform attention's.
@@ -244,7 +250,8 @@ def _layer_order(t: Tables, which: str) -> Outcome:
         parts.append(f"{name} peaks L{peak} ({where}), {third} third "
                      f"{100 * gaps[i]:+.1f} points")
     return Outcome(value="; ".join(parts), check=Check(result=r, null=0.0,
-                                                       margin=SHARE_MARGIN),
+                                                       margin=SHARE_MARGIN,
+                                                       level=float(x.mean())),
                    unit=seg.unit, scale=100, suffix=" points",
                    note="the smallest of the three gaps is tested")
 
@@ -270,9 +277,9 @@ def _current_little(t: Tables, which: str) -> Outcome:
 
 
 def _halves(L: int) -> tuple[list[int], list[int]]:
-    """The earlier and later half of the depth (BERT-base's layers 1-6 and 7-12)."""
-    half = depth.BERT_BASE_LAYERS // 2
-    return depth.layers_at(L, 1, half), depth.layers_at(L, half + 1, depth.BERT_BASE_LAYERS)
+    """The earlier and later layers under the reading in force (:func:`.depth.earlier_later`:
+    the halves of the depth, BERT-base's layers 1-6 and 7-12, or its first and last thirds)."""
+    return depth.earlier_later(L)
 
 
 def _positional_early(t: Tables, which: str) -> Outcome:
@@ -296,7 +303,8 @@ def _positional_early(t: Tables, which: str) -> Outcome:
     return Outcome(value=f"layers {early[0]}-{early[-1]}: {pct(pos[ce].mean())}, layers "
                          f"{late[0]}-{late[-1]}: {pct(pos[cl].mean())} "
                          f"({100 * r.estimate:+.1f} points)",
-                   check=Check(result=r, null=0.0, margin=SHARE_MARGIN), unit=seg.unit,
+                   check=Check(result=r, null=0.0, margin=SHARE_MARGIN,
+                               level=float(pos[cl].mean())), unit=seg.unit,
                    scale=100, suffix=" points")
 
 
@@ -350,7 +358,8 @@ def _sep_from_sep(t: Tables, which: str) -> Outcome:
     more = int((d.mean(0) > 0).sum())
     return Outcome(value=f"{more} of {K} heads attend more to [SEP] from [SEP]; the "
                          f"{ordinal(K - rank)}-largest difference {100 * r.estimate:+.1f} points",
-                   check=Check(result=r, null=0.0, margin=SHARE_MARGIN), unit=seg.unit,
+                   check=Check(result=r, null=0.0, margin=SHARE_MARGIN,
+                               level=float(b.mean())), unit=seg.unit,
                    scale=100, suffix=" points")
 
 
@@ -366,7 +375,8 @@ def _broad_lower(t: Tables, which: str) -> Outcome:
     m = x.mean(0)
     return Outcome(value=f"layers {early[0]}-{early[-1]}: {m[ce].mean():.2f} nats, layers "
                          f"{late[0]}-{late[-1]}: {m[cl].mean():.2f} ({r.estimate:+.2f})",
-                   check=Check(result=r, null=0.0, margin=ENTROPY_DIFF_MARGIN),
+                   check=Check(result=r, null=0.0, margin=ENTROPY_DIFF_MARGIN,
+                               level=float(m[cl].mean())),
                    unit=seg.unit, suffix=" nats", digits=2)
 
 
@@ -390,7 +400,8 @@ def _cls_entropy_close(t: Tables, which: str) -> Outcome:
     gap = np.abs(e_cls.mean(0) - e_all.mean(0))
     return Outcome(value="|[CLS] - all| per layer: " + ", ".join(
         f"L{ly} {g:.2f}" for ly, g in enumerate(gap, 1)) + " nats",
-        check=Check(result=r, kind="no effect", null=0.0, margin=ENTROPY_MARGIN),
+        check=Check(result=r, kind="no effect", null=0.0, margin=ENTROPY_MARGIN,
+                    level=float(e_all.mean())),
         unit=seg.unit, suffix=" nats", digits=2)
 
 
@@ -403,7 +414,7 @@ def _cls_entropy(t: Tables, which: str) -> Outcome:
                                    seed=SEED_01)
     return Outcome(value=f"{r.estimate:.2f} nats (layer {seg.L})",
                    check=Check(result=r, kind="no effect", null=target,
-                               margin=ENTROPY_MARGIN),
+                               margin=ENTROPY_MARGIN, level=target),
                    unit=seg.unit, suffix=" nats", digits=2,
                    note="model note: the paper ties the broad last layer to next-sentence "
                         "prediction, an objective the sentence encoders here were not "
@@ -522,9 +533,11 @@ RESAMPLES_02, SEED_02 = 10_000, 0
 #: relations "for which BERT only slightly improves over the simple baseline"; the paper's own
 #: "All" margin (+8.2, called "not much better") lies inside it, and every bold row but prt
 #: (high accuracy, +7.7) beats its offset by at least +32.8.
-NOT_MUCH = max(acc - base for rel, (_h, acc, base, _o, _d) in CLARK_TABLE1.items()
-               if rel not in ("All", "pobj", "det", "dobj", "poss", "auxpass", "ccomp", "mark",
-                              "prt")) / 100
+NOT_MUCH = Margin(max(acc - base for rel, (_h, acc, base, _o, _d) in CLARK_TABLE1.items()
+                      if rel not in ("All", "pobj", "det", "dobj", "poss", "auxpass", "ccomp",
+                                     "mark", "prt")) / 100,
+                  "paper", "paper: Table 1's largest margin over the best fixed offset among "
+                  "the rows it does not bold (nsubj, +13.0 points)")
 #: The 10 most common relations of the paper's Table 1 and "5 other ones attention heads do
 #: well on"; the ones in bold: "particularly effective heads".
 BOLD = ("pobj", "det", "dobj", "poss", "auxpass", "ccomp", "mark", "prt")
@@ -653,7 +666,8 @@ def _syntax(rel: str):
         return Outcome(
             value=(f"{name} {w.column(k)}: {100 * w.head[rows, k].mean():.1f} vs. offset "
                    f"{w.offsets[o]:+d} {100 * base.mean():.1f} ({100 * r.estimate:+.1f})"),
-            check=Check(result=r, null=0.0, paper_effect=(acc - base_acc) / 100),
+            check=Check(result=r, null=0.0, paper_effect=(acc - base_acc) / 100,
+                        margin=NOT_MUCH if rel in BOLD else None),
             unit=_n_units(len(np.unique(w.document[rows])), "documents"),
             heads=w.labels[k], scale=100, suffix=" points",
             note=f"{len(rows):,} words; " + _deff_note(r, w, rows, k, base) + authors)
@@ -1530,7 +1544,7 @@ def claims() -> list[Claim]:
         "the depth (BERT-base's layers 1-6) above the later half's; the paper gives no size: "
         f"`no` also when the gap lies within {100 * SHARE_MARGIN:.0f} points",
         _CONTROL, f"{_ART}; statistic: the difference of the halves' means", _positional_early,
-        seg_needs, registry=("clark-3.1-positional-early",)))
+        seg_needs, registry=("clark-3.1-positional-early",), reading="earlier/later"))
     out.append(Claim(
         "01", CLARK, "3.2", "a substantial amount of attention goes to a few tokens ([CLS], "
         "[SEP], periods and commas)", "substantial (no number; Figure 2)", "the share of all "
@@ -1593,7 +1607,7 @@ def claims() -> list[Claim]:
         "in the same segments (no control: a property of the text and the tokenizer, which "
         "the control shares)", f"{_ART}; statistic: the smaller count minus "
         "the largest other count, per segment", _punct_most_common, seg_needs, control=False,
-        registry=("clark-3.2-punct-most-common",)))
+        registry=("clark-3.2-punct-most-common",), about="data"))
     out.append(Claim(
         "01", CLARK, "3.3, Figure 4", "very broad heads sit especially in the lower layers",
         "lower layers (no number)", "mean attention entropy of the heads of the earlier half "
@@ -1601,7 +1615,7 @@ def claims() -> list[Claim]:
         f"size: `no` also when the gap lies within {ENTROPY_DIFF_MARGIN} nats",
         f"{_CONTROL}; uniform attention: ln n in every layer", f"{_ART}; per segment: the "
         "halves' difference", _broad_lower, seg_needs,
-        registry=("clark-3.3-broad-lower-layers",)))
+        registry=("clark-3.3-broad-lower-layers",), reading="earlier/later"))
     out.append(Claim(
         "01", CLARK, "3.3, Figure 4", "layer-1 heads attend broadly (<= ~10% on any word)",
         c3["broad_layer1"], "the broadest layer-1 head's mean maximum weight < 10% (the "
@@ -1628,7 +1642,8 @@ def claims() -> list[Claim]:
     out.append(Claim(
         "01", CLARK, "4.1", "words split into several word pieces", c3["split_words"],
         "none: a property of the tokenizer", "none", "none", _split_words,
-        ("01_paper_vs_run.csv",), control=False, registry=("clark-4.1-split-words",)))
+        ("01_paper_vs_run.csv",), control=False, registry=("clark-4.1-split-words",),
+        about="data"))
     out += _claims_02() + _claims_03()
     t3 = CLARK_TABLE3
     for claim, better, worse, reg in (
@@ -1726,8 +1741,12 @@ def _claims_02() -> list[Claim]:
             f"{head}: {acc:.1f} vs. {base:.1f} (offset {off:+d}; {acc - base:+.1f})"
             + (" (bold)" if bold else ""),
             "the best head-direction's accuracy above the best fixed offset's on the same "
-            "words (margin > 0)", f"{_CONTROL} (its own best head); the paper's margin "
-            "decides 'no' (outside the interval) against 'inconclusive'",
+            "words" + (f", by more than {100 * NOT_MUCH:.1f} points: the paper bolds it as "
+                       "'substantially outperforming' the baseline, read as more than the "
+                       "largest margin it calls 'only slightly improves'" if bold
+                       else " (margin > 0)"),
+            f"{_CONTROL} (its own best head); BERT-base's margin is shown beside the interval "
+            "and decides nothing (a claim of direction)",
             f"{_SENTENCES}; {_MAXT_02}", _syntax(rel), needs,
             registry=(f"clark-4.2-table1-{rel}",) + (("clark-4.2-specialised-heads",)
                                                       if bold else ())))
@@ -1850,6 +1869,6 @@ def _claims_03() -> list[Claim]:
         "none: a property of the corpora, the control reads the same words",
         "OntoGUM and EWT documents resampled apart, 10,000 times; two-sided",
         _links_longer, (BY_MENTION.format("model"), BY_WORD.format("model")), control=False,
-        registry=("clark-4.3-coref-links-longer",)))
+        registry=("clark-4.3-coref-links-longer",), about="data"))
     return out
 

@@ -38,6 +38,7 @@ Rules not yet moved to Checks (``effect``/``p``/``passes``/``per_seed``) are jud
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Callable
@@ -56,7 +57,8 @@ MIN_SEEDS = 3
 COLUMNS = ["model", "notebook", "paper", "section", "claim", "quote", "paper_value",
            "this_run", "criterion", "reference", "reference_value", "test", "unit", "p_value",
            "p_adjusted", "family", "interval", "mde", "design_effect", "seeds", "per_task",
-           "verdict", "control_verdict", "training_specific", "heads", "note"]
+           "verdict", "control_verdict", "training_specific", "heads", "note", "about", "why",
+           "specification", "specifications", "robust", "turns_on"]
 #: The ``training_specific`` cell of a ``yes`` row whose random-weights control passes the
 #: same rule: the verdict stands, and this says the rule also holds for attention no training
 #: shaped.
@@ -168,6 +170,11 @@ class Check:
     #: the claim's own words state a size on this metric and baseline, so ``paper_effect``
     #: outside the interval reads ``no``; otherwise BERT-base's effect is shown, never decisive
     sized: bool = False
+    #: the quantity's own level on the statistic's scale (e.g. the mean share that a
+    #: difference of shares is a difference of), stated by the rule from its data: the
+    #: multiverse's ``scaled`` margin is :data:`.spec.SCALED_FRACTION` of it (None: no such
+    #: specification for this row)
+    level: float | None = None
 
     def __post_init__(self):
         if self.kind not in CHECK_KINDS:
@@ -204,6 +211,23 @@ class Claim:
     #: the claims registry entries (``analysis_utils/claims/registry.toml`` ids) the row tests;
     #: the ledger's ``quote`` column is their text
     registry: tuple[str, ...] = ()
+    #: what the claim is about: ``"attention"`` (what trained attention does) or ``"data"`` (a
+    #: check of the data or the pipeline, which says nothing about attention); the headline
+    #: counts keep them apart
+    about: str = "attention"
+    #: words the claim uses that the paper leaves undefined, a key of
+    #: :data:`.readings.READINGS` (``"earlier/later"``, ``"last two"``, ``"FrameNet heads"``):
+    #: the rule is run again under each reading
+    reading: str = ""
+
+    def __post_init__(self):
+        from .readings import READINGS
+
+        if self.about not in ("attention", "data"):
+            raise TypeError(f"Claim.about is 'attention' or 'data', got {self.about!r}")
+        if self.reading and self.reading not in READINGS:
+            raise TypeError(f"Claim.reading must be one of {sorted(READINGS)}, got "
+                            f"{self.reading!r}")
 
 
 def fmt_p(p: float) -> str:
@@ -402,6 +426,10 @@ class _Judged:
     mde: str = ""
     design_effect: str = ""
     per_task: str = ""
+    #: the numbers that decided it (one Check): interval, level, null, margin, the paper's
+    #: effect, in the statistic's units (:func:`_numbers`); per task: ``{task: [numbers]}``
+    numbers: dict = field(default_factory=dict)
+    tasks: dict = field(default_factory=dict)
 
 
 def _per_task_text(per_task: dict[str, list[Check]], entries: dict[str, list[str]],
@@ -424,15 +452,60 @@ def _per_task_text(per_task: dict[str, list[Check]], entries: dict[str, list[str
     return "; ".join(parts) + tail
 
 
+def _numbers(ch: Check, a: float, verdict: str) -> dict:
+    """What decided a single Check, in the statistic's units: its ``1 - a`` interval (``lo``,
+    ``hi``), for a band its inner ``1 - 2a`` one too, the level, null, margin and its source,
+    direction, kind and BERT-base's effect. Empty when the Check has no interval."""
+    from .spec import margin_source
+
+    if ch.untestable or ch.result is None:
+        return {}
+    try:
+        lo, hi = _interval(ch, a)
+    except ValueError:
+        return {}
+    out = {"verdict": verdict, "kind": ch.kind, "lo": lo, "hi": hi, "alpha": a,
+           "level": level(a), "null": float(ch.null), "direction": int(ch.direction),
+           "margin": float(ch.margin) if ch.margin is not None else None,
+           "margin_source": margin_source(ch.margin),
+           "paper_effect": (float(ch.paper_effect) if ch.paper_effect is not None else None),
+           "sized": bool(ch.sized),
+           "estimate": float(getattr(ch.result, "estimate", float("nan"))
+                             if ch.head is None else ch.result.margins[ch.head])}
+    if ch.kind != "effect":
+        inner = min(2 * a, 0.5)
+        try:
+            out["inner_lo"], out["inner_hi"] = _interval(ch, inner)
+            out["inner_level"] = level(inner)
+        except ValueError:
+            pass
+    return out
+
+
+def _with_margin(o: Outcome, margin: str) -> Outcome:
+    """The outcome with every Check under a margin choice (:func:`.spec.with_margin`)."""
+    from .spec import with_margin
+
+    if not margin or margin == "sourced":
+        return o
+    if o.check is not None:
+        return dataclasses.replace(o, check=with_margin(o.check, margin))
+    return dataclasses.replace(o, per_task={t: [with_margin(ch, margin) for ch in v]
+                                            for t, v in o.per_task.items()})
+
+
 def _judge_outcome(o: Outcome, a: float, p_adj: float, is_control: bool = False) -> _Judged:
-    """A rule's outcome judged at the family-corrected level ``a`` (Holm's ``p_adj`` for a
-    single Check's ``yes``), without the control gate."""
+    """A rule's outcome judged at the level ``a`` (the family-corrected ``0.05 / m``, or the
+    row's Holm step-down level on the multiverse's Holm route), without the control gate.
+    ``p_adj`` (Holm's adjusted p) serves only rules not yet moved to Checks: a Check's verdict
+    comes from its interval at ``a`` alone, so the same route that can give ``yes`` gives
+    ``no`` on mirrored evidence."""
     if o.untestable:
         return _Judged("untestable", o.untestable)
     if o.check is not None:
         ch = o.check
-        j = _judge(ch, a, p_adj)
-        out = _Judged(j.verdict, j.reason)
+        j = _judge(ch, a, None)
+        out = _Judged(j.verdict, j.reason, numbers=_numbers(ch, a, j.verdict))
         if ch.result is not None and not ch.untestable:
             try:
                 lo, hi = _interval(ch, a)
@@ -452,11 +525,13 @@ def _judge_outcome(o: Outcome, a: float, p_adj: float, is_control: bool = False)
         entries = {t: [_judge(ch, a, None).verdict for ch in checks]
                    for t, checks in o.per_task.items()}
         v, tasks, why = judge_tasks(entries, o.scope, MIN_SEEDS)
+        numbers = {t: [_numbers(ch, a, e) for ch, e in zip(checks, entries[t], strict=True)]
+                   for t, checks in o.per_task.items()}
         mdes = [_mde(ch, a) for checks in o.per_task.values() for ch in checks]
         mdes = [m for m in mdes if math.isfinite(m)]
         out = _Judged(v, why, per_task=_per_task_text(o.per_task, entries, tasks,
                                                       seeded=bool(o.seeds)),
-                      mde=_amount(max(mdes), o) if mdes else "")
+                      mde=_amount(max(mdes), o) if mdes else "", tasks=numbers)
         pooled = {t: c[0] for t, c in o.per_task.items()
                   if len(c) == 1 and c[0].result is not None and not c[0].untestable}
         if pooled and len(pooled) == len(o.per_task):
@@ -501,12 +576,173 @@ def _holm_counting_tested(p: np.ndarray, tested: np.ndarray) -> np.ndarray:
     return np.where(np.isfinite(p), adj, np.nan)
 
 
-def evaluate(claims: list[Claim], tables: Tables, control: bool = True) -> pd.DataFrame:
+def _holm_level(a: float, p: float, p_adj: float) -> float | None:
+    """The row's level on Holm's route: ``ALPHA x p / p_adjusted``, the level at which its
+    interval excludes the null exactly when Holm's adjusted p is below ``ALPHA`` (never below
+    Bonferroni's ``a``, never above ``ALPHA``); None without both p-values."""
+    if not (np.isfinite(p) and np.isfinite(p_adj)) or p_adj <= 0:
+        return None
+    return float(min(ALPHA, max(a, ALPHA * p / p_adj)))
+
+
+def _route_choices(o: Outcome | None, p: float) -> tuple[str, ...]:
+    """``("intervals", "holm")`` for a single Check with a p-value; ``("intervals",)`` for a
+    row judged per task (no single p for Holm) or without a p; () for a rule not yet moved to
+    Checks or an untestable row."""
+    if o is None or not _is_new(o) or o.untestable:
+        return ()
+    if o.check is not None and (o.check.untestable or o.check.result is None):
+        return ()
+    return ("intervals", "holm") if o.check is not None and np.isfinite(p) else ("intervals",)
+
+
+def _margin_choices(o: Outcome) -> tuple[str, ...]:
+    """The margin choices every Check of the row admits (:func:`.spec.margin_choices`), in the
+    first Check's order."""
+    from .spec import margin_choices
+
+    checks = [o.check] if o.check is not None else [c for v in o.per_task.values() for c in v]
+    checks = [c for c in checks if not c.untestable and c.result is not None]
+    if not checks:
+        return ()
+    common = [m for m in margin_choices(checks[0])
+              if all(m in margin_choices(c) for c in checks[1:])]
+    return tuple(common)
+
+
+def _spec_text(c: Claim, o: Outcome | None, a: float, margins, routes, readings) -> str:
+    """The main specification in words, with the alternatives judged: generated from the
+    Check's parameters, never written beside them."""
+    from .spec import SCALED_FRACTION, margin_source
+
+    if o is None or not routes:
+        return ""
+    checks = [o.check] if o.check is not None else [x for v in o.per_task.values() for x in v]
+    ch = next((x for x in checks if not x.untestable and x.result is not None), checks[0])
+    kind = {"effect": "an effect", "no effect": "no effect (a band)",
+            "no drop": "no drop (one-sided)" if ch.direction == 1 else "no rise (one-sided)"}
+    parts = [f"claim: {kind[ch.kind]}"
+             + (f", {'above' if ch.direction == 1 else 'below'} the null {_plain(ch.null, o)}"
+                if ch.kind == "effect" else "")]
+    if ch.margin:
+        parts.append(f"margin {_plain(float(ch.margin), o)} ({margin_source(ch.margin)})")
+    else:
+        parts.append("no margin")
+    parts.append(f"intervals at {level(a)} (0.05 / m, Bonferroni within the family)")
+    if readings:
+        parts.append(f"{c.reading}: {readings[0]}")
+    alts = []
+    for m in margins[1:]:
+        alts.append({"none": "no margin", "scaled": f"a margin of {SCALED_FRACTION:.0%} of the "
+                     f"level {_plain(ch.level, o, signed=False)}" if ch.level is not None else "",
+                     "sourced": "the rule's margin"}[m])
+    if "holm" in routes:
+        alts.append("Holm's step-down level")
+    alts += [f"{c.reading}: {d}" for d in readings[1:]]
+    if alts:
+        parts.append("also judged under: " + "; ".join(x for x in alts if x))
+    return "; ".join(parts)
+
+
+def _plain(x: float | None, o: Outcome, signed: bool = True) -> str:
+    if x is None or not math.isfinite(x):
+        return ""
+    return _num(x, o, _digits(o, abs(x) / 10 if x else 0), signed=signed) + (
+        o.suffix if o.suffix.startswith(" ") else "")
+
+
+def _why(j: _Judged, o: Outcome) -> str:
+    """The row's one sentence of why (:func:`.spec.why`), from the numbers that decided it."""
+    from .spec import why
+
+    if j.verdict == "untestable" or not _is_new(o):
+        return f"{j.verdict}: {j.reason}" if j.reason else j.verdict
+    if j.numbers:
+        n = j.numbers
+        use_inner = n["kind"] != "effect" and j.verdict == "yes" and "inner_lo" in n
+        lo, hi = (n["inner_lo"], n["inner_hi"]) if use_inner else (n["lo"], n["hi"])
+        lvl = n.get("inner_level", n["level"]) if use_inner else n["level"]
+        return why(j.verdict, kind=n["kind"], lo=lo, hi=hi, level=lvl, null=n["null"],
+                   margin=n["margin"], direction=n["direction"], paper_effect=n["paper_effect"],
+                   sized=n["sized"], scale=o.scale, suffix=o.suffix, digits=o.digits,
+                   reason=j.reason)
+    return f"{j.verdict}: {j.reason}" + (f" ({j.per_task})" if j.per_task else "")
+
+
+def _multiverse(c: Claim, tables: Tables, o: Outcome, a: float, i: int, idx: np.ndarray,
+                p_family: np.ndarray, tested: np.ndarray, main: _Judged) -> tuple[dict, list]:
+    """The row judged under every specification (:mod:`.spec`): the margin choices, the routes
+    and, for a claim whose words the paper leaves undefined, the rule run again under each
+    reading. Returns the agreement cells and one record per specification."""
+    from .readings import READINGS, reading
+    from .spec import Spec, agreement, specs
+
+    p = _row_p(o)
+    margins, routes = _margin_choices(o), _route_choices(o, p)
+    readings = READINGS[c.reading] if c.reading and routes else ()
+    cells = {"specification": _spec_text(c, o, a, margins, routes, readings),
+             "specifications": "", "robust": "", "turns_on": ""}
+    if not routes:
+        return cells, []
+    outs = {readings[0] if readings else "": (o, p)}
+    for d in readings[1:]:
+        with reading(c.reading, d):
+            od = _apply(c, tables, "model")
+        outs[d] = (od, _row_p(od)) if od is not None else (None, float("nan"))
+    verdicts, records = {}, []
+    for s in specs(margins, routes, readings):
+        od, pd_ = outs[s.reading]
+        if od is None:
+            continue
+        if s.route == "holm":
+            q = p_family.copy()
+            q[list(idx).index(i)] = pd_
+            adj = _holm_counting_tested(q, tested)[list(idx).index(i)]
+            a_s = _holm_level(a, pd_, adj)
+            if a_s is None:
+                continue
+        else:
+            a_s = a
+        if od.untestable:
+            j = _Judged("untestable", od.untestable)
+        else:
+            j = _judge_outcome(_with_margin(od, s.margin), a_s, float("nan"))
+        verdicts[s] = j.verdict
+        rec = {"spec": s.label(), "margin_choice": s.margin, "route": s.route,
+               "reading": s.reading, "verdict": j.verdict, "alpha": a_s,
+               "main": s == Spec(margins[0] if margins else "", routes[0],
+                                 readings[0] if readings else ""),
+               "scale": o.scale, "suffix": o.suffix, "digits": o.digits}
+        if j.numbers:
+            rec.update({k: v for k, v in j.numbers.items() if k != "verdict"})
+        records.append(rec)
+        if rec["main"] and j.tasks:
+            for t, entries in j.tasks.items():
+                for e, n in enumerate(entries):
+                    if n:
+                        records.append({**rec, **n, "task": t, "entry": e, "spec": s.label()})
+    main_spec = next(s for s in verdicts if s == Spec(margins[0] if margins else "",
+                                                       routes[0],
+                                                       readings[0] if readings else ""))
+    if verdicts[main_spec] != main.verdict:
+        raise AssertionError(f"{c.claim}: the main specification gives {verdicts[main_spec]} "
+                             f"but the row {main.verdict}")
+    k, n, robust, text = agreement(main_spec, verdicts, c.reading)
+    cells.update({"specifications": text, "robust": "yes" if robust else "no",
+                  "turns_on": "; ".join(text.split("; turns on ")[1:])})
+    return cells, records
+
+
+def evaluate(claims: list[Claim], tables: Tables, control: bool = True,
+             multiverse: bool = True) -> pd.DataFrame:
     """The ledger rows of ``claims`` for one folder: each rule on the model's tables and, where
     the claim says so, on the control's; within each family Holm over the rows' p-values and
     the level ``a = ALPHA / m`` (``m``: the family's tested rows) at which every Check's
     interval is judged; verdicts, the control gate, and the ``quote`` of each row from the
-    claims registry. Pure: nothing is written."""
+    claims registry; each row's one sentence of ``why`` and its main specification. With
+    ``multiverse`` each tested row is also judged under every specification of :mod:`.spec`
+    (``specifications``, ``robust``, ``turns_on``; the records in the ``multiverse`` column,
+    JSON). Pure: nothing is written."""
     rows, outs = [], []
     for c in claims:
         missing = [n for n in c.needs if not tables.has(n)]
@@ -529,8 +765,10 @@ def evaluate(claims: list[Claim], tables: Tables, control: bool = True) -> pd.Da
     t_ctrl = np.array([_tested(co) for _, _, co in outs], dtype=bool)
     adj_model, adj_ctrl = np.full(len(outs), np.nan), np.full(len(outs), np.nan)
     m_of = np.zeros(len(outs), dtype=int)
+    members = {}
     for f in dict.fromkeys(fam):
         idx = np.array([i for i, x in enumerate(fam) if x == f])
+        members[f] = idx
         adj_model[idx] = _holm_counting_tested(p_model[idx], t_model[idx])
         adj_ctrl[idx] = _holm_counting_tested(p_ctrl[idx], t_ctrl[idx])
         m_of[idx] = max(int(t_model[idx].sum()), 1)
@@ -543,8 +781,13 @@ def evaluate(claims: list[Claim], tables: Tables, control: bool = True) -> pd.Da
         specific = ""
         if v == "yes" and cj is not None and cj.verdict != "untestable":
             specific = NOT_SPECIFIC if cj.verdict == "yes" else SPECIFIC
-        note = "; ".join(x for x in (o.note, why) if x)
+        note = "; ".join(x for x in (_subset_note(tables, c.notebook), o.note, why) if x)
         tested = _tested(o)
+        idx = members[fam[i]]
+        if multiverse:
+            cells, records = _multiverse(c, tables, o, a, i, idx, p_model[idx], t_model[idx], j)
+        else:
+            cells, records = {}, []
         rows.append({
             "model": tables.label(), "notebook": c.notebook, "paper": c.paper,
             "section": c.section, "claim": c.claim, "quote": _quote(c, quotes),
@@ -559,8 +802,40 @@ def evaluate(claims: list[Claim], tables: Tables, control: bool = True) -> pd.Da
             "per_task": j.per_task, "verdict": v,
             "control_verdict": cj.verdict if cj is not None else "",
             "training_specific": specific, "heads": o.heads,
-            "note": note})
-    return pd.DataFrame(rows, columns=COLUMNS)
+            "note": note, "about": c.about, "why": _why(j, o),
+            "specification": cells.get("specification", ""),
+            "specifications": cells.get("specifications", ""),
+            "robust": cells.get("robust", ""), "turns_on": cells.get("turns_on", ""),
+            "multiverse": json.dumps(records, default=_json_default) if records else ""})
+    return pd.DataFrame(rows, columns=[*COLUMNS, "multiverse"])
+
+
+#: Parameters that cut a notebook's data to a subset (0: the full set).
+_SUBSET_PARAMS = {"max_train": "training sentences", "max_dev": "dev sentences",
+                  "max_test": "test sentences", "max_sentences": "sentences",
+                  "max_documents": "documents"}
+
+
+def _subset_note(tables: Tables, notebook: str) -> str:
+    """``"run note: notebook 04 here ran on subsets: 2,000 training sentences, ..."`` where the
+    notebook's recorded parameters cut its data (every row of that notebook says so), else
+    ``""``."""
+    p = tables.params(notebook) if hasattr(tables, "params") else {}  # tests' stand-ins
+    cut = [f"{int(p[k]):,} {what}" for k, what in _SUBSET_PARAMS.items()
+           if isinstance(p.get(k), int | float) and p.get(k)]
+    if not cut:
+        return ""
+    seeds = p.get("seeds")
+    n = len(str(seeds).split(",")) if seeds else None
+    return (f"run note: notebook {notebook} here ran on subsets ({', '.join(cut)}"
+            + (f"; {n} seeds" if n else "") + "), not the full sets the paper and the default "
+            "profile use: its numbers, baselines included, are not comparable with theirs")
+
+
+def _json_default(x):
+    if isinstance(x, np.generic):
+        return x.item()
+    raise TypeError(f"not JSON-able: {type(x)}")
 
 
 #: The notebook of the ledger itself: registry claims no notebook measures are its rows.

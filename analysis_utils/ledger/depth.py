@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 
 from ..papers import BERT_BASE_LAYERS
+from .readings import READINGS, chosen, reading  # noqa: F401  (reading: for rules' callers)
 
 #: The papers' thirds as BERT-base layer ranges (1-based, inclusive).
 THIRDS = {"early": (1, 4), "middle": (5, 8), "deep": (9, 12)}
@@ -82,3 +83,42 @@ def share_note(count: int, num_layers: int, words: str) -> str:
     share = next((v for k, v in named.items() if abs(frac - k) < _EPS), f"{100 * frac:.0f}%")
     return (f"'{words}' are {count} of this model's {L} layers ({share} of its depth; "
             f"{count} of {BERT_BASE_LAYERS} in BERT-base)")
+
+
+# --- readings the papers leave open (issue 52): the ledger's multiverse runs a rule under each
+# (:mod:`.readings`)
+
+#: The readings of a claim's words about depth, the main one first (:data:`.readings.READINGS`).
+DEPTH_CHOICES = {k: READINGS[k] for k in ("earlier/later", "last two")}
+
+
+def earlier_later(num_layers: int) -> tuple[list[int], list[int]]:
+    """The earlier and the later layers under the reading in force: the halves of the depth
+    (BERT-base's 1-6 and 7-12) or its first and last thirds (1-4 and 9-12).
+
+    >>> earlier_later(6)
+    ([1, 2, 3], [4, 5, 6])
+    >>> with reading("earlier/later", "thirds"):
+    ...     earlier_later(6)
+    ([1, 2], [5, 6])
+    """
+    L = _check(num_layers)
+    if chosen("earlier/later") == "thirds":
+        return layers_at(L, *THIRDS["early"]), layers_at(L, *THIRDS["deep"])
+    half = BERT_BASE_LAYERS // 2
+    return layers_at(L, 1, half), layers_at(L, half + 1, BERT_BASE_LAYERS)
+
+
+def last_two(num_layers: int) -> list[int]:
+    """"The last two layers" under the reading in force (1-based).
+
+    >>> last_two(6)
+    [5, 6]
+    >>> with reading("last two", "BERT-base's 11-12 at relative depth"):
+    ...     last_two(6)
+    [6]
+    """
+    L = _check(num_layers)
+    if chosen("last two") == "this model's last two":
+        return list(range(max(1, L - 1), L + 1))
+    return layers_at(L, BERT_BASE_LAYERS - 1, BERT_BASE_LAYERS)

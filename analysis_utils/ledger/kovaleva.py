@@ -28,10 +28,11 @@ from ..papers import (
     KOVALEVA_TABLE1,
     KOVALEVA_TASKS,
 )
+from . import depth, readings, stats
 from . import resample as rs
-from . import stats
 from .core import MIN_SEEDS, Check, Claim, Outcome, Tables, heterogeneous_band, pct
 from .depth import share_note
+from .spec import Margin
 
 KOVALEVA = "Kovaleva et al. 2019"
 MODE = "uniform"
@@ -83,11 +84,16 @@ NEGLIGIBLE = 0.2
 #: "increased attention" to a feature (Section 4.4) has no size in the paper; a rise of a head's
 #: score by less than this (a hundredth of the attention the input receives, where a uniform
 #: head scores 1/m, about 0.03-0.1 here) is called negligible.
-FEATURE_MARGIN = 0.01
+#: An exact count (no sampling) against the paper's: equal within half a sentence.
+_HALF_COUNT = Margin(0.5, "convention", "convention: half a sentence, so an exact count must "
+                     "equal the paper's")
+FEATURE_MARGIN = Margin(0.01, "convention", "convention: a hundredth of the attention the "
+                        "input receives (ledger.kovaleva.FEATURE_MARGIN)")
 #: "the striped attention maps generally come from BERT pre-training" (Section 4.4): the
 #: fine-tuned models' [CLS] + [SEP] score rises less than this relative change over the
 #: pre-trained one's (one-sided: a drop agrees, the stripes were there before fine-tuning).
-STRIPE_MARGIN = 0.2
+STRIPE_MARGIN = Margin(0.2, "convention", "convention: a fifth of the pre-trained [CLS] + "
+                       "[SEP] score (ledger.kovaleva.STRIPE_MARGIN)")
 #: A "diagonally structured" map (Sections 4.1, 4.5): more than half of the head's attention on
 #: the previous and next word.
 DIAGONAL_SHARE = 0.5
@@ -427,15 +433,18 @@ def _drift_last_two(t: Tables, which: str) -> Outcome:
         d = _per_example(t, task, "drift")  # (S, n, L)
         L = d.shape[-1]
 
-        def gap(m):
-            return m[..., -2:].min(-1) - m[..., :-2].max(-1)
+        top = [ly - 1 for ly in depth.last_two(L)]
+        rest = [ly for ly in range(L) if ly not in top]
+
+        def gap(m, top=top, rest=rest):
+            return m[..., top].min(-1) - m[..., rest].max(-1)
 
         r = _boot(d, L, gap)
         per_task[task] = [Check(result=r, null=0.0, direction=1, untestable=_short(len(d)))]
         seeds[task], units[task] = len(d), (len(d), d.shape[1])
         layer_means = d.mean(axis=(0, 1))
         rising += bool(np.all(np.diff(layer_means) >= 0))
-        parts.append(f"{task}: min of layers {L - 1}-{L} minus max of the others "
+        parts.append(f"{task}: min of layers {top[0] + 1}-{top[-1] + 1} minus max of the others "
                      f"{r.estimate:+.3f} (drift by layer " + ", ".join(
                          f"{x:.2f}" for x in layer_means) + ")")
     if not per_task:
@@ -715,6 +724,22 @@ def _framenet_standout(t: Tables, which: str) -> Outcome:
     above = np.flatnonzero(lo > 0)
     ranked = above[np.argsort(-r.margins[above])]
     shown = ", ".join(f"{_head(k, H)} {r.margins[k]:+.2f}" for k in ranked[:6])
+    # The heads notebook 06 calls standouts (its table, Figure 3's reading: z > 2 on the raw link
+    # score) and notebook 07 disables, shown on every row; under that reading
+    # (:data:`.readings.READINGS`) the row judges the first of them, with the simultaneous
+    # interval that holds whichever head is reported; under the main reading, the best head.
+    table = "06_framenet_heads.csv" if which == "model" else "06_framenet_heads_control.csv"
+    standout = []
+    if t.has(table):
+        d = t.read(table).sort_values("rank")
+        standout = [(int(a) - 1) * H + int(b) - 1
+                    for a, b in zip(d.loc[d["standout"].astype(bool), "layer"],
+                                    d.loc[d["standout"].astype(bool), "head"], strict=True)]
+    judged = (standout[0] if standout and readings.chosen("FrameNet heads") !=
+              readings.READINGS["FrameNet heads"][0] else None)
+    pair = ", ".join(f"{_head(k, H)} {r.margins[k]:+.3f} "
+                     f"[{r.head_interval(k)[0]:+.3f}, {r.head_interval(k)[1]:+.3f}]"
+                     for k in standout)
     beside = ""
     if which == "model" and "control" in z:  # the other null, shown: the control's same head
         vs = rs.max_over_heads(rs.cluster_sums((link - np.asarray(z["control"], dtype=float))
@@ -723,11 +748,14 @@ def _framenet_standout(t: Tables, which: str) -> Outcome:
         k_ctrl = int(sum(vs.head_interval(k)[0] > 0 for k in range(L * H)))
         beside = (f"against the random-weights control's same head instead: {k_ctrl} of "
                   f"{L * H} heads above it, best {_head(vs.best, H)} {vs.estimate:+.3f}")
-    return Outcome(value=f"{len(above)} of {L * H} heads attend more along the links than to "
+    return Outcome(value=(f"notebook 06's standout heads {pair} along the links minus "
+                          "unlinked words; " if pair else "")
+                         + f"{len(above)} of {L * H} heads attend more along the links than to "
                          f"unlinked words (simultaneous 95%)" + (f": {shown}" if shown else "")
                          + f"; best {_head(r.best, H)} {r.estimate:+.3f}",
-                   check=Check(result=r, null=0.0, direction=1),
-                   heads=", ".join(_head(k, H) for k in ranked),
+                   check=Check(result=r, null=0.0, direction=1, head=judged),
+                   heads=", ".join(_head(k, H) for k in (standout if judged is not None
+                                                         else ranked)),
                    unit=f"{len(margins)} FrameNet sentences", digits=3,
                    note=_join(beside, "per head: the largest weight between target and linked core "
                               "elements minus that between target and the unlinked words as "
@@ -743,7 +771,7 @@ def _framenet_sentences(t: Tables, which: str) -> Outcome:
     want = KOVALEVA_SECTIONS42_45["framenet_sentences"]
     r = rs.from_draws(np.array([count, count], dtype=float), float(count), null=want)
     return Outcome(value=f"{count} sentences", check=Check(result=r, kind="no effect",
-                                                           null=want, margin=0.5),
+                                                           null=want, margin=_HALF_COUNT),
                    unit="the FrameNet 1.7 exemplars (no sampling: an exact count)", digits=0,
                    note="a check of the data pipeline (the authors' filter), not of a model")
 
@@ -1272,14 +1300,16 @@ def claims06() -> list[Claim]:
               f"{s45['framenet_sentences']} sentences", "the count of the exact reading of the "
               "filter equals the paper's", "the paper's count", "exact count (no sampling)",
               _framenet_sentences, ("06_framenet_funnel.csv",), control=False,
-              registry=("kovaleva-4.2-framenet-sentences",)),
+              registry=("kovaleva-4.2-framenet-sentences",), about="data"),
         Claim("06", KOVALEVA, "4.2, Figure 3", "a few heads stand out on FrameNet frame links", s45["framenet_standout"], "some head puts "
               "more attention between the target and its linked core elements than between the "
               "target and unlinked words as far away (its own per-head null), the best of all "
-              "heads tested with its selection", "each head on unlinked words of the same "
+              "heads tested with its selection; notebook 06's own standouts (the heads 07 "
+              "disables) shown beside it and judged as the other reading",
+              "each head on unlinked words of the same "
               "sentences; the random-weights control under the same rule",
               "max-T over heads (studentised), FrameNet sentences resampled", _framenet_standout,
-              (FRAMENET,), registry=("kovaleva-4.2-two-heads",)),
+              (FRAMENET,), registry=("kovaleva-4.2-two-heads",), reading="FrameNet heads"),
         Claim("06", KOVALEVA, "Table 1", "pre-trained + fine-tuning beats random init + "
               "fine-tuning", "every task (Table 1)", "per task, the mean dev "
               "metric over pre-trained fine-tunes above that over random-init fine-tunes "
@@ -1318,7 +1348,7 @@ def claims06() -> list[Claim]:
               "layers above the largest of the other layers; every task but QQP; " + seeds,
               "0: the last two layers tie with another", hb + "; the statistic min(last two) - "
               "max(others) recomputed on every resample", _drift_last_two, ex, control=False,
-              registry=("kovaleva-4.3-last-two-layers",)),
+              registry=("kovaleva-4.3-last-two-layers",), reading="last two"),
         Claim("06", KOVALEVA, "4.5, Figure 7", "last-layer [CLS] attends most to [SEP] "
               "(punctuation on STS-B, RTE, QNLI)", s45["last_layer_cls"], "per task, the "
               "last layer's [CLS] weight on the paper's type above that on every other type; "

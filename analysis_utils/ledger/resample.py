@@ -55,6 +55,8 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats as _st
 
+from .spec import Margin
+
 __all__ = ["ClusterSums", "cluster_sums", "all_resamples", "resample_counts", "Resampled",
            "cluster_bootstrap", "paired_cluster_bootstrap", "MaxOverHeads", "max_over_heads",
            "select_then_test", "max_t", "from_draws", "SumMetric", "METRICS", "RATIO", "stacked",
@@ -916,8 +918,11 @@ def minimum_detectable_effect(se: float, alpha: float = 0.05, power: float = 0.8
 #:   0.01 of r is about 4% of the unexplained share 1 - r^2 ~ 0.23 and about 1.7 standard
 #:   errors of r over 1,500 pairs (``(1 - r^2) / sqrt(n)``), so a smaller margin could not be
 #:   met by any test of that dev set, and a larger one would call real drops "no change".
-EQUIVALENCE_MARGINS: dict[str, float] = {"accuracy": 0.01, "f1": 0.01, "mcc": 0.02,
-                                         "pearson": 0.01}
+_EQ = ("convention: a handful of predictions in a hundred in the metric's units "
+       "(ledger.resample.EQUIVALENCE_MARGINS)")
+EQUIVALENCE_MARGINS: dict[str, float] = {k: Margin(v, "convention", f"{_EQ}, {k} {v:g}")
+                                         for k, v in {"accuracy": 0.01, "f1": 0.01,
+                                                      "mcc": 0.02, "pearson": 0.01}.items()}
 
 
 @dataclass(frozen=True)

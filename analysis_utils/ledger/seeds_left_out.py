@@ -190,4 +190,4 @@ def verdicts_without(folder: str | Path, seed: int,
 
     with tempfile.TemporaryDirectory(prefix=f"seed{seed}-out-") as tmp:
         t = Tables(drop_seed(folder, Path(tmp) / Path(folder).name, seed))
-        return evaluate([c for c in claims() if c.notebook in notebooks], t)
+        return evaluate([c for c in claims() if c.notebook in notebooks], t, multiverse=False)

@@ -12,7 +12,11 @@ or ``mixed``), three questions, each answered ``holds`` / ``changes`` / ``n/a``:
   ledger's rules run again on the folder without it, :mod:`.seeds_left_out`). ``holds`` when
   every build gives the verdict; otherwise ``changes without seed 43 (to inconclusive)``, each
   seed that moves it named, so a reader sees which rows rest on one draw. ``n/a`` outside
-  06-07, and for a model whose run has no fine-tuning seeds.
+  06-07, and for a model whose run has no fine-tuning seeds;
+- **every specification**: whether the verdict is the same under every defensible way to test
+  the claim that the paper leaves open (the ledger's multiverse, :mod:`.spec`: the margin, the
+  route, the depth reading); ``changes: <the choice it turns on>`` otherwise, ``n/a`` where
+  the ledger has no multiverse column.
 
 :func:`table` gives one row per tested ledger row; :func:`shares` the share that holds under
 each question and under all that apply.
@@ -28,7 +32,8 @@ import pandas as pd
 
 #: Verdicts that come from a test (the rows whose stability is asked).
 TESTED = ("yes", "no", "inconclusive", "mixed")
-QUESTIONS = ("bootstrap seed", "other model", "fine-tuning seed left out")
+QUESTIONS = ("bootstrap seed", "other model", "fine-tuning seed left out",
+             "every specification")
 
 
 def _key(df: pd.DataFrame) -> pd.Series:
@@ -43,6 +48,16 @@ def _left_out(verdict: str, without: dict[int, str]) -> str:
     if not moved:
         return "holds"
     return "changes " + "; ".join(f"without seed {s} (to {v})" for s, v in moved.items())
+
+
+def _specs(r) -> str:
+    """The multiverse answer of one ledger row (its ``robust`` and ``turns_on`` cells)."""
+    robust = str(r.get("robust", "") or "")
+    if robust == "yes":
+        return "holds"
+    if robust == "no":
+        return "changes: turns on " + (str(r.get("turns_on", "") or "") or "several choices")
+    return "n/a"
 
 
 def table(ledger: pd.DataFrame, rebuilt: pd.DataFrame,
@@ -78,6 +93,7 @@ def table(ledger: pd.DataFrame, rebuilt: pd.DataFrame,
              else "changes to " + ", ".join(sorted(set(others)))),
             "fine-tuning seed left out": _left_out(r["verdict"],
                                                    without.get(f"{r['model']}\x00{k}", {})),
+            "every specification": _specs(r),
         }
         applied = [a for a in answers.values() if a != "n/a"]
         rows.append({"model": r["model"], "notebook": r["notebook"], "claim": r["claim"],

@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from .. import paths
+from ..claims.display import display_quote
 
 LEDGER = "08_claims.csv"  # the claims ledger, as notebook 08 saves it (analysis_utils.ledger)
 
@@ -620,7 +621,7 @@ def claims(ledger_dir: Path, model_name: str, num_layers: int, num_heads: int) -
         if named or paper:
             row = {"heads": named, "paper_heads": paper, **{k: r.get(k, "") for k in keep}}
             # the paper's bold (Table 1's <b>76.3</b>) is markup, not the paper's words
-            row["quote"] = re.sub(r"</?[a-z][^>]*>", "", row["quote"])
+            row["quote"] = display_quote(re.sub(r"</?[a-z][^>]*>", "", row["quote"]))
             # the claim's page in the book (claims/<id>.html) and the property it is about
             row["id"] = claim_id(r["notebook"], r["claim"])
             row["property"] = atlas_property(dict(r)) or ""

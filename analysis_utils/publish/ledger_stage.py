@@ -52,12 +52,21 @@ CLAIMS_TABLE = "08_claims.csv"
 STABILITY_TABLE = "08_verdict_stability.csv"
 STABILITY_SHARES = "08_verdict_stability_shares.csv"
 STABILITY_FIGURE = "figures/08_verdict_stability.png"
+#: Every tested row judged under each defensible specification (:mod:`analysis_utils.ledger.spec`),
+#: one row per specification (and, for the main one of a row judged per task, one per task and
+#: entry): the numbers each verdict rests on, which the claim pages draw.
+MULTIVERSE_TABLE = "08_multiverse.csv"
+MULTIVERSE_COLUMNS = ["model", "id", "notebook", "claim", "spec", "main", "margin_choice",
+                      "route", "reading", "task", "entry", "verdict", "kind", "direction",
+                      "estimate", "lo", "hi", "level", "alpha", "inner_lo", "inner_hi",
+                      "inner_level", "null", "margin", "margin_source", "paper_effect", "sized",
+                      "scale", "suffix", "digits"]
 #: The cross-model notebook, whose tables the ledger does not read.
 LEDGER_NOTEBOOK = "08"
 #: Columns that carry resampled numbers: compared as text they would differ on another
 #: machine, so ``compare`` ignores them and checks the verdicts and claims exactly.
 RESAMPLED = ("this_run", "reference_value", "p_value", "p_adjusted", "interval", "mde",
-             "design_effect", "note", "per_task")
+             "design_effect", "note", "per_task", "why", "specification")
 FLOAT_DIGITS = 6
 
 
@@ -122,12 +131,15 @@ def judge(folders: Sequence[str], root: Path, build=None,
     else:
         claims = build(present)
     claims = _with_ids(claims)
+    multiverse = multiverse_table(claims)
+    claims = claims.drop(columns=["multiverse"], errors="ignore")
     ids = claims.groupby("model")["id"].apply(lambda s: s[s.duplicated()].tolist())
     clash = sorted({i for v in ids for i in v})
     if clash:
         raise ValueError(f"claims share an anchor (the same notebook and opening words): "
                          f"{clash}; reword one claim in ledger/clark.py or kovaleva.py")
-    out = {f"{present[0]}/{CLAIMS_TABLE}": claims}
+    out = {f"{present[0]}/{CLAIMS_TABLE}": claims,
+           f"{present[0]}/{MULTIVERSE_TABLE}": multiverse}
     label = {f: ledger.Tables(root / f).label() for f in present}
     if stability:
         from ..ledger import resample
@@ -160,6 +172,23 @@ def judge(folders: Sequence[str], root: Path, build=None,
     return out
 
 
+def multiverse_table(claims: pd.DataFrame) -> pd.DataFrame:
+    """The long table of every row's specifications, from the ledger's ``multiverse`` column
+    (JSON records, :func:`analysis_utils.ledger.core.evaluate`), columns
+    :data:`MULTIVERSE_COLUMNS`."""
+    rows = []
+    if "multiverse" in claims:
+        for _, r in claims.iterrows():
+            text = r["multiverse"]
+            if not isinstance(text, str) or not text:
+                continue
+            for rec in json.loads(text):
+                rows.append({"model": r["model"], "id": r["id"], "notebook": r["notebook"],
+                             "claim": r["claim"], **rec})
+    out = pd.DataFrame(rows, columns=MULTIVERSE_COLUMNS)
+    return out.astype({"main": bool}) if len(out) else out
+
+
 def _blank(col: pd.Series) -> pd.Series:
     """Which cells of ``col`` hold no value (empty, whitespace or NaN)."""
     return col.isna() | col.astype(str).str.strip().isin(["", "nan", "NaN", "None", "<NA>"])
@@ -179,8 +208,8 @@ def _stage_job(kind: str, where, what, seed):
         raise ValueError(f"unknown stage job {kind!r}")
     if seed is None:
         return ledger.build(list(what), root=where)
-    with resample.another_seed(seed):
-        return ledger.build(list(what), root=where)
+    with resample.another_seed(seed):  # a verdict's stability under another seed: no multiverse
+        return ledger.build(list(what), root=where, multiverse=False)
 
 
 def _in_processes(fn, args: Sequence[tuple]) -> list:
@@ -207,6 +236,12 @@ def _tables_record(names: Sequence[str]) -> dict[str, dict]:
                    else ["model", "question"])
             rec[name] = {"tolerance": normalise_tolerance({c: IGNORE for c in cols}, cols,
                                                           name), "key": key}
+            continue
+        if name.endswith(MULTIVERSE_TABLE):
+            cols = ["estimate", "lo", "hi", "inner_lo", "inner_hi"]
+            rec[name] = {"tolerance": normalise_tolerance({c: IGNORE for c in cols}, cols,
+                                                          name),
+                         "key": ["model", "id", "spec", "task", "entry"]}
             continue
         cols = list(RESAMPLED)
         key = ["model", "notebook", "claim"] if name.endswith(CLAIMS_TABLE) else ["id"]
@@ -236,6 +271,9 @@ def write(tables: dict[str, pd.DataFrame], root: Path, record: dict) -> list[str
                    if rel.endswith(STABILITY_TABLE) else
                    "Verdict stability: the share of tested verdicts that hold"
                    if rel.endswith(STABILITY_SHARES) else
+                   "The multiverse: every tested claim judged under each defensible "
+                   "specification (margin, route, depth reading)"
+                   if rel.endswith(MULTIVERSE_TABLE) else
                    f"Verdicts of notebook {csv.name[:2]}: {df['claim'].size} claims "
                    f"(`python -m analysis_utils ledger`)")
         atomic.write_text(md, f"{caption}\n\n{markdown_table(df)}\n")

@@ -24,6 +24,7 @@ from pathlib import Path
 import pandas as pd
 
 from .. import paths, profiles
+from ..claims.display import display_quote
 from ..engine import atomic
 
 
@@ -130,28 +131,33 @@ def glance(results: str | Path | None = None) -> str:
     from .. import ledger
 
     df = _ledger(results)
-    lines = []
-    for model, g in df.groupby("model", sort=False):
-        counts = ", ".join(f"{int((g['verdict'] == v).sum())} {v}" for v in ledger.VERDICTS)
-        lines.append(f"- **{model}**: {len(g)} claims: {counts}.")
-    return "\n".join(lines + [registry_line()]) + "\n\n" + findings_table(results)
+    lines = ledger.headline_lines(df)
+    return "\n".join(lines + [registry_line(df)]) + "\n\n" + findings_table(results)
 
 
-def registry_line() -> str:
+def registry_line(ledger_df: pd.DataFrame | None = None) -> str:
     """One line on the claims registry (:mod:`analysis_utils.claims`): how many of the
-    papers' claims it quotes, how many a ledger row tests, how many wait for one and how many
-    are untestable here (an untestable claim may also have a row that reads so)."""
+    papers' claims it quotes, how many have a ledger row, how many of those a test decided on
+    some model (a row reading anything but ``untestable``: "tested" counts only these), how
+    many wait for a row and how many are untestable here."""
     from .. import claims
     from ..ledger import coverage
 
     entries = claims.load()
     rows = coverage.rows_by_entry()
-    tested = sum(coverage.tested(e, rows) for e in entries)
+    with_row = sum(coverage.tested(e, rows) for e in entries)
     pending = sum(coverage.pending(e, rows) for e in entries)
     untestable = sum(e.untestable for e in entries)
-    return (f"- **The claims registry**: {len(entries)} claims quoted from the papers; "
-            f"{tested} tested by a ledger row, {pending} waiting for one, {untestable} "
-            f"untestable here (`python -m analysis_utils claims` lists them).")
+    text = (f"- **The claims registry**: {len(entries)} claims quoted from the papers; "
+            f"{with_row} have a ledger row")
+    if ledger_df is not None and len(ledger_df):
+        decided = set(coverage.ledger_key(n, c) for n, c, v in zip(
+            ledger_df["notebook"].astype(str).str.zfill(2), ledger_df["claim"],
+            ledger_df["verdict"], strict=True) if v != "untestable")
+        tested = sum(any(k in decided for k in rows.get(e.id, ())) for e in entries)
+        text += f", {tested} of them decided by a test on some model"
+    return (text + f"; {pending} wait for a row, {untestable} are untestable here "
+            "(`python -m analysis_utils claims` lists them).")
 
 
 class Run:
@@ -255,7 +261,8 @@ def ledger_table(results: str | Path | None = None, root: str | Path | None = No
             link = f"{page}#{row_anchor(row['notebook'])}"
             parts.append("| " + " | ".join([
                 f"[{row['notebook']}]({link})", _cell(row["claim"]),
-                _cell(row.get("quote", "")) or "\u2013", _cell(row["paper_value"]),
+                _cell(display_quote(row.get("quote", "") or "")) or "\u2013",
+                _cell(row["paper_value"]),
                 _cell(row["this_run"]), _cell(row.get("unit", "")) or "\u2013",
                 _cell(row.get("interval", "")) or "\u2013", _cell(row["p_adjusted"]),
                 f"**{row['verdict']}**", _cell(row["control_verdict"]) or "\u2013",

@@ -1,0 +1,230 @@
+"""The ledger's specifications (issue 52): margins with their sources, the multiverse's choices
+and agreement, Holm's route both ways, the depth readings, and the one sentence of why, each
+following its parameters."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis_utils.ledger import core, depth, headline_counts, spec
+from analysis_utils.ledger.core import Check, Claim, Outcome, Tables
+from analysis_utils.ledger.resample import EQUIVALENCE_MARGINS, from_draws
+from analysis_utils.ledger.spec import Margin, Spec
+
+
+def _result(lo: float, hi: float, estimate: float | None = None, null: float = 0.0):
+    """A Resampled whose draws put the 95% (and every) interval near [lo, hi]: uniform draws
+    between them, many of them."""
+    draws = np.linspace(lo, hi, 20_001)
+    est = (lo + hi) / 2 if estimate is None else estimate
+    return from_draws(draws, est, null=null)
+
+
+# --- Margin ------------------------------------------------------------------------------
+
+
+def test_margin_is_a_float_with_its_source_and_survives_pickling():
+    m = Margin(0.02, "convention", "convention: two points")
+    assert m == 0.02 and m * 100 == pytest.approx(2.0)
+    back = pickle.loads(pickle.dumps(m))
+    assert isinstance(back, Margin) and back.source == "convention: two points"
+    assert spec.margin_source(m) == "convention: two points"
+    assert spec.margin_source(Margin(0.1, "paper", "Table 1")) == "paper: Table 1"
+    assert spec.margin_source(0.3).startswith("unnamed")
+    with pytest.raises(ValueError, match="source"):
+        Margin(0.1, "convention", "")
+    with pytest.raises(ValueError, match="kind"):
+        Margin(0.1, "guess", "x")
+
+
+def test_every_margin_a_rule_uses_names_its_source():
+    from analysis_utils.ledger import clark, kovaleva
+
+    for m in (clark.SHARE_MARGIN, clark.ENTROPY_MARGIN, clark.ENTROPY_DIFF_MARGIN,
+              clark.NOT_MUCH, kovaleva.FEATURE_MARGIN, kovaleva.STRIPE_MARGIN,
+              *EQUIVALENCE_MARGINS.values()):
+        assert isinstance(m, Margin) and m.source, m
+    assert clark.NOT_MUCH.kind == "paper"
+
+
+# --- choices and agreement ---------------------------------------------------------------
+
+
+def test_margin_choices_follow_the_check():
+    r = _result(0.01, 0.02)
+    assert spec.margin_choices(Check(r)) == ("none",)  # a threshold: nothing to choose
+    assert spec.margin_choices(Check(r, margin=Margin(0.02, "convention", "c"))) == \
+        ("sourced", "none")
+    assert spec.margin_choices(Check(r, margin=Margin(0.02, "convention", "c"), level=0.3)) == \
+        ("sourced", "none", "scaled")
+    assert spec.margin_choices(Check(r, level=0.3)) == ("none", "scaled")
+    band = Check(r, kind="no effect", margin=Margin(0.5, "convention", "c"), level=4.0)
+    assert spec.margin_choices(band) == ("sourced", "scaled")  # a band needs a margin
+
+
+def test_scaled_margin_is_the_stated_fraction_of_the_level():
+    ch = spec.with_margin(Check(_result(0.0, 1.0), level=0.02), "scaled")
+    assert float(ch.margin) == pytest.approx(spec.SCALED_FRACTION * 0.02)
+    assert ch.margin.kind == "scaled"
+    assert spec.with_margin(Check(_result(0, 1), margin=0.5), "none").margin is None
+    with pytest.raises(ValueError, match="margin choice"):
+        spec.with_margin(Check(_result(0, 1)), "half")
+
+
+def test_agreement_counts_and_names_the_choice_a_verdict_turns_on():
+    main = Spec("sourced", "intervals")
+    v = {main: "no", Spec("sourced", "holm"): "no", Spec("none", "intervals"): "yes",
+         Spec("none", "holm"): "yes"}
+    k, n, robust, text = spec.agreement(main, v)
+    assert (k, n, robust) == (2, 4, False)
+    assert text.startswith("no in 2 of 4 (yes in 2); turns on margin (no margin: yes)")
+    assert "route" not in text
+    k, n, robust, text = spec.agreement(main, {main: "yes", Spec("none", "intervals"): "yes"})
+    assert robust and text == "yes in 2 of 2"
+
+
+def test_specs_put_the_main_specification_first():
+    s = spec.specs(("sourced", "none"), ("intervals", "holm"), ("halves", "thirds"))
+    assert s[0] == Spec("sourced", "intervals", "halves") and len(s) == 8
+
+
+# --- Holm's route: both ways -------------------------------------------------------------
+
+
+def test_holm_level_lies_between_bonferroni_and_alpha():
+    assert core._holm_level(0.01, 0.004, 0.012) == pytest.approx(0.05 * 0.004 / 0.012)
+    assert core._holm_level(0.01, 0.001, 1.0) == 0.01  # never below Bonferroni
+    assert core._holm_level(0.01, 0.04, 0.04) == 0.05
+    assert core._holm_level(0.01, float("nan"), 0.04) is None
+
+
+def _tables(tmp_path) -> Tables:
+    (tmp_path / "01_provenance.json").write_text(
+        '{"models": {"model": {"name": "toy", "num_layers": 2, "num_heads": 2}}}')
+    return Tables(tmp_path)
+
+
+def _claim(name: str, outcome: Outcome, **kw) -> Claim:
+    return Claim("01", "Clark et al. 2019", "3", name, "", "criterion", "reference", "test",
+                 lambda t, which: outcome, (), control=False, **kw)
+
+
+def test_holm_route_gives_no_on_mirrored_evidence(tmp_path):
+    """Two rows of one family; the second's interval at Bonferroni's 97.5% holds 0 on either
+    side, at Holm's level it does not: Holm gives yes to the gain and no to the mirrored drop,
+    never only one of them."""
+    strong = Outcome("x", check=Check(_result(0.5, 1.5)))
+    draws = np.random.default_rng(0).normal(0.1, 0.045, 20_000)
+    gain = Outcome("g", check=Check(from_draws(draws, 0.1)))
+    drop = Outcome("d", check=Check(from_draws(-draws, -0.1)))
+    t = _tables(tmp_path)
+    df = core.evaluate([_claim("a strong row", strong), _claim("a gain", gain),
+                        _claim("a drop", drop)], t)
+    by = df.set_index("claim")
+    mv = {c: pd.DataFrame(__import__("json").loads(by.loc[c, "multiverse"]))
+          for c in ("a gain", "a drop")}
+    holm_gain = mv["a gain"].set_index("route").loc["holm", "verdict"]
+    holm_drop = mv["a drop"].set_index("route").loc["holm", "verdict"]
+    assert {holm_gain, holm_drop} == {"yes", "no"} or holm_gain == holm_drop == "inconclusive"
+    # the main route's verdicts mirror too
+    assert {by.loc["a gain", "verdict"], by.loc["a drop", "verdict"]} in (
+        {"yes", "no"}, {"inconclusive"})
+
+
+# --- the multiverse on a row -------------------------------------------------------------
+
+
+def test_evaluate_judges_every_specification_and_the_main_one_is_the_row(tmp_path):
+    """A 1.5-point gain on a share of 2%: no under the 2-point convention, yes with no margin
+    and with a margin of a tenth of the 2% level: fragile, and it says why."""
+    r = _result(0.0125, 0.0193)
+    o = Outcome("x", check=Check(r, margin=Margin(0.02, "convention", "convention: 2 points"),
+                                 level=0.02), scale=100, suffix=" points", digits=2)
+    df = core.evaluate([_claim("sep from sep", o)], _tables(tmp_path))
+    row = df.iloc[0]
+    assert row["verdict"] == "no"
+    assert row["robust"] == "no"
+    assert row["specifications"].startswith("no in 2 of 6 (yes in 4)")
+    assert "margin (no margin: yes)" in row["turns_on"]
+    assert row["why"].startswith("no: the ") and "short of the margin +2.00 points" in row["why"]
+    assert "convention: 2 points" in row["specification"]
+    assert "Holm" in row["specification"]
+
+
+def test_why_follows_each_parameter():
+    base = dict(lo=0.012, hi=0.019, level="99.7%", scale=100, suffix=" points", digits=2)
+    assert "above the null +0.00 points" in spec.why("yes", **base)
+    assert "above the margin +0.50 points" in spec.why("yes", margin=0.005, **base)
+    assert "below the null" in spec.why("yes", direction=-1, **{**base, "lo": -0.019,
+                                                                 "hi": -0.012})
+    assert "99.9% interval" in spec.why("yes", **{**base, "level": "99.9%"})
+    assert "[+1.20%, +1.90%]" in spec.why("yes", **{**base, "suffix": "%"})
+    assert "reversed" in spec.why("no", **{**base, "lo": -0.02, "hi": -0.01})
+    assert "paper's stated size +5.00 points" in spec.why("no", paper_effect=0.05, sized=True,
+                                                          **base)
+    band = spec.why("yes", kind="no effect", margin=0.5, null=3.89, lo=3.6, hi=3.9,
+                    level="99.4%", digits=2, suffix=" nats")
+    assert "within the band +3.39 nats to +4.39 nats" in band
+    assert spec.why("untestable", reason="no data") == "untestable: no data"
+
+
+# --- depth readings ----------------------------------------------------------------------
+
+
+def test_depth_readings_change_the_layers_and_restore():
+    assert depth.earlier_later(12) == ([1, 2, 3, 4, 5, 6], [7, 8, 9, 10, 11, 12])
+    with depth.reading("earlier/later", "thirds"):
+        assert depth.earlier_later(12) == ([1, 2, 3, 4], [9, 10, 11, 12])
+        assert depth.last_two(6) == [5, 6]
+    assert depth.chosen("earlier/later") == "halves"
+    with depth.reading("last two", "BERT-base's 11-12 at relative depth"):
+        assert depth.last_two(12) == [11, 12] and depth.last_two(6) == [6]
+    with pytest.raises(ValueError, match="no reading"):
+        with depth.reading("earlier/later", "quarters"):
+            pass
+
+
+def test_a_claim_with_depth_words_is_rerun_under_each_reading(tmp_path):
+    seen = []
+
+    def rule(t, which):
+        early, late = depth.earlier_later(12)
+        seen.append(len(early))
+        return Outcome("x", check=Check(_result(0.1, 0.2) if len(early) == 6
+                                        else _result(-0.05, 0.2)))
+
+    c = Claim("01", "Clark et al. 2019", "3", "earlier", "", "c", "r", "t", rule, (),
+              control=False, reading="earlier/later")
+    row = core.evaluate([c], _tables(tmp_path)).iloc[0]
+    assert sorted(set(seen)) == [4, 6]
+    assert row["verdict"] == "yes" and row["robust"] == "no"
+    assert "earlier/later (thirds: inconclusive)" in row["turns_on"]
+
+
+def test_claim_refuses_unknown_about_and_depth():
+    with pytest.raises(TypeError, match="about"):
+        Claim("01", "p", "s", "c", "", "", "", "", lambda t, w: None, (), about="vibes")
+    with pytest.raises(TypeError, match="reading"):
+        Claim("01", "p", "s", "c", "", "", "", "", lambda t, w: None, (), reading="middle")
+
+
+# --- headline counts ---------------------------------------------------------------------
+
+
+def test_headline_counts_split_three_ways_and_count_robust_verdicts_only():
+    df = pd.DataFrame({
+        "model": ["m"] * 6,
+        "verdict": ["yes", "yes", "no", "yes", "untestable", "inconclusive"],
+        "control_verdict": ["no", "yes", "no", "", "", "no"],
+        "about": ["attention", "attention", "attention", "data", "attention", "attention"],
+        "robust": ["yes", "yes", "no", "yes", "", "yes"]})
+    hc = headline_counts(df).set_index("group")
+    a = hc.loc["about trained attention"]
+    assert (a["rows"], a["tested"], a["robust yes"], a["robust no"], a["fragile"],
+            a["untestable"], a["robust inconclusive"]) == (4, 3, 1, 0, 1, 1, 1)
+    assert hc.loc["data and pipeline checks", "robust yes"] == 1
+    assert hc.loc["the random-weights control passes too", "rows"] == 1
