@@ -228,3 +228,58 @@ def test_headline_counts_split_three_ways_and_count_robust_verdicts_only():
             a["untestable"], a["robust inconclusive"]) == (4, 3, 1, 0, 1, 1, 1)
     assert hc.loc["data and pipeline checks", "robust yes"] == 1
     assert hc.loc["the random-weights control passes too", "rows"] == 1
+
+
+# --- the committed ledger: every row's text follows its parameters -----------------------
+
+def _committed():
+    from analysis_utils import paths
+
+    root = paths.REPO_ROOT / "results"
+    claims = pd.read_csv(root / "08_claims.csv", keep_default_na=False, dtype=str)
+    mv = pd.read_csv(root / "08_multiverse.csv", keep_default_na=False, dtype=str)
+    return claims, mv
+
+
+def _f(x: str):
+    return float(x) if x not in ("", "nan") else None
+
+
+def test_every_committed_row_says_why_from_its_own_numbers():
+    """For every tested row with one interval, the ``why`` cell is what :func:`spec.why`
+    writes from the main specification's numbers in 08_multiverse.csv, and the row's verdict
+    is that specification's; for every tested row, ``specifications`` counts its records."""
+    claims, mv = _committed()
+    tested = claims[claims["robust"] != ""]
+    assert len(tested) > 50
+    rows = mv[mv["task"] == ""]
+    for _, r in tested.iterrows():
+        mine = rows[(rows["model"] == r["model"]) & (rows["id"] == r["id"])]
+        main = mine[mine["main"] == "True"]
+        assert len(main) == 1, (r["model"], r["claim"])
+        m = main.iloc[0]
+        assert m["verdict"] == r["verdict"], r["claim"]
+        k = int((mine["verdict"] == r["verdict"]).sum())
+        assert r["specifications"].startswith(f"{r['verdict']} in {k} of {len(mine)}"), \
+            r["claim"]
+        assert (r["robust"] == "yes") == (k == len(mine))
+        if m["lo"] == "":
+            continue
+        inner = m["kind"] != "effect" and m["verdict"] == "yes" and m["inner_lo"] != ""
+        text = spec.why(m["verdict"], kind=m["kind"],
+                        lo=float(m["inner_lo" if inner else "lo"]),
+                        hi=float(m["inner_hi" if inner else "hi"]),
+                        level=m["inner_level" if inner else "level"], null=float(m["null"]),
+                        margin=_f(m["margin"]), direction=int(float(m["direction"])),
+                        paper_effect=_f(m["paper_effect"]), sized=m["sized"] == "True",
+                        scale=float(m["scale"]), suffix=m["suffix"],
+                        digits=int(float(m["digits"])), own_p=_f(m["own_p"]))
+        assert r["why"] == text, (r["model"], r["claim"])
+
+
+def test_every_committed_margin_names_its_source():
+    _, mv = _committed()
+    with_margin = mv[mv["margin"] != ""]
+    assert len(with_margin) > 20
+    assert not with_margin["margin_source"].str.startswith("unnamed").any()
+    assert set(with_margin["margin_source"].str.split(":").str[0]) <= {"paper", "convention"}

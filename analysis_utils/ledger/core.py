@@ -16,9 +16,10 @@ task (``Outcome.per_task``), and :func:`evaluate` judges them at the family-corr
 claims) with :mod:`.resample`'s rules. Verdicts (:data:`VERDICTS`):
 
 - ``yes``: the interval lies on the claimed side of the null, beyond the smallest effect of
-  interest where the criterion states one (the margin is applied before ``yes``); with no
-  margin, Holm's adjusted p below ``ALPHA`` with the interval centred on that side also
-  counts. When the random-weights control earns the same ``yes`` under the same rule the row
+  interest where the criterion states one (the margin is applied before ``yes``). Holm's
+  step-down is not a second way to ``yes``: it is one of the multiverse's routes (the
+  interval at the row's Holm level, :func:`_holm_level`), which gives ``no`` on mirrored
+  evidence as it gives ``yes`` (:mod:`.spec`). When the random-weights control earns the same ``yes`` under the same rule the row
   keeps its ``yes`` and its ``training_specific`` cell says "not specific to training";
 - ``no``: the interval lies wholly on the other side of the null, or wholly short of the
   smallest effect of interest; for a "no effect" claim it lies beyond the margin, for a "no
@@ -479,7 +480,32 @@ def _numbers(ch: Check, a: float, verdict: str) -> dict:
             out["inner_level"] = level(inner)
         except ValueError:
             pass
+        out["own_p"] = _own_p(ch)
     return out
+
+
+def _own_p(ch: Check) -> float | None:
+    """The p-value of a no-effect or no-drop claim's own test, from the resampled draws: TOST's
+    (the larger of the two one-sided p-values against ``null -+ margin``) or the one-sided
+    non-inferiority p against the guarded edge; None where the result keeps no draws (a
+    max-over-heads result) or there is no margin."""
+    from .resample import Resampled, _p_value
+
+    r = ch.result
+    if not isinstance(r, Resampled) or not len(r.draws) or not ch.margin:
+        return None
+    d = np.asarray(r.draws, dtype=float)
+    d = d[np.isfinite(d)]
+    if not len(d):
+        return None
+    m = float(ch.margin)
+
+    def p(edge, alt):
+        return _p_value(d, r.estimate, edge, alt, r.interval)
+
+    if ch.kind == "no effect":
+        return float(max(p(ch.null - m, "greater"), p(ch.null + m, "less")))
+    return float(p(ch.null - m, "greater") if ch.direction == 1 else p(ch.null + m, "less"))
 
 
 def _with_margin(o: Outcome, margin: str) -> Outcome:
@@ -665,7 +691,7 @@ def _why(j: _Judged, o: Outcome) -> str:
         return why(j.verdict, kind=n["kind"], lo=lo, hi=hi, level=lvl, null=n["null"],
                    margin=n["margin"], direction=n["direction"], paper_effect=n["paper_effect"],
                    sized=n["sized"], scale=o.scale, suffix=o.suffix, digits=o.digits,
-                   reason=j.reason)
+                   reason=j.reason, own_p=n.get("own_p"))
     return f"{j.verdict}: {j.reason}" + (f" ({j.per_task})" if j.per_task else "")
 
 
@@ -825,11 +851,9 @@ def _subset_note(tables: Tables, notebook: str) -> str:
            if isinstance(p.get(k), int | float) and p.get(k)]
     if not cut:
         return ""
-    seeds = p.get("seeds")
-    n = len(str(seeds).split(",")) if seeds else None
-    return (f"run note: notebook {notebook} here ran on subsets ({', '.join(cut)}"
-            + (f"; {n} seeds" if n else "") + "), not the full sets the paper and the default "
-            "profile use: its numbers, baselines included, are not comparable with theirs")
+    return (f"run note: notebook {notebook} here ran on subsets ({', '.join(cut)}), not the "
+            "full sets the paper and the default profile use: its numbers, baselines included, "
+            "are not comparable with theirs")
 
 
 def _json_default(x):

@@ -216,7 +216,8 @@ def _digits_for(width: float, scale: float, digits: int) -> int:
 def why(verdict: str, *, kind: str = "effect", lo: float = math.nan, hi: float = math.nan,
         level: str = "", null: float = 0.0, margin: float | None = None, direction: int = 1,
         paper_effect: float | None = None, sized: bool = False, scale: float = 1.0,
-        suffix: str = "", digits: int = 1, reason: str = "") -> str:
+        suffix: str = "", digits: int = 1, reason: str = "",
+        own_p: float | None = None) -> str:
     """One sentence of why a single test gave its verdict, in the row's display units
     (``scale`` x the statistic, ``digits``, ``suffix``), from the numbers that decided it:
 
@@ -226,9 +227,22 @@ def why(verdict: str, *, kind: str = "effect", lo: float = math.nan, hi: float =
     >>> why("inconclusive", lo=-0.004, hi=0.105, level="99.8%", scale=100, suffix=" points")
     'inconclusive: the 99.8% interval [-0.4, +10.5] points holds the null +0.0 points: this test cannot tell'
 
-    A verdict the numbers do not explain (untestable; a per-task row) takes ``reason``."""
+    A verdict the numbers do not explain (untestable; a per-task row) takes ``reason``. A claim of
+    no effect or no drop adds its own test's p (``own_p``: TOST's, or the one-sided
+    non-inferiority p), where known."""
     if verdict == "untestable" or not (math.isfinite(lo) and math.isfinite(hi)):
         return f"{verdict}: {reason}" if reason else verdict
+    text = _why(verdict, kind, lo, hi, level, null, margin, direction, paper_effect, sized,
+                scale, suffix, digits, reason)
+    if kind != "effect" and own_p is not None and math.isfinite(own_p):
+        test = "the equivalence test (TOST)" if kind == "no effect" else \
+            "the non-inferiority test"
+        text += f"; {test}'s own p {'< 0.001' if own_p < 0.001 else f'{own_p:.3f}'}"
+    return text
+
+
+def _why(verdict, kind, lo, hi, level, null, margin, direction, paper_effect, sized, scale,
+         suffix, digits, reason) -> str:
     d = _digits_for(hi - lo, scale, digits)
     tail = suffix if suffix.startswith(" ") else ""
 
