@@ -13,6 +13,10 @@ under ``book/_build/source`` (ignored by git):
   outputs link figures as ``../figures/NN_x.png``);
 - every atlas page, ``figures/atlas/<model>.html`` and ``figures/<profile>/atlas/<model>.html``,
   as ``atlas/<model>.html`` (copied as they are; the findings link ``atlas/<model>.html#L-H``).
+- the front page and the walkthrough with their verdicts, counts and seed numbers filled from
+  the claims ledger (:mod:`.frontpage`), the verdicts' legend above the findings index, and
+  each notebook page's list of its claims and verdicts under its "Verdicts" heading
+  (:mod:`.notebook_claims`), all generated here, never committed.
 
 Files are copied with their times and only when they changed, so a second build rebuilds only
 what changed. :func:`build` then runs Sphinx in this process, warnings as errors, into
@@ -34,7 +38,8 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from .. import paths, profiles
-from . import booksearch, claimpages
+from . import booksearch, claimpages, frontpage, notebook_claims
+from .readme import runs
 
 BUILD = Path("book") / "_build"
 
@@ -95,7 +100,8 @@ def _model_of(root: Path, sub: str) -> str | None:
     return None
 
 
-def notebook_for_book(nb: dict, rel: Path, model: str | None) -> dict:
+def notebook_for_book(nb: dict, rel: Path, model: str | None,
+                      claims: str | None = None) -> dict:
     """The rendered notebook ``nb`` (at ``rel``, e.g. ``notebooks/base/02_x.ipynb``) as the
     book shows it; the committed file is never changed. Its first heading names the model
     (the two profiles' pages would otherwise share one title), its Colab badge becomes a
@@ -105,7 +111,11 @@ def notebook_for_book(nb: dict, rel: Path, model: str | None) -> dict:
     notebooks' own first cell should do the first two (``publish/pipeline.py`` writing the
     profile's path into the badge, the title naming the model) and this can go. The page's
     keywords are the words of the notebook's file name (``<meta name="keywords">``), which
-    the book's search counts with its title (:mod:`.booksearch`)."""
+    the book's search counts with its title (:mod:`.booksearch`). ``claims``: the list of
+    this page's claims and verdicts (:func:`.notebook_claims.block`), put right below the
+    heading the claim pages' evidence links land on (the "Verdicts" section, which the
+    rendered notebook leaves without rows); ValueError when the notebook has no such
+    heading."""
     meta = nb.setdefault("metadata", {})
     meta.setdefault("myst", {}).setdefault("html_meta", {})["keywords"] = (
         booksearch.notebook_keywords(rel))
@@ -121,6 +131,9 @@ def notebook_for_book(nb: dict, rel: Path, model: str | None) -> dict:
         if new != text:
             cell["source"] = new
         break
+    if claims is not None and not notebook_claims.insert(nb, rel.name[:2], claims):
+        raise ValueError(f"{rel} has no heading #{notebook_claims.row_anchor(rel.name[:2])}, "
+                         "where the book lists its claims")
     for cell in nb.get("cells", []):
         for output in cell.get("outputs", []):
             data = output.get("data", {})
@@ -248,12 +261,24 @@ def stage(root: str | Path | None = None, source: str | Path | None = None) -> P
             wanted[rel] = page
     models = {sub: _model_of(root, sub)
               for sub in ["", *sorted(set(profiles.SUBFOLDER.values()))]}
+    df = claimpages.ledger(root)
+    listed = notebook_claims.rows_by_page(df, runs(root / "results"), root)
     for rel in notebooks(root):
         sub = rel.parent.relative_to("notebooks").as_posix()
         nb = json.loads((root / rel).read_text())
-        generated[rel] = json.dumps(notebook_for_book(nb, rel, models.get(
-            "" if sub == "." else sub)), indent=1, ensure_ascii=False) + "\n"
+        rows = listed.get(rel.as_posix())
+        generated[rel] = json.dumps(notebook_for_book(
+            nb, rel, models.get("" if sub == "." else sub),
+            notebook_claims.block(rows, rel) if rows else None),
+            indent=1, ensure_ascii=False) + "\n"
     generated.update(claimpages.write(source, root))
+    # the front page and the walkthrough, their numbers filled from the ledger; the legend
+    # of the verdicts just above the findings index
+    for name in ("index.md", "walkthrough.md"):
+        if (root / "book" / name).is_file():
+            generated[Path(name)] = frontpage.fill((root / "book" / name).read_text(), df, root)
+    generated[Path("findings.md")] = frontpage.findings_with_legend(
+        generated[Path("findings.md")])
     wanted.update(mathjax_files())
     for png in (root / "figures").rglob("*.png"):
         wanted[Path("_extra") / png.relative_to(root)] = png
