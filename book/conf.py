@@ -41,7 +41,7 @@ html_extra_path = ["_extra"]  # atlas/<model>.html and figures/, served as they 
 # the staged _static/mathjax/ is MathJax 2.7 from the `jupyter-server-mathjax` wheel (the book
 # extra), copied by the build, so math renders with no request off the machine.
 html_static_path = ["_static"]
-html_css_files = ["book.css"]
+html_css_files = ["book.css", "claims.css"]
 html_js_files = ["findings.js", "search-heads.js"]
 mathjax_path = "mathjax/MathJax.js?config=TeX-AMS-MML_HTMLorMML-full"
 mathjax2_config = {

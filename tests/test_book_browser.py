@@ -296,3 +296,32 @@ def test_an_atlas_card_in_the_book_links_back_to_its_claim_and_notebook(site, ch
     assert "/claims/03-" in page.url
     assert tab.off == []
     tab.close()
+
+
+def test_a_claim_page_says_why_above_the_figure_of_its_rule(site, chromium):
+    """Issue 53, items 1-2: each model's section opens on its verdict, what it means and
+    why, above the figure of the rule, which draws the null; a control's `no` does not wear
+    a failed claim's badge; a per-task row folds its per-seed numbers away."""
+    tab = Offline(chromium, 390)
+    page = tab.page
+    cid = claimpages.claim_id("01", "heads attend to [SEP] more from [SEP] than from other "
+                                    "tokens")
+    page.goto((site / "claims" / f"{cid}.html").as_uri())
+    page.wait_for_selector(".claim-why .why")
+    why = page.locator(".claim-why .why").first
+    figure = page.locator("figure.claim-rule svg.rule:visible").first
+    assert why.inner_text().startswith("Why.")
+    assert why.bounding_box()["y"] + why.bounding_box()["height"] <= figure.bounding_box()["y"]
+    assert figure.locator("line.null").count() >= 1
+    assert "null 0" in figure.locator("text.null-label").first.text_content()
+    assert page.locator(".claim-why .control .verdict-control").count() >= 1
+    assert page.locator(".claim-why .control .verdict-no").count() == 0
+    cid = claimpages.claim_id("06", "the last two layers change most with fine-tuning")
+    page.goto((site / "claims" / f"{cid}.html").as_uri())
+    page.wait_for_selector("table.claim-tasks")
+    shown = page.locator("figure.claim-rule svg.rule:visible").first
+    assert shown.locator("rect.bar").count() == 4  # MRPC, STS-B, SST-2, RTE, seeds pooled
+    assert not page.locator("details.claim-numbers").first.evaluate("d => d.open")
+    assert not page.locator("details.claim-numbers .claim-detail").first.is_visible()
+    assert tab.errors == [] and tab.off == []
+    tab.close()

@@ -36,6 +36,7 @@ import pandas as pd
 
 from .. import paths, profiles
 from ..claims.display import display_quote
+from . import claimfigure
 from .readme import Run, row_anchor, runs
 
 VERDICTS = ("yes", "no", "inconclusive", "mixed", "untestable")
@@ -199,59 +200,25 @@ def in_display_units(numbers: dict, interval: str) -> tuple[dict, str]:
 
 
 def interval_svg(numbers: dict, label: str) -> str:
-    """A 560 x 74 inline SVG: the interval as a bar on an axis with the null (dashed) and
-    the paper's effect (a diamond) where the note gives them; numbers in the ledger's raw
-    units."""
-    marks = [numbers["lo"], numbers["hi"]] + [v for v in (numbers["null"], numbers["paper"])
-                                              if v is not None]
-    lo, hi = min(marks), max(marks)
-    span = hi - lo or abs(hi) or 1.0
-    lo, hi = lo - 0.12 * span, hi + 0.12 * span
-    W, L, R = 560, 20, 540
-
-    def x(v: float) -> float:
-        return L + (v - lo) / (hi - lo) * (R - L)
-
-    def fmt(v: float) -> str:
-        return f"{v:.3g}"
-
-    parts = [f'<svg class="interval" viewBox="0 0 {W} 74" width="{W}" height="74" '
-             f'role="img" aria-label="{html.escape(label)}" xmlns="http://www.w3.org/2000/svg">',
-             f'<line x1="{L}" y1="44" x2="{R}" y2="44" stroke="#888" stroke-width="1"/>']
-    for t in _ticks(lo, hi):
-        parts.append(f'<line x1="{x(t):.1f}" y1="44" x2="{x(t):.1f}" y2="48" stroke="#888"/>'
-                     + _svg_text(x(t), 60, fmt(t)))
-    parts.append(f'<rect x="{x(numbers["lo"]):.1f}" y="36" width="'
-                 f'{max(x(numbers["hi"]) - x(numbers["lo"]), 2):.1f}" height="16" rx="3" '
-                 f'fill="#3b6fb6" fill-opacity="0.75"><title>interval [{fmt(numbers["lo"])}, '
-                 f'{fmt(numbers["hi"])}]</title></rect>')
-    if numbers["null"] is not None:
-        xn = x(numbers["null"])
-        parts.append(f'<line x1="{xn:.1f}" y1="22" x2="{xn:.1f}" y2="52" stroke="#333" '
-                     f'stroke-dasharray="4 3" stroke-width="1.5"/>'
-                     + _svg_text(xn, 16, f'null {fmt(numbers["null"])}'))
-    if numbers["paper"] is not None:
-        xp = x(numbers["paper"])
-        parts.append(f'<path d="M{xp:.1f} 35 l6 9 l-6 9 l-6 -9 z" fill="#c2571a"/>'
-                     + _svg_text(xp, 72, f'paper {fmt(numbers["paper"])}', fill="#c2571a"))
-    parts.append("</svg>")
-    return "".join(parts)
+    """The fallback figure of a row the multiverse has no record of: the interval as a bar
+    against the null (dashed) and the paper's effect (a diamond) where the note gives them;
+    numbers as given (:func:`.claimfigure.from_note`)."""
+    return claimfigure.svg(claimfigure.from_note(numbers), label)
 
 
-def _svg_text(x: float, y: float, text: str, fill: str = "currentColor") -> str:
-    """One centred 11-px label of the interval figure at ``(x, y)``."""
-    return (f'<text x="{x:.1f}" y="{y}" font-size="11" text-anchor="middle" '
-            f'fill="{fill}">{text}</text>')
-
-
-def _ticks(lo: float, hi: float) -> list[float]:
-    step = 10 ** math.floor(math.log10((hi - lo) / 4))
-    for m in (1, 2, 5, 10):
-        if (hi - lo) / (step * m) <= 6:
-            step *= m
-            break
-    first = math.ceil(lo / step) * step
-    return [round(first + i * step, 12) for i in range(int((hi - first) / step) + 1)]
+def _note_rule(row: dict) -> claimfigure.Rule | None:
+    """The fallback figure of a row without multiverse records, from its note's numbers, in
+    the units of its ``interval`` cell where those are x 100."""
+    numbers = interval_numbers(row["note"])
+    if not numbers or not row["interval"]:
+        return None
+    shown, unit = in_display_units(numbers, row["interval"])
+    scale = (shown["lo"] / numbers["lo"] if numbers["lo"] else
+             shown["hi"] / numbers["hi"] if numbers["hi"] else 1.0)
+    suffix = {" in points": " points", ", %": "%"}.get(unit, "")
+    r = claimfigure.from_note(numbers)
+    return claimfigure.Rule(r.lines, scale=round(scale), suffix=suffix, digits=2,
+                            from_note=True)
 
 
 # ---------------------------------------------------------------- pages
@@ -296,10 +263,192 @@ def registry_by_quote() -> dict:
     return {" ".join(e.quote.split()): e for e in registry.load()}
 
 
-def page(c: Claim, found: dict[str, Run], root: Path, sources: dict | None = None) -> str:
+#: what each verdict means, in one line beside its badge
+MEANS = {
+    "yes": "the claim holds on this model: the interval clears the rule on the claimed side",
+    "no": "the claim fails on this model: the interval lies on the wrong side of the rule",
+    "inconclusive": "this test cannot tell: the interval reaches both sides of the rule",
+    "mixed": "the claim holds on some tasks and fails on others",
+    "untestable": "the claim cannot be tested here, for the reason below",
+}
+
+
+def _control_badge(v: str, good: bool = False) -> str:
+    """A control's verdict: its own neutral style, never a claim's red or green (a control's
+    ``no`` is the outcome a ``yes`` row hopes for)."""
+    cls = " control-good" if good else ""
+    return (f'<span class="verdict verdict-control control-{html.escape(v)}{cls}" '
+            f'title="the random-weights control\'s verdict under the same rule">'
+            f'{html.escape(v)}</span>')
+
+
+def _sentence(text: str) -> str:
+    text = text.strip()
+    if not text:
+        return ""
+    text = text[:1].upper() + text[1:]
+    return text if text[-1] in ".!?" else text + "."
+
+
+def why_sentence(row: dict) -> str:
+    """The row's ``why`` without its leading ``<verdict>:`` (the badge stands beside it), as
+    a sentence; an untestable row's reason where ``why`` is empty (the note holds it)."""
+    v, why = row.get("verdict", ""), (row.get("why") or "").strip()
+    if why.startswith(f"{v}:"):
+        why = why[len(v) + 1:].strip()
+    if why == v:
+        why = ""
+    return _sentence(why or (row.get("note", "") if v == "untestable" else ""))
+
+
+def specifications_sentence(row: dict) -> str:
+    """``specifications`` and ``turns_on`` in words: ``Holds in 2 of 2 specifications:
+    robust.``, or for a fragile row the choice it turns on."""
+    spec = (row.get("specifications") or "").strip()
+    m = re.match(r"(\w+) in (\d+) of (\d+)(?: \(([^)]*)\))?", spec)
+    if not m:
+        return ""
+    v, k, n, others = m.groups()
+    lead = f"{'Holds' if v == 'yes' else f'The verdict is {v}'} in {k} of {n} specifications"
+    if row.get("robust") == "yes" or k == n:
+        return f"{lead}: robust to the choices the paper leaves open."
+    out = lead + (f" ({others})" if others else "")
+    choices: dict[str, list[str]] = {}
+    for name, alt in re.findall(r"(\w+) \(([^()]*)\)", row.get("turns_on") or ""):
+        choices.setdefault(name, []).append(alt)
+    if choices:
+        out += ": it turns on " + " and ".join(
+            f"the {name} ({'; '.join(alts)})" for name, alts in choices.items())
+    return out + "."
+
+
+def control_sentence(row: dict) -> str:
+    """The random-weights control's result in words, with what it says of training (HTML)."""
+    cv = row.get("control_verdict") or ""
+    if not cv:
+        return ""
+    ts = (row.get("training_specific") or "").split(":")[0].strip()
+    if ts:
+        tail = f"so this is {html.escape(ts)}"
+    elif row.get("verdict") == "untestable" or cv == "untestable":
+        tail = "the control cannot be judged either"
+    else:
+        tail = "it bears on training only where the claim holds"
+    good = ts == "specific to training"
+    return (f"The random-weights control, under the same rule: "
+            f"{_control_badge(cv, good)} \u2014 {tail}.")
+
+
+def per_task_verdicts(row: dict) -> dict[str, str]:
+    """``{task: verdict}`` from the row's ``per_task`` cell (``MRPC yes; STS-B no (5
+    seeds)``)."""
+    text = re.sub(r"\s*\((?:seeds pooled|\d+ seeds?)\)\s*$", "", row.get("per_task") or "")
+    out = {}
+    for part in text.split("; "):
+        task, _, v = part.strip().rpartition(" ")
+        if task and v in VERDICTS:
+            out[task] = v
+    return out
+
+
+def tasks_table(rule: claimfigure.Rule, row: dict) -> str:
+    """The compact per-task table of a row judged per task: task, verdict, interval (or
+    the seeds' verdicts where seeds are judged apart) and the paper's value."""
+    verdicts = per_task_verdicts(row)
+    tasks: dict[str, list[claimfigure.Line]] = {}
+    for ln in rule.lines:
+        tasks.setdefault(ln.task, []).append(ln)
+    paper = any(ln.paper is not None for ln in rule.lines)
+    head = ("<tr><th scope=\"col\">task</th><th scope=\"col\">verdict</th>"
+            f"<th scope=\"col\">{html.escape(rule.level)} interval</th>"
+            + ("<th scope=\"col\">paper</th>" if paper else "") + "</tr>")
+    body = []
+    for task, lines in tasks.items():
+        seen = [ln.verdict for ln in lines]
+        v = verdicts.get(task) or (seen[0] if len(set(seen)) == 1 else "mixed")
+        if len(lines) == 1:
+            cell = html.escape(rule.interval(lines[0].lo, lines[0].hi))
+        else:
+            counts = ", ".join(f"{seen.count(x)} {x}" for x in VERDICTS if x in seen)
+            cell = f"{len(lines)} seeds: {html.escape(counts)}"
+        pv = {ln.paper for ln in lines if ln.paper is not None}
+        pcell = html.escape(rule.show(pv.pop())) if len(pv) == 1 else "\u2013"
+        body.append(f"<tr><td>{html.escape(task)}</td><td>{_verdict(v)}</td><td>{cell}</td>"
+                    + (f"<td>{pcell}</td>" if paper else "") + "</tr>")
+    return (f'<table class="claim-tasks"><thead>{head}</thead><tbody>{"".join(body)}'
+            "</tbody></table>")
+
+
+_MULTIVERSE: dict[tuple[str, float], pd.DataFrame] = {}
+
+
+def multiverse(root: str | Path | None = None) -> pd.DataFrame:
+    """:func:`.claimfigure.load`, read once per file version."""
+    root = Path(root) if root is not None else paths.REPO_ROOT
+    f = root / "results" / "08_multiverse.csv"
+    key = (str(root), f.stat().st_mtime if f.is_file() else 0.0)
+    if key not in _MULTIVERSE:
+        _MULTIVERSE[key] = claimfigure.load(root)
+    return _MULTIVERSE[key]
+
+
+def figure(row: dict, mv: pd.DataFrame) -> claimfigure.Rule | None:
+    """The rule figure of a ledger row: from its main specification's records, or from its
+    note's numbers where the multiverse has none; None for a row without an interval."""
+    r = claimfigure.rule(claimfigure.main_records(mv, row["model"], row["id"]
+                                                  if row.get("id") else
+                                                  claim_id(row["notebook"], row["claim"])),
+                         family=row.get("family", ""))
+    return r if r is not None else _note_rule(row)
+
+
+def model_head(model: str, row: dict, mv: pd.DataFrame) -> list[str]:
+    """The top of a model's section: the verdict, what it means, why, the specifications,
+    the control in words; for a row judged per task its table; then the figure of the rule
+    and its generated caption."""
+    v = row["verdict"] or "not run"
+    lines = [f'<div class="claim-why" data-verdict="{html.escape(v)}">',
+             f'<p class="claim-verdict-line">{_verdict(row["verdict"])} '
+             f'<span class="meaning">{html.escape(MEANS.get(v, ""))}</span></p>']
+    why = why_sentence(row)
+    if why:
+        lines.append(f'<p class="why"><strong>Why.</strong> {html.escape(why)}</p>')
+    spec = specifications_sentence(row)
+    if spec:
+        lines.append(f'<p class="specs">{html.escape(spec)}</p>')
+    control = control_sentence(row)
+    if control:
+        lines.append(f'<p class="control">{control}</p>')
+    lines.append("</div>")
+    out = ["\n".join(lines), ""]
+    rule = figure(row, mv)
+    if rule is None:
+        return out
+    if rule.per_task:
+        out += [tasks_table(rule, row), ""]
+    label = f"{model}: {row['verdict']}; {why}"
+    # two layouts of one figure, the narrow one shown on a phone (CSS: book/_static/claims.css)
+    out += ['<figure class="claim-rule">' + claimfigure.svg(rule, label, cls="rule-wide")
+            + claimfigure.svg(rule, label, width=360, cls="rule-narrow")
+            + f"<figcaption>{html.escape(claimfigure.caption(rule))}</figcaption></figure>", ""]
+    return out
+
+
+def _card_text(row: dict) -> str:
+    """What a model's card says under its verdict: ``this_run``, or for a row judged per
+    task its per-task verdicts (the per-task and per-seed numbers are folded further down)."""
+    if row.get("per_task"):
+        return "per task: " + row["per_task"]
+    return row["this_run"] or "\u2013"
+
+
+def page(c: Claim, found: dict[str, Run], root: Path, sources: dict | None = None,
+         mv: pd.DataFrame | None = None) -> str:
     """The Markdown of claim ``c``'s page (it sits in ``claims/``); ``sources``:
-    :func:`registry_by_quote`."""
+    :func:`registry_by_quote`; ``mv``: the multiverse's records (:func:`multiverse`, read
+    from ``root`` when not given)."""
     sources = sources or {}
+    mv = multiverse(root) if mv is None else mv
     up = "../"
     models = list(c.rows)
     first = c.first
@@ -311,10 +460,12 @@ def page(c: Claim, found: dict[str, Run], root: Path, sources: dict | None = Non
     for model in models:
         row = c.rows[model]
         control = row["control_verdict"]
+        good = row["training_specific"].startswith("specific")
         cards.append(
             f'<div class="model-card"><h3>{html.escape(model)}</h3>{_verdict(row["verdict"])}'
-            + (f'<p>random-weights control: {_verdict(control)}</p>' if control else "")
-            + f'<p>{html.escape(row["this_run"] or "–")}</p></div>')
+            + (f'<p>random-weights control: {_control_badge(control, good)}</p>'
+               if control else "")
+            + f'<p>{html.escape(_card_text(row))}</p></div>')
     for model in found:
         if model not in c.rows:
             cards.append(f'<div class="model-card"><h3>{html.escape(model)}</h3>'
@@ -345,25 +496,24 @@ def page(c: Claim, found: dict[str, Run], root: Path, sources: dict | None = Non
     for model in models:
         row = c.rows[model]
         run = found.get(model)
-        out += [f"### {_md(model)}", "", f"Verdict: {_verdict(row['verdict'])}" +
-                (f", random-weights control: {_verdict(row['control_verdict'])}"
-                 if row["control_verdict"] else ""), ""]
-        numbers = interval_numbers(row["note"])
-        if numbers and row["interval"]:
-            numbers, unit = in_display_units(numbers, row["interval"])
-            out += [interval_svg(numbers, f"{model}: interval {row['interval']}"), "",
-                    f"*The interval {_md(row['interval'])} (blue bar{unit}) against the null "
-                    "(dashed line) and, where the ledger's note states it, the paper's "
-                    "effect (diamond).*", ""]
+        out += [f"### {_md(model)}", ""]
+        out += model_head(model, row, mv)
+        folded = bool(row.get("per_task"))
         fields = [("this run", row["this_run"]), ("interval", row["interval"]),
                   ("p (Holm)", row["p_adjusted"]), ("family", row["family"]),
                   ("mde", row["mde"]), ("unit resampled", row["unit"]),
                   ("design effect", row["design_effect"]), ("seeds", row["seeds"]),
                   ("per task", row["per_task"]), ("control's value", row["reference_value"]),
-                  ("test", row["test"]), ("note", row["note"])]
+                  ("test", row["test"]), ("specification", row.get("specification", "")),
+                  ("note", row["note"])]
+        if folded:
+            out += ['<details class="claim-numbers"><summary>Every number of this row: '
+                    'per task and seed, the test, the note</summary>', ""]
         out += ['<div class="claim-detail">', "", "| | |", "|---|---|"]
         out += [f"| {name} | {_md(value)} |" for name, value in fields if value]
         out += ["", "</div>", ""]
+        if folded:
+            out += ["</details>", ""]
         if run is not None:
             nb = run.notebook_page(row["notebook"], root)
             out += [f"Evidence: [notebook {row['notebook']}, its "
@@ -432,7 +582,8 @@ def write(source: Path, root: str | Path | None = None) -> dict[Path, str]:
     found = runs(root / "results")
     cs = claims(df)
     sources = registry_by_quote()
-    out = {Path("claims") / f"{c.id}.md": page(c, found, root, sources) for c in cs}
+    mv = claimfigure.load(root)
+    out = {Path("claims") / f"{c.id}.md": page(c, found, root, sources, mv) for c in cs}
     findings = (root / "book" / "findings.md").read_text()
     start, end = "<!-- ledger:start -->", "<!-- ledger:end -->"
     i, j = findings.find(start), findings.find(end)
