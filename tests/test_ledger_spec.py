@@ -139,20 +139,44 @@ def test_holm_route_gives_no_on_mirrored_evidence(tmp_path):
 
 
 def test_evaluate_judges_every_specification_and_the_main_one_is_the_row(tmp_path):
-    """A 1.5-point gain on a share of 2%: no under the 2-point convention, yes with no margin
-    and with a margin of a tenth of the 2% level: fragile, and it says why."""
+    """A 1.5-point gain on a share of 30%: no under the 2-point convention (the main margin),
+    yes with no margin: fragile, and it says why."""
     r = _result(0.0125, 0.0193)
     o = Outcome("x", check=Check(r, margin=Margin(0.02, "convention", "convention: 2 points"),
-                                 level=0.02), scale=100, suffix=" points", digits=2)
+                                 level=0.30), scale=100, suffix=" points", digits=2)
     df = core.evaluate([_claim("sep from sep", o)], _tables(tmp_path))
     row = df.iloc[0]
     assert row["verdict"] == "no"
     assert row["robust"] == "no"
-    assert row["specifications"].startswith("no in 2 of 6 (yes in 4)")
+    assert row["specifications"].startswith("no in 4 of 6 (yes in 2)")
     assert "margin (no margin: yes)" in row["turns_on"]
     assert row["why"].startswith("no: the ") and "short of the margin +2.00 points" in row["why"]
     assert "convention: 2 points" in row["specification"]
     assert "Holm" in row["specification"]
+
+
+def test_a_convention_margin_above_half_the_level_gives_way_to_the_scaled_one(tmp_path):
+    """The same gain on a share of 2%: a 2-point convention is the whole quantity, so the main
+    margin is a tenth of the level (0.2 points) and the convention an alternative."""
+    r = _result(0.0125, 0.0193)
+    conv = Margin(0.02, "convention", "convention: 2 points")
+    assert spec.margin_choices(Check(r, margin=conv, level=0.02))[0] == "scaled"
+    o = Outcome("x", check=Check(r, margin=conv, level=0.02), scale=100, suffix=" points",
+                digits=2)
+    row = core.evaluate([_claim("sep from sep", o)], _tables(tmp_path)).iloc[0]
+    assert row["verdict"] == "yes" and row["robust"] == "no"
+    assert "margin (the rule's margin: no)" in row["turns_on"]
+    assert row["specification"].split("; ")[1].startswith("a margin of 0.200 points (scaled: 10%")
+
+
+def test_alternative_sourced_margins_are_specifications():
+    r = _result(0.05, 0.20)
+    main = Margin(0.16, "paper", "paper: error reduction", name="error reduction")
+    alt = Margin(0.13, "paper", "paper: 13 points", name="13 points")
+    ch = Check(r, margin=main, alt_margins=(alt,))
+    assert spec.margin_choices(ch) == ("sourced", "alt:13 points", "none")
+    assert float(spec.with_margin(ch, "alt:13 points").margin) == 0.13
+    assert spec.Spec("alt:13 points", "intervals").label() == "13 points, Bonferroni intervals"
 
 
 def test_why_follows_each_parameter():
@@ -282,4 +306,4 @@ def test_every_committed_margin_names_its_source():
     with_margin = mv[mv["margin"] != ""]
     assert len(with_margin) > 20
     assert not with_margin["margin_source"].str.startswith("unnamed").any()
-    assert set(with_margin["margin_source"].str.split(":").str[0]) <= {"paper", "convention"}
+    assert set(with_margin["margin_source"].str.split(":").str[0]) <= {"paper", "convention", "scaled"}

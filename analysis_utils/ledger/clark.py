@@ -24,7 +24,7 @@ from ..papers import (
     KOVALEVA_SECTION41,
     KOVALEVA_TASKS,
 )
-from . import depth, resample
+from . import depth, readings, resample
 from .core import MIN_SEEDS, Check, Claim, Outcome, Tables, heterogeneous_band, ordinal, pct
 from .resample import (
     EQUIVALENCE_MARGINS,
@@ -364,12 +364,34 @@ def _sep_from_sep(t: Tables, which: str) -> Outcome:
 
 
 def _broad_lower(t: Tables, which: str) -> Outcome:
-    """Very broad heads sit especially in the lower layers: mean entropy of the earlier
-    half's heads minus the later half's."""
+    """Very broad heads sit especially in the lower layers: under the main reading, of the
+    broadest tenth of heads (by mean entropy, chosen again in every resample), the share in the
+    earlier part minus the share in the later part; under the other, the mean entropy of the
+    earlier part's heads minus the later part's (:data:`.readings.READINGS`)."""
     seg = _Segments(t, which)
     x, art = seg.values("entropy")
     early, late = _halves(seg.L)
     ce, cl = _columns(seg.L, seg.H, early), _columns(seg.L, seg.H, late)
+    if readings.chosen("broad heads") == readings.READINGS["broad heads"][0]:
+        K = x.shape[1]
+        q = max(1, round(K / 10))
+        is_e, is_l = np.zeros(K), np.zeros(K)
+        is_e[ce], is_l[cl] = 1.0, 1.0
+
+        def stat(mm):
+            top = np.argsort(-mm, axis=-1, kind="stable")[..., :q]
+            return (is_e[top].sum(-1) - is_l[top].sum(-1)) / q
+
+        r = resample.cluster_bootstrap(x, art, null=0.0, n_resamples=RESAMPLES_01,
+                                       seed=SEED_01, statistic=stat)
+        top = np.argsort(-x.mean(0), kind="stable")[:q]
+        return Outcome(value=f"the broadest {q} of {K} heads: {int(is_e[top].sum())} in layers "
+                             f"{early[0]}-{early[-1]}, {int(is_l[top].sum())} in layers "
+                             f"{late[0]}-{late[-1]} ({100 * r.estimate:+.0f} points of them)",
+                       check=Check(result=r, null=0.0), unit=seg.unit, scale=100,
+                       suffix=" points", digits=0,
+                       note="statistic: the share of the broadest tenth of heads in the "
+                            "earlier part minus the share in the later part")
     r = resample.cluster_bootstrap(x[:, ce].mean(1) - x[:, cl].mean(1), art, null=0.0,
                                    n_resamples=RESAMPLES_01, seed=SEED_01)
     m = x.mean(0)
@@ -538,9 +560,27 @@ NOT_MUCH = Margin(max(acc - base for rel, (_h, acc, base, _o, _d) in CLARK_TABLE
                                      "mark", "prt")) / 100,
                   "paper", "paper: Table 1's largest margin over the best fixed offset among "
                   "the rows it does not bold (nsubj, +13.0 points)")
+NOT_MUCH = Margin(float(NOT_MUCH), "paper", NOT_MUCH.source, name="13 points")
 #: The 10 most common relations of the paper's Table 1 and "5 other ones attention heads do
 #: well on"; the ones in bold: "particularly effective heads".
 BOLD = ("pobj", "det", "dobj", "poss", "auxpass", "ccomp", "mark", "prt")
+#: "substantially outperforming" (the bold rows) read as the share of the baseline's errors the
+#: head fixes, (head - baseline) / (100 - baseline): above the largest share of a row the paper
+#: does not bold (aux, 0.337), which separates every bold row of Table 1 from every unbolded one
+#: (an absolute margin cannot: prt is bold at +7.7 points, nsubj unbolded at +13.0) and carries
+#: over to baselines of another treebank (the referee's reading, issue 52).
+SUBSTANTIAL_ERROR_SHARE = max((acc - base) / (100 - base)
+                              for rel, (_h, acc, base, _o, _d) in CLARK_TABLE1.items()
+                              if rel not in ("All", *BOLD))
+
+
+def _substantial(base_mean: float) -> Margin:
+    """The bold rows' margin on this run's words: :data:`SUBSTANTIAL_ERROR_SHARE` of the
+    baseline's errors, in accuracy points."""
+    return Margin(SUBSTANTIAL_ERROR_SHARE * (1 - base_mean), "paper",
+                  f"paper: Table 1's largest error reduction among the rows it does not bold "
+                  f"(aux, {SUBSTANTIAL_ERROR_SHARE:.3f} of the baseline's errors), times this "
+                  "run's baseline errors on these words", name="error reduction")
 _SENTENCES = ("EWT documents resampled, 10,000 times (its sentences come clustered in "
               "documents, so the document is the sampling unit)")
 _CACHE: dict = {}
@@ -575,6 +615,19 @@ class _Words:
 
     def words(self, ud: str) -> np.ndarray:
         return np.flatnonzero(self.rel == ud)
+
+    def upos(self, rows: np.ndarray) -> np.ndarray | None:
+        """Each row's UPOS tag, looked up through the "All" rows of the same word (None when
+        notebook 02 saved no tags)."""
+        if self.share is None or "upos" not in self.share:
+            return None
+        names = self.share["upos_names"][self.share["upos"]]
+        where = {(int(s), int(d)): j for j, (s, d) in enumerate(
+            zip(self.sentence[self.all_rows], self.dependent[self.all_rows], strict=True))}
+        idx = [where.get((int(self.sentence[i]), int(self.dependent[i]))) for i in rows]
+        if any(i is None for i in idx):
+            return None
+        return np.asarray(names[np.asarray(idx, dtype=int)])
 
     def column(self, k: int) -> str:
         return f"{self.labels[k]} {self.direction[k]}"
@@ -654,6 +707,15 @@ def _syntax(rel: str):
                 "their noun as case)"))
         w = _words(t, which)
         rows = w.words(ud)
+        mark_note = ""
+        if ud == "mark" and readings.chosen("mark") == readings.READINGS["mark"][0]:
+            tags = w.upos(rows)
+            if tags is not None:
+                keep = tags != "PART"
+                mark_note = (f"SD's mark: {int((~keep).sum())} of {len(rows)} UD mark words "
+                             "are infinitival 'to' (UPOS PART), which Stanford Dependencies "
+                             "label aux, left out")
+                rows = rows[keep]
         if len(rows) == 0:
             return Outcome(value=DASH, untestable=f"no {ud} words in this run's sample")
         o = _best_offset(w, rows)
@@ -667,10 +729,12 @@ def _syntax(rel: str):
             value=(f"{name} {w.column(k)}: {100 * w.head[rows, k].mean():.1f} vs. offset "
                    f"{w.offsets[o]:+d} {100 * base.mean():.1f} ({100 * r.estimate:+.1f})"),
             check=Check(result=r, null=0.0, paper_effect=(acc - base_acc) / 100,
-                        margin=NOT_MUCH if rel in BOLD else None),
+                        margin=_substantial(float(base.mean())) if rel in BOLD else None,
+                        alt_margins=(NOT_MUCH,) if rel in BOLD else ()),
             unit=_n_units(len(np.unique(w.document[rows])), "documents"),
             heads=w.labels[k], scale=100, suffix=" points",
-            note=f"{len(rows):,} words; " + _deff_note(r, w, rows, k, base) + authors)
+            note=(f"{mark_note}; " if mark_note else "") + f"{len(rows):,} words; "
+            + _deff_note(r, w, rows, k, base) + authors)
     authors = ""
     if rel in CLARK_TABLE1_AUTHORS_NOTEBOOK:
         a_acc, a_base = CLARK_TABLE1_AUTHORS_NOTEBOOK[rel]
@@ -1615,7 +1679,7 @@ def claims() -> list[Claim]:
         f"size: `no` also when the gap lies within {ENTROPY_DIFF_MARGIN} nats",
         f"{_CONTROL}; uniform attention: ln n in every layer", f"{_ART}; per segment: the "
         "halves' difference", _broad_lower, seg_needs,
-        registry=("clark-3.3-broad-lower-layers",), reading="earlier/later"))
+        registry=("clark-3.3-broad-lower-layers",), reading="earlier/later+broad heads"))
     out.append(Claim(
         "01", CLARK, "3.3, Figure 4", "layer-1 heads attend broadly (<= ~10% on any word)",
         c3["broad_layer1"], "the broadest layer-1 head's mean maximum weight < 10% (the "
@@ -1741,15 +1805,19 @@ def _claims_02() -> list[Claim]:
             f"{head}: {acc:.1f} vs. {base:.1f} (offset {off:+d}; {acc - base:+.1f})"
             + (" (bold)" if bold else ""),
             "the best head-direction's accuracy above the best fixed offset's on the same "
-            "words" + (f", by more than {100 * NOT_MUCH:.1f} points: the paper bolds it as "
-                       "'substantially outperforming' the baseline, read as more than the "
-                       "largest margin it calls 'only slightly improves'" if bold
+            "words" + (f", fixing more than {SUBSTANTIAL_ERROR_SHARE:.3f} of the baseline's "
+                       "errors: the paper bolds it as 'substantially outperforming' the "
+                       "baseline, read as more than the largest share of a row it does not "
+                       "bold (the relations where BERT 'only slightly improves')" if bold
                        else " (margin > 0)"),
             f"{_CONTROL} (its own best head); BERT-base's margin is shown beside the interval "
-            "and decides nothing (a claim of direction)",
+            "and decides nothing" + (" (the claim's size is the share of the baseline's "
+                                     "errors, not BERT-base's points)" if bold
+                                     else " (a claim of direction)"),
             f"{_SENTENCES}; {_MAXT_02}", _syntax(rel), needs,
             registry=(f"clark-4.2-table1-{rel}",) + (("clark-4.2-specialised-heads",)
-                                                      if bold else ())))
+                                                      if bold else ()),
+            reading="mark" if rel == "mark" else ""))
     a = CLARK_TABLE1["All"]
     out.append(Claim(
         "02", CLARK, "4.2, Table 1", "no single head does well at syntax overall: the best is "

@@ -176,6 +176,9 @@ class Check:
     #: multiverse's ``scaled`` margin is :data:`.spec.SCALED_FRACTION` of it (None: no such
     #: specification for this row)
     level: float | None = None
+    #: other margins a source grounds (each a :class:`.spec.Margin` with its ``name``), judged
+    #: as alternative specifications beside ``margin``
+    alt_margins: tuple = ()
 
     def __post_init__(self):
         if self.kind not in CHECK_KINDS:
@@ -226,9 +229,10 @@ class Claim:
 
         if self.about not in ("attention", "data"):
             raise TypeError(f"Claim.about is 'attention' or 'data', got {self.about!r}")
-        if self.reading and self.reading not in READINGS:
-            raise TypeError(f"Claim.reading must be one of {sorted(READINGS)}, got "
-                            f"{self.reading!r}")
+        for key in (self.reading.split("+") if self.reading else ()):
+            if key not in READINGS:
+                raise TypeError(f"Claim.reading must be keys of {sorted(READINGS)} joined by "
+                                f"'+', got {self.reading!r}")
 
 
 def fmt_p(p: float) -> str:
@@ -636,35 +640,46 @@ def _margin_choices(o: Outcome) -> tuple[str, ...]:
     return tuple(common)
 
 
+def _main_margin(o: Outcome | None) -> str:
+    """The main specification's margin choice for a row ("" where it has no Check)."""
+    if o is None or not _is_new(o) or o.untestable:
+        return ""
+    m = _margin_choices(o)
+    return m[0] if m else ""
+
+
 def _spec_text(c: Claim, o: Outcome | None, a: float, margins, routes, readings) -> str:
     """The main specification in words, with the alternatives judged: generated from the
     Check's parameters, never written beside them."""
-    from .spec import SCALED_FRACTION, margin_source
+    from .spec import margin_source
 
     if o is None or not routes:
         return ""
+    from .spec import with_margin
+
     checks = [o.check] if o.check is not None else [x for v in o.per_task.values() for x in v]
-    ch = next((x for x in checks if not x.untestable and x.result is not None), checks[0])
+    base = next((x for x in checks if not x.untestable and x.result is not None), checks[0])
+    ch = with_margin(base, margins[0]) if margins else base
+
+    def margin_text(x: Check) -> str:
+        if not x.margin:
+            return "no margin"
+        return f"a margin of {_plain(float(x.margin), o, signed=False)} ({margin_source(x.margin)})"
+
     kind = {"effect": "an effect", "no effect": "no effect (a band)",
             "no drop": "no drop (one-sided)" if ch.direction == 1 else "no rise (one-sided)"}
     parts = [f"claim: {kind[ch.kind]}"
              + (f", {'above' if ch.direction == 1 else 'below'} the null {_plain(ch.null, o)}"
                 if ch.kind == "effect" else "")]
-    if ch.margin:
-        parts.append(f"margin {_plain(float(ch.margin), o)} ({margin_source(ch.margin)})")
-    else:
-        parts.append("no margin")
+    parts.append(margin_text(ch))
     parts.append(f"intervals at {level(a)} (0.05 / m, Bonferroni within the family)")
+    words = c.reading.replace("+", ", ")
     if readings:
-        parts.append(f"{c.reading}: {readings[0]}")
-    alts = []
-    for m in margins[1:]:
-        alts.append({"none": "no margin", "scaled": f"a margin of {SCALED_FRACTION:.0%} of the "
-                     f"level {_plain(ch.level, o, signed=False)}" if ch.level is not None else "",
-                     "sourced": "the rule's margin"}[m])
+        parts.append(f"{words}: {readings[0]}")
+    alts = [margin_text(with_margin(base, m)) for m in margins[1:]]
     if "holm" in routes:
         alts.append("Holm's step-down level")
-    alts += [f"{c.reading}: {d}" for d in readings[1:]]
+    alts += [f"{words}: {d}" for d in readings[1:]]
     if alts:
         parts.append("also judged under: " + "; ".join(x for x in alts if x))
     return "; ".join(parts)
@@ -700,19 +715,26 @@ def _multiverse(c: Claim, tables: Tables, o: Outcome, a: float, i: int, idx: np.
     """The row judged under every specification (:mod:`.spec`): the margin choices, the routes
     and, for a claim whose words the paper leaves undefined, the rule run again under each
     reading. Returns the agreement cells and one record per specification."""
+    import contextlib
+    import itertools
+
     from .readings import READINGS, reading
     from .spec import Spec, agreement, specs
 
     p = _row_p(o)
     margins, routes = _margin_choices(o), _route_choices(o, p)
-    readings = READINGS[c.reading] if c.reading and routes else ()
+    keys = c.reading.split("+") if c.reading and routes else []
+    combos = list(itertools.product(*(READINGS[k] for k in keys))) if keys else []
+    readings = tuple(" / ".join(x) for x in combos)
     cells = {"specification": _spec_text(c, o, a, margins, routes, readings),
              "specifications": "", "robust": "", "turns_on": ""}
     if not routes:
         return cells, []
     outs = {readings[0] if readings else "": (o, p)}
-    for d in readings[1:]:
-        with reading(c.reading, d):
+    for d, combo in zip(readings[1:], combos[1:], strict=True):
+        with contextlib.ExitStack() as stack:
+            for k, v in zip(keys, combo, strict=True):
+                stack.enter_context(reading(k, v))
             od = _apply(c, tables, "model")
         outs[d] = (od, _row_p(od)) if od is not None else (None, float("nan"))
     verdicts, records = {}, []
@@ -753,7 +775,7 @@ def _multiverse(c: Claim, tables: Tables, o: Outcome, a: float, i: int, idx: np.
     if verdicts[main_spec] != main.verdict:
         raise AssertionError(f"{c.claim}: the main specification gives {verdicts[main_spec]} "
                              f"but the row {main.verdict}")
-    k, n, robust, text = agreement(main_spec, verdicts, c.reading)
+    k, n, robust, text = agreement(main_spec, verdicts, c.reading.replace("+", ", "))
     cells.update({"specifications": text, "robust": "yes" if robust else "no",
                   "turns_on": "; ".join(text.split("; turns on ")[1:])})
     return cells, records
@@ -801,8 +823,10 @@ def evaluate(claims: list[Claim], tables: Tables, control: bool = True,
     quotes = _quotes()
     for i, (c, o, co) in enumerate(outs):
         a = ALPHA / m_of[i]
-        j = _judge_outcome(o, a, adj_model[i])
-        cj = _judge_outcome(co, a, adj_ctrl[i], True) if co is not None else None
+        mm = _main_margin(o)
+        j = _judge_outcome(_with_margin(o, mm), a, adj_model[i])
+        cj = (_judge_outcome(_with_margin(co, mm if mm in _margin_choices(co) else ""), a,
+                             adj_ctrl[i], True) if co is not None else None)
         v, why = j.verdict, j.reason
         specific = ""
         if v == "yes" and cj is not None and cj.verdict != "untestable":

@@ -748,10 +748,11 @@ def _framenet_standout(t: Tables, which: str) -> Outcome:
         k_ctrl = int(sum(vs.head_interval(k)[0] > 0 for k in range(L * H)))
         beside = (f"against the random-weights control's same head instead: {k_ctrl} of "
                   f"{L * H} heads above it, best {_head(vs.best, H)} {vs.estimate:+.3f}")
-    return Outcome(value=(f"notebook 06's standout heads {pair} along the links minus "
-                          "unlinked words; " if pair else "")
+    return Outcome(value=(f"notebook 06's standout heads {pair} (simultaneous 95%) along the "
+                          "links minus unlinked words; " if pair else "")
                          + f"{len(above)} of {L * H} heads attend more along the links than to "
-                         f"unlinked words (simultaneous 95%)" + (f": {shown}" if shown else "")
+                         f"unlinked words (each head's simultaneous 95% interval, not the "
+                         f"family's level)" + (f": {shown}" if shown else "")
                          + f"; best {_head(r.best, H)} {r.estimate:+.3f}",
                    check=Check(result=r, null=0.0, direction=1, head=judged),
                    heads=", ".join(_head(k, H) for k in (standout if judged is not None

@@ -26,12 +26,19 @@ import contextvars
 #: - which heads "stand out" on FrameNet links (Kovaleva 4.2, Figure 3): the best of all heads
 #:   on the link-specific score, chosen again in every resample (max-T), or the heads notebook
 #:   06 calls standouts on the raw link score (z > 2, Figure 3's reading), the ones notebook 07
-#:   disables.
+#:   disables;
+#: - Table 1's "mark" (Stanford Dependencies) on UD EWT: UD labels infinitival "to" mark (about
+#:   half of UD's mark words, nearly all at offset +1), SD labels it aux; main: UD mark without
+#:   UPOS PART, the SD relation (referee, issue 52);
+#: - "very broad heads" sit in lower layers (Clark 3.3): the mean entropy of all heads per part
+#:   of the depth, or where the broadest tenth of heads sit (the claim is about some heads).
 READINGS: dict[str, tuple[str, ...]] = {
     "earlier/later": ("halves", "thirds"),
     "last two": ("this model's last two", "BERT-base's 11-12 at relative depth"),
     "FrameNet heads": ("the best of all heads (max-T)",
                        "notebook 06's standout heads (raw score, z > 2)"),
+    "mark": ("SD's mark: UD mark without infinitival 'to'", "UD's mark, 'to' included"),
+    "broad heads": ("where the broadest tenth of heads sit", "the mean entropy of all heads"),
 }
 _READING: contextvars.ContextVar[tuple[tuple[str, str], ...]] = contextvars.ContextVar(
     "ledger_reading", default=())

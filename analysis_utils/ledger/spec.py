@@ -48,10 +48,13 @@ from . import readings as _readings
 #: as a visible difference (their colour scales and bar charts resolve about a tenth of the
 #: plotted range); named here once.
 SCALED_FRACTION = 0.10
-SCALED_SOURCE = (f"convention: {SCALED_FRACTION:.0%} of the quantity's own level "
+SCALED_SOURCE = (f"scaled: {SCALED_FRACTION:.0%} of the quantity's own level, a convention "
                  "(ledger.spec.SCALED_FRACTION)")
 
 MARGIN_CHOICES = ("sourced", "none", "scaled")
+#: A convention's margin above this fraction of the quantity's own level gives way to the
+#: scaled margin as the main specification (:func:`margin_choices`).
+LEVEL_CAP = 0.5
 ROUTE_CHOICES = ("intervals", "holm")
 #: The readings a rule can be run under, by the words the claim uses (the first of each is the
 #: main reading): :data:`.readings.READINGS`.
@@ -74,18 +77,19 @@ class Margin(float):
 
     kind: str
     source: str
+    name: str
 
-    def __new__(cls, value: float, kind: str, source: str):
+    def __new__(cls, value: float, kind: str, source: str, name: str = ""):
         if kind not in ("paper", "convention", "scaled"):
             raise ValueError(f"a Margin's kind is paper, convention or scaled, got {kind!r}")
         if not source:
             raise ValueError("a Margin needs its source: where the number comes from")
         m = super().__new__(cls, value)
-        m.kind, m.source = kind, source
+        m.kind, m.source, m.name = kind, source, name
         return m
 
     def __reduce__(self):  # worker processes pickle Checks
-        return (Margin, (float(self), self.kind, self.source))
+        return (Margin, (float(self), self.kind, self.source, self.name))
 
     def __repr__(self) -> str:
         return f"Margin({float(self)!r}, {self.kind!r}, {self.source!r})"
@@ -113,7 +117,9 @@ class Spec:
 
     def label(self) -> str:
         parts = []
-        if self.margin:
+        if self.margin.startswith("alt:"):
+            parts.append(self.margin[len("alt:"):])
+        elif self.margin:
             parts.append({"sourced": "the rule's margin", "none": "no margin",
                           "scaled": f"margin {SCALED_FRACTION:.0%} of the level"}[self.margin])
         if self.route:
@@ -131,12 +137,21 @@ def margin_choices(check) -> tuple[str, ...]:
     out = []
     if check.margin is not None and check.margin > 0:
         out.append("sourced")
+    out += [f"alt:{m.name or m.source}" for m in check.alt_margins]
     if check.kind == "effect" and (out or check.level is not None):
         out.append("none")
-    if check.level is not None and math.isfinite(check.level) and check.level != 0:
+    scaled = check.level is not None and math.isfinite(check.level) and check.level != 0
+    if scaled:
         out.append("scaled")
     if not out:
         out.append("none" if check.kind == "effect" else "sourced")
+    # A convention's margin larger than LEVEL_CAP of the quantity's own level cannot be the
+    # smallest effect of interest for it (2 points on a share of 2.6%): the scaled margin is
+    # the main specification there, the convention an alternative.
+    if (scaled and out[0] == "sourced" and getattr(check.margin, "kind", "") == "convention"
+            and float(check.margin) > LEVEL_CAP * abs(check.level)):
+        out.remove("scaled")
+        out.insert(0, "scaled")
     return tuple(dict.fromkeys(out))
 
 
@@ -144,6 +159,9 @@ def with_margin(check, choice: str):
     """The Check under a margin choice (a copy; the rule's own untouched)."""
     if choice == "sourced":
         return check
+    if choice.startswith("alt:"):
+        m = next(m for m in check.alt_margins if f"alt:{m.name or m.source}" == choice)
+        return dataclasses.replace(check, margin=m)
     if choice == "none":
         return dataclasses.replace(check, margin=None)
     if choice == "scaled":
