@@ -84,6 +84,12 @@ NEGLIGIBLE = 0.2
 #: "increased attention" to a feature (Section 4.4) has no size in the paper; a rise of a head's
 #: score by less than this (a hundredth of the attention the input receives, where a uniform
 #: head scores 1/m, about 0.03-0.1 here) is called negligible.
+#: "disabling a random head helps on average" has no size; an average over random heads is at
+#: most the best single head's gain, and the smallest the paper reports is +0.1 points (STS-B,
+#: Section 4.6): below that, any help is smaller than any the paper shows (the referee's
+#: reading, issue 52; the 1-point equivalence margin is the alternative).
+_SMALLEST_GAIN = Margin(0.001, "paper", "paper: the smallest single-head gain it reports, +0.1 "
+                        "points (STS-B, Section 4.6)", name="0.1 points (the paper's smallest gain)")
 #: An exact count (no sampling) against the paper's: equal within half a sentence.
 _HALF_COUNT = Margin(0.5, "convention", "convention: half a sentence, so an exact count must "
                      "equal the paper's")
@@ -1055,7 +1061,8 @@ def _random_head_helps(t: Tables, which: str) -> Outcome:
         preds = np.stack([p.preds[s][rows].T for s in p.seeds])  # (S, n, 1 + heads)
         r = rs.hierarchical_bootstrap(p.labels, preds, stacked, n_resamples=N_RESAMPLES,
                                       seed=_resample_seed(task))
-        per_task[task] = [Check(r, margin=rs.EQUIVALENCE_MARGINS[p.metric],
+        per_task[task] = [Check(r, margin=_SMALLEST_GAIN,
+                                alt_margins=(rs.EQUIVALENCE_MARGINS[p.metric],),
                                 untestable=_gate(p))]
         seeds = []
         for s in p.seeds:
@@ -1069,8 +1076,10 @@ def _random_head_helps(t: Tables, which: str) -> Outcome:
                    suffix=" points", digits=2,
                    note="the mean over heads of (metric with the head disabled - intact), "
                         "pooled over the fine-tuning seeds (hierarchical bootstrap); the paper "
-                        "gives no size, so 'no' needs the interval within the metric's "
-                        "equivalence margin (1 point); per-seed 95% intervals in the value")
+                        "gives no size for the average, so 'no' needs the interval below the "
+                        "smallest single-head gain it reports (0.1 points; the metric's "
+                        "1-point equivalence margin is the other specification); per-seed 95% "
+                        "intervals in the value")
 
 
 def _layer_improves(t: Tables, which: str) -> Outcome:

@@ -920,7 +920,8 @@ def minimum_detectable_effect(se: float, alpha: float = 0.05, power: float = 0.8
 #:   met by any test of that dev set, and a larger one would call real drops "no change".
 _EQ = ("convention: a handful of predictions in a hundred in the metric's units "
        "(ledger.resample.EQUIVALENCE_MARGINS)")
-EQUIVALENCE_MARGINS: dict[str, float] = {k: Margin(v, "convention", f"{_EQ}, {k} {v:g}")
+EQUIVALENCE_MARGINS: dict[str, float] = {k: Margin(v, "convention", f"{_EQ}, {k} {v:g}",
+                                                name="the metric's equivalence margin")
                                          for k, v in {"accuracy": 0.01, "f1": 0.01,
                                                       "mcc": 0.02, "pearson": 0.01}.items()}
 
