@@ -98,10 +98,20 @@ def _claim(start, notebook):
 
 
 def test_a_table1_row_is_the_best_head_against_the_best_offset_on_documents(t02):
-    c = _claim("a head tracks det better", "02")
+    from analysis_utils.ledger import readings
+
+    c = _claim("a head tracks det substantially better", "02")
     assert c.registry == ("clark-4.2-table1-det", "clark-4.2-specialised-heads")
-    o = c.rule(t02, "model")
+    assert c.reading == "substantially"
+    # the main reading: the head fixes more than 0.337 of the offset's errors
+    s = clark.SUBSTANTIAL_ERROR_SHARE
+    main = c.rule(t02, "model")
+    assert main.check.result.estimate == pytest.approx(1.0 - ((1 - s) * 0.5 + s))
+    assert main.check.margin is None and "0.337 of the offset's errors" in main.value
+    with readings.reading("substantially", "more than 13.0 points over the baseline"):
+        o = c.rule(t02, "model")
     ch = o.check
+    assert float(ch.margin) == pytest.approx(0.13)
     acc, base = CLARK_TABLE1["det"][1:3]
     assert (ch.kind, ch.null, ch.direction) == ("effect", 0.0, 1)
     assert ch.paper_effect == pytest.approx((acc - base) / 100)

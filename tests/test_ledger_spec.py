@@ -297,7 +297,8 @@ def test_every_committed_row_says_why_from_its_own_numbers():
                         margin=_f(m["margin"]), direction=int(float(m["direction"])),
                         paper_effect=_f(m["paper_effect"]), sized=m["sized"] == "True",
                         scale=float(m["scale"]), suffix=m["suffix"],
-                        digits=int(float(m["digits"])), own_p=_f(m["own_p"]))
+                        digits=int(float(m["digits"])), own_p=_f(m["own_p"]),
+                        reason=m["reason"])
         assert r["why"] == text, (r["model"], r["claim"])
 
 

@@ -574,13 +574,7 @@ SUBSTANTIAL_ERROR_SHARE = max((acc - base) / (100 - base)
                               if rel not in ("All", *BOLD))
 
 
-def _substantial(base_mean: float) -> Margin:
-    """The bold rows' margin on this run's words: :data:`SUBSTANTIAL_ERROR_SHARE` of the
-    baseline's errors, in accuracy points."""
-    return Margin(SUBSTANTIAL_ERROR_SHARE * (1 - base_mean), "paper",
-                  f"paper: Table 1's largest error reduction among the rows it does not bold "
-                  f"(aux, {SUBSTANTIAL_ERROR_SHARE:.3f} of the baseline's errors), times this "
-                  "run's baseline errors on these words", name="error reduction")
+
 _SENTENCES = ("EWT documents resampled, 10,000 times (its sentences come clustered in "
               "documents, so the document is the sampling unit)")
 _CACHE: dict = {}
@@ -720,17 +714,27 @@ def _syntax(rel: str):
             return Outcome(value=DASH, untestable=f"no {ud} words in this run's sample")
         o = _best_offset(w, rows)
         base = w.offset[rows, o]
-        r, why = _resample(max_over_heads, w.head[rows], base, w.document[rows])
+        share = (rel in BOLD and readings.chosen("substantially")
+                 == readings.READINGS["substantially"][0])
+        s = SUBSTANTIAL_ERROR_SHARE
+        # "substantially": the head beats the baseline with a share s of its errors fixed,
+        # head - base - s (1 - base) > 0 per word, resampled with the head chosen in each
+        bar = (1 - s) * base + s if share else base
+        r, why = _resample(max_over_heads, w.head[rows], bar, w.document[rows])
         if r is None:
             return Outcome(value=f"{len(rows)} {ud} words", untestable=why)
         k = r.best
         name = ud if ud == rel else f"{ud} ({rel})"
+        gain = 100 * (w.head[rows, k].mean() - base.mean())
         return Outcome(
             value=(f"{name} {w.column(k)}: {100 * w.head[rows, k].mean():.1f} vs. offset "
-                   f"{w.offsets[o]:+d} {100 * base.mean():.1f} ({100 * r.estimate:+.1f})"),
-            check=Check(result=r, null=0.0, paper_effect=(acc - base_acc) / 100,
-                        margin=_substantial(float(base.mean())) if rel in BOLD else None,
-                        alt_margins=(NOT_MUCH,) if rel in BOLD else ()),
+                   f"{w.offsets[o]:+d} {100 * base.mean():.1f} ({gain:+.1f}"
+                   + (f"; {100 * r.estimate:+.1f} points above the bar of fixing {s:.3f} of "
+                      f"the offset's errors, {100 * bar.mean():.1f})" if share else ")")),
+            check=Check(result=r, null=0.0,
+                        paper_effect=((acc - base_acc - s * (100 - base_acc)) / 100 if share
+                                      else (acc - base_acc) / 100),
+                        margin=NOT_MUCH if rel in BOLD and not share else None),
             unit=_n_units(len(np.unique(w.document[rows])), "documents"),
             heads=w.labels[k], scale=100, suffix=" points",
             note=(f"{mark_note}; " if mark_note else "") + f"{len(rows):,} words; "
@@ -1643,7 +1647,9 @@ def claims() -> list[Claim]:
         "tokens", "most heads (Figure 2, bottom)", "per head, the [SEP]->[SEP] share above the "
         "other tokens' share to [SEP], in more than half of the heads: the difference of the "
         "head ranked K/2 + 1 from the top > 0; the paper gives no size: `no` also when it lies "
-        f"within {100 * SHARE_MARGIN:.0f} points", f"{_CONTROL}; uniform attention: 0",
+        f"within the smallest effect of interest, {100 * SHARE_MARGIN:.0f} points or, where "
+        "that is more than half of the other tokens' own share to [SEP], a tenth of that share "
+        "(the row's specification names the one used)", f"{_CONTROL}; uniform attention: 0",
         f"{_ART}; per segment and head: the two shares' difference, paired",
         _with_note(_sep_from_sep), seg_needs, registry=("clark-3.2-fig2-sep-from-sep",)))
     out.append(Claim(
@@ -1674,9 +1680,11 @@ def claims() -> list[Claim]:
         registry=("clark-3.2-punct-most-common",), about="data"))
     out.append(Claim(
         "01", CLARK, "3.3, Figure 4", "very broad heads sit especially in the lower layers",
-        "lower layers (no number)", "mean attention entropy of the heads of the earlier half "
-        "of the depth (BERT-base's layers 1-6) above the later half's; the paper gives no "
-        f"size: `no` also when the gap lies within {ENTROPY_DIFF_MARGIN} nats",
+        "lower layers (no number)", "of the broadest tenth of heads (by mean entropy, chosen "
+        "again in every resample), more in the earlier half of the depth (BERT-base's layers "
+        "1-6) than in the later half; the other reading: the mean entropy of all heads of the "
+        "earlier half above the later half's, `no` also when the gap lies within "
+        f"{float(ENTROPY_DIFF_MARGIN):g} nats",
         f"{_CONTROL}; uniform attention: ln n in every layer", f"{_ART}; per segment: the "
         "halves' difference", _broad_lower, seg_needs,
         registry=("clark-3.3-broad-lower-layers",), reading="earlier/later+broad heads"))
@@ -1801,14 +1809,17 @@ def _claims_02() -> list[Claim]:
         bold = rel in BOLD
         out.append(Claim(
             "02", CLARK, "4.2, Table 1",
-            f"a head tracks {rel} better than the best fixed offset",
+            f"a head tracks {rel} {'substantially ' if bold else ''}better than the best fixed "
+            "offset",
             f"{head}: {acc:.1f} vs. {base:.1f} (offset {off:+d}; {acc - base:+.1f})"
             + (" (bold)" if bold else ""),
             "the best head-direction's accuracy above the best fixed offset's on the same "
             "words" + (f", fixing more than {SUBSTANTIAL_ERROR_SHARE:.3f} of the baseline's "
-                       "errors: the paper bolds it as 'substantially outperforming' the "
+                       "errors (the statistic: head - baseline - 0.337 x (1 - baseline), "
+                       "above 0): the paper bolds it as 'substantially outperforming' the "
                        "baseline, read as more than the largest share of a row it does not "
-                       "bold (the relations where BERT 'only slightly improves')" if bold
+                       "bold (the relations where BERT 'only slightly improves'); the other "
+                       "reading: more than 13.0 points, the largest unbolded margin" if bold
                        else " (margin > 0)"),
             f"{_CONTROL} (its own best head); BERT-base's margin is shown beside the interval "
             "and decides nothing" + (" (the claim's size is the share of the baseline's "
@@ -1817,7 +1828,8 @@ def _claims_02() -> list[Claim]:
             f"{_SENTENCES}; {_MAXT_02}", _syntax(rel), needs,
             registry=(f"clark-4.2-table1-{rel}",) + (("clark-4.2-specialised-heads",)
                                                       if bold else ()),
-            reading="mark" if rel == "mark" else ""))
+            reading="+".join(x for x in ("substantially" if bold else "",
+                                         "mark" if rel == "mark" else "") if x)))
     a = CLARK_TABLE1["All"]
     out.append(Claim(
         "02", CLARK, "4.2, Table 1", "no single head does well at syntax overall: the best is "

@@ -351,9 +351,10 @@ def _judge(ch: Check, a: float, p_adjusted: float | None):
     try:
         if ch.kind == "effect":
             lo, hi = _interval(ch, a)
-            return judge_effect(lo, hi, null=ch.null, paper_effect=ch.paper_effect,
-                                direction=ch.direction, margin=ch.margin,
-                                p_adjusted=p_adjusted, alpha=ALPHA, sized=ch.sized)
+            j = judge_effect(lo, hi, null=ch.null, paper_effect=ch.paper_effect,
+                             direction=ch.direction, margin=ch.margin,
+                             p_adjusted=p_adjusted, alpha=ALPHA, sized=ch.sized)
+            return _no_for_every_head(ch, a, j)
         inner = min(2 * a, 0.5)
         lo90, hi90 = _interval(ch, inner)
         alo, ahi = _interval(ch, a)
@@ -366,6 +367,34 @@ def _judge(ch: Check, a: float, p_adjusted: float | None):
     except ValueError as err:
         return Judgement("untestable", f"the test's interval cannot be judged ({err}); call "
                                        "the test two-sided")
+
+
+def _no_for_every_head(ch: Check, a: float, j):
+    """A ``no`` about the best of many heads (a max-over-heads result judged on its best head)
+    holds only if *no* head's simultaneous interval reaches the claimed side of the edge; where
+    another head's does, the verdict is ``inconclusive``."""
+    from .resample import Judgement
+
+    r = ch.result
+    if j.verdict != "no" or ch.head is not None or not hasattr(r, "max_draws") \
+            or "paper's stated size" in j.reason:
+        return j
+    c = float(np.quantile(np.asarray(r.max_draws, dtype=float), 1 - a))
+    m, s = np.asarray(r.margins, dtype=float), np.asarray(r.ses, dtype=float)
+    edge = ch.null + ch.direction * float(ch.margin or 0.0)
+    if ch.direction == 1:
+        k = int(np.nanargmax(m + c * s))
+        reach = float(m[k] + c * s[k])
+        if reach < edge:
+            return j
+    else:
+        k = int(np.nanargmin(m - c * s))
+        reach = float(m[k] - c * s[k])
+        if reach > edge:
+            return j
+    return Judgement("inconclusive", f"{j.reason}; but another head's simultaneous interval "
+                                     f"reaches {reach:.4g}, past {edge:g}: no head is ruled "
+                                     "out, so this test cannot tell")
 
 
 def level(a: float) -> str:
@@ -536,6 +565,8 @@ def _judge_outcome(o: Outcome, a: float, p_adj: float, is_control: bool = False)
         ch = o.check
         j = _judge(ch, a, None)
         out = _Judged(j.verdict, j.reason, numbers=_numbers(ch, a, j.verdict))
+        if out.numbers:
+            out.numbers["reason"] = j.reason
         if ch.result is not None and not ch.untestable:
             try:
                 lo, hi = _interval(ch, a)
@@ -738,10 +769,16 @@ def _multiverse(c: Claim, tables: Tables, o: Outcome, a: float, i: int, idx: np.
             od = _apply(c, tables, "model")
         outs[d] = (od, _row_p(od)) if od is not None else (None, float("nan"))
     verdicts, records = {}, []
-    for s in specs(margins, routes, readings):
-        od, pd_ = outs[s.reading]
+    every = []
+    for d, (od, pd_) in outs.items():  # each reading's own margin choices, routes and units
         if od is None:
             continue
+        if od.untestable:
+            every += [(s, od, pd_) for s in specs(margins[:1], routes[:1], (d,) if d else ())]
+            continue
+        every += [(s, od, pd_) for s in specs(_margin_choices(od), _route_choices(od, pd_),
+                                              (d,) if d else ())]
+    for s, od, pd_ in every:
         if s.route == "holm":
             q = p_family.copy()
             q[list(idx).index(i)] = pd_
@@ -760,7 +797,7 @@ def _multiverse(c: Claim, tables: Tables, o: Outcome, a: float, i: int, idx: np.
                "reading": s.reading, "verdict": j.verdict, "alpha": a_s,
                "main": s == Spec(margins[0] if margins else "", routes[0],
                                  readings[0] if readings else ""),
-               "scale": o.scale, "suffix": o.suffix, "digits": o.digits}
+               "scale": od.scale, "suffix": od.suffix, "digits": od.digits}
         if j.numbers:
             rec.update({k: v for k, v in j.numbers.items() if k != "verdict"})
         records.append(rec)

@@ -304,6 +304,8 @@ def _why(verdict, kind, lo, hi, level, null, margin, direction, paper_effect, si
         if sized and paper_effect is not None:
             return f"no: the paper's stated size {n(paper_effect)} lies outside {span}"
         return f"no: {span}" + (f" ({reason})" if reason else "")
+    if not (lo <= null <= hi or lo <= edge <= hi) and reason:
+        return f"inconclusive: {span}; {reason.split('; but ')[-1]}"
     held = "holds the null " + n(null) if lo <= null <= hi else f"reaches {target}"
     if m and lo <= null <= hi:
         held = f"holds both the null {n(null)} and the margin {n(edge)}"

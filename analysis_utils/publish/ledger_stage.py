@@ -60,7 +60,7 @@ MULTIVERSE_COLUMNS = ["model", "id", "notebook", "claim", "spec", "main", "margi
                       "route", "reading", "task", "entry", "verdict", "kind", "direction",
                       "estimate", "lo", "hi", "level", "alpha", "inner_lo", "inner_hi",
                       "inner_level", "own_p", "null", "margin", "margin_source", "paper_effect",
-                      "sized",
+                      "sized", "reason",
                       "scale", "suffix", "digits"]
 #: The cross-model notebook, whose tables the ledger does not read.
 LEDGER_NOTEBOOK = "08"
@@ -239,7 +239,7 @@ def _tables_record(names: Sequence[str]) -> dict[str, dict]:
                                                           name), "key": key}
             continue
         if name.endswith(MULTIVERSE_TABLE):
-            cols = ["estimate", "lo", "hi", "inner_lo", "inner_hi", "own_p"]
+            cols = ["estimate", "lo", "hi", "inner_lo", "inner_hi", "own_p", "reason"]
             rec[name] = {"tolerance": normalise_tolerance({c: IGNORE for c in cols}, cols,
                                                           name),
                          "key": ["model", "id", "spec", "task", "entry"]}
