@@ -187,7 +187,7 @@ def test_why_follows_each_parameter():
                                                                  "hi": -0.012})
     assert "99.9% interval" in spec.why("yes", **{**base, "level": "99.9%"})
     assert "[+1.20%, +1.90%]" in spec.why("yes", **{**base, "suffix": "%"})
-    assert "reversed" in spec.why("no", **{**base, "lo": -0.02, "hi": -0.01})
+    assert "other side from the claim" in spec.why("no", **{**base, "lo": -0.02, "hi": -0.01})
     assert "paper's stated size +5.00 points" in spec.why("no", paper_effect=0.05, sized=True,
                                                           **base)
     band = spec.why("yes", kind="no effect", margin=0.5, null=3.89, lo=3.6, hi=3.9,

@@ -195,8 +195,8 @@ def test_report_readme_rewrites_only_the_blocks_and_check_fails_when_stale(tmp_p
     assert perf.endswith("<!-- runtimes:end -->\n\nafter\n")
     assert "| 01_surface_patterns | default | 1 min 15 s | 900 MB | cpu (2 cores) |" in perf
     readme = (root / "README.md").read_text()
-    assert "- **m (1 x 2)**: 1 claims: 1 yes, 0 no, 0 inconclusive, 0 mixed, 0 untestable." \
-        in readme
+    assert ("- **m (1 x 2)**, claims about trained attention (1 row, 1 decided by a test): "
+            "**1 yes** and **0 no** that hold under every specification") in readme
     findings = (root / "book" / "findings.md").read_text()
     assert "| [01](notebooks/01_a.ipynb#verdicts) | c | We find it. | x | y | 60 documents | " \
            "[+1.0, +2.0] points (95%) | < 0.001 | **yes** | no | " \
@@ -245,10 +245,11 @@ def test_findings_table_reads_the_claims_ledger(tmp_path):
     pd.DataFrame(rows).to_csv(results / "08_claims.csv", index=False)
     lines = [re.sub(r" +", " ", x) for x in readme_md.findings_table(results).splitlines()]
     assert lines[0] == ("| model | notebook | yes | no | inconclusive | mixed | untestable | "
-                        "control yes |")
-    assert "| m (1 x 2) | 01 | 1 | 0 | 0 | 0 | 0 | 0 of 1 |" in lines
-    assert "| m (1 x 2) | 07 | 0 | 0 | 0 | 0 | 1 | \u2013 |" in lines
-    assert "| n (2 x 2) | 02 | 0 | 0 | 1 | 0 | 0 | 0 of 1 |" in lines
+                        "of them fragile | control yes |")
+    # an older ledger without the multiverse's robust column: no row is fragile
+    assert "| m (1 x 2) | 01 | 1 | 0 | 0 | 0 | 0 | 0 | 0 of 1 |" in lines
+    assert "| m (1 x 2) | 07 | 0 | 0 | 0 | 0 | 1 | 0 | \u2013 |" in lines
+    assert "| n (2 x 2) | 02 | 0 | 0 | 1 | 0 | 0 | 0 | 0 of 1 |" in lines
 
 
 def test_layers_table_shows_each_layers_modules():

@@ -243,7 +243,8 @@ def headline_lines(ledger: pd.DataFrame) -> list[str]:
     for model, g in hc.groupby("model", sort=False):
         a, d, c = (g[g["group"] == x].iloc[0] for x in GROUPS)
         out.append(
-            f"- **{model}**, claims about trained attention ({a['rows']} rows, {a['tested']} "
+            f"- **{model}**, claims about trained attention ({a['rows']} "
+            f"row{'s' if a['rows'] != 1 else ''}, {a['tested']} "
             f"decided by a test): **{a['robust yes']} yes** and **{a['robust no']} no** that "
             f"hold under every specification, {a['robust inconclusive']} inconclusive, "
             f"{a['fragile']} fragile (the verdict turns on a choice the paper leaves open), "

@@ -297,7 +297,7 @@ def _why(verdict, kind, lo, hi, level, null, margin, direction, paper_effect, si
         return f"yes: {span} lies {side} {target}"
     if verdict == "no":
         if (direction == 1 and hi < null) or (direction == -1 and lo > null):
-            return f"no: {span} lies {other} the null {n(null)}: the effect is reversed"
+            return f"no: {span} lies {other} the null {n(null)}: on the other side from the claim"
         if m and ((direction == 1 and hi < edge) or (direction == -1 and lo > edge)):
             return (f"no: {span} lies short of {target}: any effect is smaller than the "
                     "smallest effect of interest")
