@@ -87,7 +87,7 @@ compare: install ## compare regenerated results/*.csv with the committed ones (R
 test: install $(WHEELHOUSE)/.downloaded ## lint, the default test tier (unit, integration, nbval on the golden smoke notebooks, the book built and checked); lists stale renders
 	$(PY) -m ruff check .
 	-$(PY) -m analysis_utils stale
-	$(PY) -m pytest -q -m "not slow"
+	$(PY) -m pytest -q -m "not slow" --durations=30
 
 test-all: install $(WHEELHOUSE)/.downloaded ## lint and every test, the slow tier included (the paper profile, the full smoke plans)
 	$(PY) -m ruff check .

@@ -165,3 +165,15 @@ def test_the_figures_layouts_keep_their_own_class():
     for cls in ("rule-wide", "rule-narrow"):
         assert cf.svg(r, "x", width=360, cls=cls).startswith(
             f'<svg class="interval rule {cls}" viewBox="0 0 360 ')
+
+
+def test_a_07_head_opens_the_atlas_on_the_task_it_was_found_on():
+    from analysis_utils.publish import claimpages
+
+    row = {"notebook": "07", "claim": "disabling some single head improves every task",
+           "this_run": "largest gain per model: MRPC s42: 4-8 +1.22; STS-B s42: 2-3 +1.74; "
+                       "STS-B s43: 12-3 +0.4", "heads": "4-8, 2-3"}
+    assert claimpages.head_property(row, "4-8") == "07.disable.MRPC.uniform"
+    assert claimpages.head_property(row, "2-3") == "07.disable.STS-B.uniform"
+    assert claimpages.head_property(row, "1-1") is None
+    assert claimpages.head_property({**row, "notebook": "02"}, "4-8") is None

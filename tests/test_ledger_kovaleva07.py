@@ -152,7 +152,9 @@ def test_random_head_is_pooled_over_seeds_with_the_metrics_margin(run):
         want = np.mean([_deltas(data, task, s)[1:3].mean() for s in SEEDS])
         assert isinstance(c.result, rs.Resampled) and c.result.estimate == pytest.approx(want)
         assert c.kind == "effect" and c.paper_effect is None
-        assert c.margin == rs.EQUIVALENCE_MARGINS[METRIC[task][0]]
+        # the paper's smallest single-head gain, the metric's equivalence margin beside it
+        assert float(c.margin) == pytest.approx(0.001) and c.margin.kind == "paper"
+        assert c.alt_margins == (rs.EQUIVALENCE_MARGINS[METRIC[task][0]],)
         assert c.result.detail["seeds"] == 3
     # RTE: head 1-1 +2/+3/+4 of 40 by seed, head 1-2 -6: mean over heads and seeds -1.5 / 40
     assert o.per_task["RTE"][0].result.estimate == pytest.approx(-1.5 / 40)

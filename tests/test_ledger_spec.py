@@ -308,3 +308,11 @@ def test_every_committed_margin_names_its_source():
     assert len(with_margin) > 20
     assert not with_margin["margin_source"].str.startswith("unnamed").any()
     assert set(with_margin["margin_source"].str.split(":").str[0]) <= {"paper", "convention", "scaled"}
+
+
+def test_a_verdict_that_only_several_changes_together_turn_names_them():
+    main = Spec("none", "intervals", "a")
+    v = {main: "yes", Spec("none", "holm", "a"): "yes", Spec("sourced", "intervals", "b"): "no"}
+    text = spec.agreement(main, v)[3]
+    assert text.startswith("yes in 2 of 3 (no in 1); turns on ")
+    assert "the rule's margin, Bonferroni intervals, b together (no)" in text

@@ -208,8 +208,9 @@ def agreement(main: Spec, verdicts: dict[Spec, str],
         text += " (" + ", ".join(f"{v} in {sum(x == v for x in verdicts.values())}"
                                  for v in others) + ")"
         t = turns_on(main, verdicts, words)
-        if t:
-            text += "; turns on " + "; ".join(t)
+        if not t:  # no single change turns it: name the specifications that disagree
+            t = [f"{s.label()} together ({v})" for s, v in verdicts.items() if v != base][:3]
+        text += "; turns on " + "; ".join(t)
     return k, n, k == n, text
 
 

@@ -246,8 +246,28 @@ def _atlas_links(row: dict, run: Run, root: Path, up: str) -> list[tuple[str, st
     if not atlas or not heads:
         return []
     prop = atlas_property(row)
-    tail = f"&p={prop}" if prop else ""
-    return [(h, f"{up}{atlas}#{h}{tail}") for h in heads]
+    out = []
+    for h in heads:
+        p = head_property(row, h) or prop
+        out.append((h, f"{up}{atlas}#{h}" + (f"&p={p}" if p else "")))
+    return out
+
+
+_TASKS = r"(MRPC|STS-B|SST-2|RTE|CoLA)"
+
+
+def head_property(row: dict, head: str) -> str | None:
+    """For a 06-07 row whose value names heads task by task (``"MRPC s42: 4-8 +1.22; STS-B
+    s42: 2-3 +1.74"``), the atlas property of the task that names ``head`` first, so a head
+    opens on the task it was found on (not the row's first task); None otherwise."""
+    if row["notebook"] not in ("06", "07"):
+        return None
+    for part in row["this_run"].split(";"):
+        m = re.search(rf"\b{_TASKS}\b", part)
+        if m and re.search(rf"(?<![\d-]){re.escape(head)}(?![\d-])", part):
+            return (f"07.disable.{m.group(1)}.uniform" if row["notebook"] == "07"
+                    else f"06.drift.{m.group(1)}")
+    return None
 
 
 def _table_name(section: str) -> str:
