@@ -316,3 +316,14 @@ def test_a_verdict_that_only_several_changes_together_turn_names_them():
     text = spec.agreement(main, v)[3]
     assert text.startswith("yes in 2 of 3 (no in 1); turns on ")
     assert "the rule's margin, Bonferroni intervals, b together (no)" in text
+
+
+def test_another_reading_is_taken_with_its_own_margin():
+    """The main reading has no margin; the other brings one (13 points). Changing the reading
+    alone means the other reading with its margin, not stripped of it."""
+    main = Spec("none", "intervals", "share")
+    v = {main: "no", Spec("sourced", "intervals", "13 points"): "inconclusive",
+         Spec("none", "intervals", "13 points"): "yes"}
+    t = spec.turns_on(main, v, "substantially", {"share": "none", "13 points": "sourced"})
+    assert t == ["substantially (the rule's margin, Bonferroni intervals, 13 points: "
+                 "inconclusive)"] or t == ["substantially (13 points: inconclusive)"]

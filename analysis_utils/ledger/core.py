@@ -769,15 +769,16 @@ def _multiverse(c: Claim, tables: Tables, o: Outcome, a: float, i: int, idx: np.
             od = _apply(c, tables, "model")
         outs[d] = (od, _row_p(od)) if od is not None else (None, float("nan"))
     verdicts, records = {}, []
-    every = []
+    every, first_margin = [], {}
     for d, (od, pd_) in outs.items():  # each reading's own margin choices, routes and units
         if od is None:
             continue
         if od.untestable:
             every += [(s, od, pd_) for s in specs(margins[:1], routes[:1], (d,) if d else ())]
             continue
-        every += [(s, od, pd_) for s in specs(_margin_choices(od), _route_choices(od, pd_),
-                                              (d,) if d else ())]
+        mc = _margin_choices(od)
+        first_margin[d] = mc[0] if mc else ""
+        every += [(s, od, pd_) for s in specs(mc, _route_choices(od, pd_), (d,) if d else ())]
     for s, od, pd_ in every:
         if s.route == "holm":
             q = p_family.copy()
@@ -812,7 +813,8 @@ def _multiverse(c: Claim, tables: Tables, o: Outcome, a: float, i: int, idx: np.
     if verdicts[main_spec] != main.verdict:
         raise AssertionError(f"{c.claim}: the main specification gives {verdicts[main_spec]} "
                              f"but the row {main.verdict}")
-    k, n, robust, text = agreement(main_spec, verdicts, c.reading.replace("+", ", "))
+    k, n, robust, text = agreement(main_spec, verdicts, c.reading.replace("+", ", "),
+                                   first_margin)
     cells.update({"specifications": text, "robust": "yes" if robust else "no",
                   "turns_on": "; ".join(text.split("; turns on ")[1:])})
     return cells, records

@@ -180,24 +180,34 @@ def specs(margins: tuple[str, ...], routes: tuple[str, ...],
 _AXES = ("margin", "route", "reading")
 
 
-def turns_on(main: Spec, verdicts: dict[Spec, str], words: str = "") -> list[str]:
+def turns_on(main: Spec, verdicts: dict[Spec, str], words: str = "",
+             reading_margin: dict[str, str] | None = None) -> list[str]:
     """The axes whose change alone, from the main specification, changes the verdict:
     ``["margin (no margin: yes)"]``; a reading is named by the claim's ``words``
-    (``"earlier/later (thirds: yes)"``)."""
+    (``"earlier/later (thirds: yes)"``). Another reading is taken with its own main margin
+    (``reading_margin``: reading -> its first margin choice), since a reading may bring its
+    own smallest effect of interest."""
     base = verdicts[main]
     out = []
+    rm = reading_margin or {}
     for axis in _AXES:
         for s, v in verdicts.items():
             others = [a for a in _AXES if a != axis]
+
+            def same(a, s=s, axis=axis):
+                if axis == "reading" and a == "margin":
+                    return s.margin == rm.get(s.reading, main.margin)
+                return getattr(s, a) == getattr(main, a)
+
             if (getattr(s, axis) != getattr(main, axis)
-                    and all(getattr(s, a) == getattr(main, a) for a in others) and v != base):
+                    and all(same(a) for a in others) and v != base):
                 name = words if axis == "reading" and words else axis
                 out.append(f"{name} ({Spec(**{axis: getattr(s, axis)}).label()}: {v})")
     return out
 
 
-def agreement(main: Spec, verdicts: dict[Spec, str],
-              words: str = "") -> tuple[int, int, bool, str]:
+def agreement(main: Spec, verdicts: dict[Spec, str], words: str = "",
+              reading_margin: dict[str, str] | None = None) -> tuple[int, int, bool, str]:
     """``(k, n, robust, text)``: how many of the ``n`` specifications give the main one's
     verdict, whether all do, and the cell text (``"yes in 3 of 4; turns on margin (...)"``)."""
     base = verdicts[main]
@@ -207,7 +217,7 @@ def agreement(main: Spec, verdicts: dict[Spec, str],
         others = sorted({v for v in verdicts.values() if v != base})
         text += " (" + ", ".join(f"{v} in {sum(x == v for x in verdicts.values())}"
                                  for v in others) + ")"
-        t = turns_on(main, verdicts, words)
+        t = turns_on(main, verdicts, words, reading_margin)
         if not t:  # no single change turns it: name the specifications that disagree
             t = [f"{s.label()} together ({v})" for s, v in verdicts.items() if v != base][:3]
         text += "; turns on " + "; ".join(t)
