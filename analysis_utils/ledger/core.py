@@ -779,12 +779,15 @@ def _multiverse(c: Claim, tables: Tables, o: Outcome, a: float, i: int, idx: np.
         mc = _margin_choices(od)
         first_margin[d] = mc[0] if mc else ""
         every += [(s, od, pd_) for s in specs(mc, _route_choices(od, pd_), (d,) if d else ())]
+    me = list(idx).index(i)
+    holm_level: dict[str, float | None] = {}  # per reading: its p in the family, Holm once
     for s, od, pd_ in every:
         if s.route == "holm":
-            q = p_family.copy()
-            q[list(idx).index(i)] = pd_
-            adj = _holm_counting_tested(q, tested)[list(idx).index(i)]
-            a_s = _holm_level(a, pd_, adj)
+            if s.reading not in holm_level:
+                q = p_family.copy()
+                q[me] = pd_
+                holm_level[s.reading] = _holm_level(a, pd_, _holm_counting_tested(q, tested)[me])
+            a_s = holm_level[s.reading]
             if a_s is None:
                 continue
         else:

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 
 from ..papers import BERT_BASE_LAYERS
-from .readings import READINGS, chosen, reading  # noqa: F401  (reading: for rules' callers)
+from .readings import chosen, reading  # noqa: F401  (reading: the doctests below)
 
 #: The papers' thirds as BERT-base layer ranges (1-based, inclusive).
 THIRDS = {"early": (1, 4), "middle": (5, 8), "deep": (9, 12)}
@@ -86,10 +86,7 @@ def share_note(count: int, num_layers: int, words: str) -> str:
 
 
 # --- readings the papers leave open (issue 52): the ledger's multiverse runs a rule under each
-# (:mod:`.readings`)
-
-#: The readings of a claim's words about depth, the main one first (:data:`.readings.READINGS`).
-DEPTH_CHOICES = {k: READINGS[k] for k in ("earlier/later", "last two")}
+# (:mod:`.readings`: "earlier/later" and "last two")
 
 
 def earlier_later(num_layers: int) -> tuple[list[int], list[int]]:

@@ -55,18 +55,11 @@ MARGIN_CHOICES = ("sourced", "none", "scaled")
 #: A convention's margin above this fraction of the quantity's own level gives way to the
 #: scaled margin as the main specification (:func:`margin_choices`).
 LEVEL_CAP = 0.5
+#: The routes, the main one first (:func:`.core._route_choices` offers Holm only with a p).
 ROUTE_CHOICES = ("intervals", "holm")
 #: The readings a rule can be run under, by the words the claim uses (the first of each is the
 #: main reading): :data:`.readings.READINGS`.
 READINGS = _readings.READINGS
-#: Where each axis's choices come from, for the specification column.
-AXIS_SOURCES = {
-    "margin": "the paper states no smallest effect for a claim of direction; "
-              "ledger.spec.MARGIN_CHOICES",
-    "route": "Bonferroni-level intervals (the ledger's main route) or Holm's step-down level; "
-             "ledger.spec.ROUTE_CHOICES",
-    "reading": "words the paper leaves undefined; ledger.readings.READINGS",
-}
 
 
 class Margin(float):
