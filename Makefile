@@ -84,15 +84,21 @@ compare: install ## compare regenerated results/*.csv with the committed ones (R
 # The test suite has two tiers: `make test` leaves out the tests marked `slow` (each guards a
 # slow path that a faster test in the default tier does not: see the book's tests page);
 # `make test-all` runs every test. The default tier includes building the book.
+# Both tiers run on every core (pytest-xdist; TEST_WORKERS=0 runs them in one process): one
+# worker per test file, and files that share an expensive fixture share a worker
+# (tests/conftest.py).
+TEST_WORKERS ?= auto
+PYTEST_PARALLEL = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadgroup)
+
 test: install $(WHEELHOUSE)/.downloaded ## lint, the default test tier (unit, integration, nbval on the golden smoke notebooks, the book built and checked); lists stale renders
 	$(PY) -m ruff check .
 	-$(PY) -m analysis_utils stale
-	$(PY) -m pytest -q -m "not slow" --durations=30
+	$(PY) -m pytest -q -m "not slow" --durations=30 $(PYTEST_PARALLEL)
 
 test-all: install $(WHEELHOUSE)/.downloaded ## lint and every test, the slow tier included (the paper profile, the full smoke plans)
 	$(PY) -m ruff check .
 	-$(PY) -m analysis_utils stale
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q --durations=30 $(PYTEST_PARALLEL)
 
 book: install ## the book: a static site of the committed notebooks, findings, atlas pages and methods in book/_build/html (no notebook is run)
 	$(PY) -m analysis_utils book
