@@ -89,6 +89,22 @@ def share_note(count: int, num_layers: int, words: str) -> str:
 # (:mod:`.readings`: "earlier/later" and "last two")
 
 
+#: "Earlier" and "later" layers (Clark 3.1, 3.3) as BERT-base layer ranges (1-based,
+#: inclusive) under each reading of :data:`.readings.READINGS`: the two halves of the depth
+#: (1-6 and 7-12) or its first and last thirds (1-4 and 9-12). The rules and their criteria
+#: both read them here.
+EARLIER_LATER = {
+    "halves": ((1, BERT_BASE_LAYERS // 2), (BERT_BASE_LAYERS // 2 + 1, BERT_BASE_LAYERS)),
+    "thirds": (THIRDS["early"], THIRDS["deep"]),
+}
+
+
+def span(first_last: tuple[int, int]) -> str:
+    """A BERT-base layer range as the criteria write it: ``(1, 6)`` -> ``"1-6"``."""
+    first, last = first_last
+    return f"{first}-{last}" if first != last else f"{first}"
+
+
 def earlier_later(num_layers: int) -> tuple[list[int], list[int]]:
     """The earlier and the later layers under the reading in force: the halves of the depth
     (BERT-base's 1-6 and 7-12) or its first and last thirds (1-4 and 9-12).
@@ -100,10 +116,8 @@ def earlier_later(num_layers: int) -> tuple[list[int], list[int]]:
     ([1, 2], [5, 6])
     """
     L = _check(num_layers)
-    if chosen("earlier/later") == "thirds":
-        return layers_at(L, *THIRDS["early"]), layers_at(L, *THIRDS["deep"])
-    half = BERT_BASE_LAYERS // 2
-    return layers_at(L, 1, half), layers_at(L, half + 1, BERT_BASE_LAYERS)
+    early, late = EARLIER_LATER[chosen("earlier/later")]
+    return layers_at(L, *early), layers_at(L, *late)
 
 
 def last_two(num_layers: int) -> list[int]:

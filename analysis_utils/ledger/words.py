@@ -1,0 +1,40 @@
+"""Numbers in a claim's words, formatted from the constants its rule applies (issue 52: one
+spec per claim; no number written by hand in prose). A criterion that says "a quarter of the
+heads" or "within 2 points" takes the words from the very constant the rule uses, so that
+changing the constant changes the verdict and the words together.
+
+>>> fraction(0.25), fraction(0.1), fraction(0.3), fraction(0.1, article=False)
+('a quarter', 'a tenth', '30%', 'tenth')
+>>> count(4), count(13)
+('four', '13')
+>>> points(0.02), points(0.13, 1)
+('2', '13.0')
+"""
+
+from __future__ import annotations
+
+#: Fractions the criteria name in words; any other is written as a percentage.
+FRACTIONS = {1 / 2: "half", 1 / 3: "a third", 1 / 4: "a quarter", 1 / 5: "a fifth",
+             1 / 10: "a tenth"}
+#: Small counts the criteria name in words ("all four").
+COUNTS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven",
+          8: "eight", 9: "nine", 10: "ten"}
+_EPS = 1e-9
+
+
+def fraction(x: float, article: bool = True) -> str:
+    """``x`` (0-1) in words where it has a name ("half", "a quarter", "a tenth"; without the
+    article, "tenth"), else a percentage."""
+    w = next((v for k, v in FRACTIONS.items() if abs(float(x) - k) < _EPS),
+             f"{100 * float(x):g}%")
+    return w if article or not w.startswith("a ") else w[2:]
+
+
+def count(n: int) -> str:
+    """A small count in words (``4`` -> ``"four"``), a larger one in digits."""
+    return COUNTS.get(int(n), str(int(n)))
+
+
+def points(x: float, digits: int = 0) -> str:
+    """A share (0-1) as points or percent, unsigned: ``points(0.02) == "2"``."""
+    return f"{100 * float(x):.{digits}f}"
