@@ -594,8 +594,8 @@ SUBSTANTIAL_ERROR_SHARE = max((acc - base) / (100 - base)
 
 
 
-_SENTENCES = ("EWT documents resampled, 10,000 times (its sentences come clustered in "
-              "documents, so the document is the sampling unit)")
+_SENTENCES = (f"EWT documents resampled, {RESAMPLES_02:,} times (its sentences come clustered "
+              "in documents, so the document is the sampling unit)")
 _CACHE: dict = {}
 
 
@@ -739,7 +739,8 @@ def _syntax(rel: str):
         # "substantially": the head beats the baseline with a share s of its errors fixed,
         # head - base - s (1 - base) > 0 per word, resampled with the head chosen in each
         bar = (1 - s) * base + s if share else base
-        r, why = _resample(max_over_heads, w.head[rows], bar, w.document[rows])
+        r, why = _resample(max_over_heads, w.head[rows], bar, w.document[rows],
+                           n_resamples=RESAMPLES_02, seed=SEED_02)
         if r is None:
             return Outcome(value=f"{len(rows)} {ud} words", untestable=why)
         k = r.best
@@ -769,13 +770,15 @@ def _syntax(rel: str):
 
 def _no_single_head(t: Tables, which: str) -> Outcome:
     """Clark: no single head does well overall; the best is "not much better than" the
-    right-branching baseline: the best head's margin over offset +1 on all words within
+    right-branching baseline: the best head's margin over offset RIGHT_BRANCHING (+1) on all
+    words within
     +- NOT_MUCH (a no-effect claim), sentences resampled, the best head chosen in each."""
     w = _words(t, which)
     rows = w.words("All")
-    o = int(np.flatnonzero(w.offsets == 1)[0])
+    o = int(np.flatnonzero(w.offsets == RIGHT_BRANCHING)[0])
     base = w.offset[rows, o]
-    r = max_over_heads(w.head[rows], base, w.document[rows])
+    r = max_over_heads(w.head[rows], base, w.document[rows], n_resamples=RESAMPLES_02,
+                       seed=SEED_02)
     k = r.best
     return Outcome(
         value=(f"All {w.column(k)}: {100 * w.head[rows, k].mean():.1f} vs. right-branching "
@@ -789,8 +792,16 @@ def _no_single_head(t: Tables, which: str) -> Outcome:
               _deff_note(r, w, rows, k, base)))
 
 
-#: clark-1-relations-over-75: the paper's four relations and their UD counterparts.
+#: clark-1-relations-over-75: the paper's four relations and their UD counterparts, and the
+#: accuracy the paper says heads reach on them ("with > 75% accuracy", Section 1).
 OVER_75 = ("dobj", "det", "pobj", "poss")
+OVER_75_ACCURACY = 0.75
+#: The right-branching baseline: every word attends to the next (offset +1).
+RIGHT_BRANCHING = 1
+#: "mostly attend to [SEP]" (Clark 3.2) read as more than this share of their attention.
+MOSTLY = 0.5
+#: "many" and "particular" relations (Clark 1, 4.2) read as a third of them: ceil(R / MANY_OF).
+MANY_OF = 3
 
 
 def _over_75(t: Tables, which: str) -> Outcome:
@@ -802,9 +813,10 @@ def _over_75(t: Tables, which: str) -> Outcome:
         acc = w.head[rows].mean(axis=0)
         paper = CLARK_TABLE1[rel][1] / 100
         best = int(np.argmax(acc))
-        r, why = _resample(max_over_heads, w.head[rows], None, w.document[rows], null=0.75)
+        r, why = _resample(max_over_heads, w.head[rows], None, w.document[rows],
+                           null=OVER_75_ACCURACY, n_resamples=RESAMPLES_02, seed=SEED_02)
         best = r.best if r is not None else best
-        check = Check(result=r, null=0.0, paper_effect=paper - 0.75)
+        check = Check(result=r, null=0.0, paper_effect=paper - OVER_75_ACCURACY)
         if r is None:
             per[label] = [Check(untestable=why)]
             continue
@@ -813,9 +825,11 @@ def _over_75(t: Tables, which: str) -> Outcome:
         heads.append(w.labels[best])
     return Outcome(value="; ".join(parts), per_task=per, scope="every",
                    unit=_n_units(len(np.unique(w.document)), "documents"),
-                   heads=", ".join(heads), scale=100, suffix=" points above 75%",
-                   note="each interval is the best head's accuracy minus 75%, simultaneous "
-                        "over the 2 x L x H head-directions")
+                   heads=", ".join(heads), scale=100,
+                   suffix=f" points above {pct(OVER_75_ACCURACY, 0)}",
+                   note=f"each interval is the best head's accuracy minus "
+                        f"{pct(OVER_75_ACCURACY, 0)}, simultaneous over the 2 x L x H "
+                        "head-directions")
 
 
 def _prune(means: np.ndarray, n: int, keep_se: float = 6.0) -> np.ndarray:
@@ -877,7 +891,7 @@ def _direction(t: Tables, which: str) -> Outcome:
             return means[..., :na].max(axis=-1) - means[..., na:].max(axis=-1)
 
         groups[label] = (rows, w.head[rows][:, np.concatenate([a, b])].astype(float), gap)
-    for label, r in _shared_resamples(w.document, groups).items():
+    for label, r in _shared_resamples(w.document, groups, RESAMPLES_02, SEED_02).items():
         if isinstance(r, str):
             per[label] = [Check(untestable=r)]
             continue
@@ -913,14 +927,15 @@ def _only_slightly(t: Tables, which: str) -> Outcome:
         cols[rows, len(rels) + i] = 1.0
         margins.append(cols[rows, i].mean())
     R = len(rels)
-    kth = int(math.ceil(R / 3))
+    kth = int(math.ceil(R / MANY_OF))
     keep = cols[:, R:].any(axis=1)
 
     def kth_margin(means, R=R, kth=kth):
         m = means[..., :R] / np.maximum(means[..., R:], 1e-12)
         return np.sort(m, axis=-1)[..., kth - 1]
 
-    r = cluster_bootstrap(cols[keep], w.document[keep], statistic=kth_margin)
+    r = cluster_bootstrap(cols[keep], w.document[keep], statistic=kth_margin,
+                          n_resamples=RESAMPLES_02, seed=SEED_02)
     small = sum(m < NOT_MUCH for m in margins)
     return Outcome(
         value=(f"{small} of {R} relations with a best-head margin below "
@@ -929,7 +944,8 @@ def _only_slightly(t: Tables, which: str) -> Outcome:
         check=Check(result=r, null=NOT_MUCH, direction=-1),
         unit=_n_units(len(np.unique(w.document[keep])), "documents"), scale=100,
         suffix=" points",
-        note=(f"'many' read as at least a third of the {R} relations with >= {min_count} "
+        note=(f"'many' read as at least {words.fraction(1 / MANY_OF)} of the {R} relations "
+              f"with >= {min_count} "
               f"words ({kth}); 'only slightly' as below {100 * NOT_MUCH:.1f} points (the "
               "largest unbolded margin of Table 1); each relation's best head and offset "
               "chosen on all sentences, not inside each resample"))
@@ -951,11 +967,11 @@ def _non_nouns_to_sep(t: Tables, which: str) -> Outcome:
     sent = w.document[w.all_rows][keep]
     sep = s["share_sep"][keep].astype(float)
     cls = s["share_cls"][keep].astype(float)
-    r = cluster_bootstrap(sep, sent, null=0.5)
+    r = cluster_bootstrap(sep, sent, null=MOSTLY, n_resamples=RESAMPLES_02, seed=SEED_02)
     return Outcome(
         value=(f"head {s['share_head']} ({s['share_direction']}): non-nouns put "
                f"{100 * sep.mean():.1f}% on [SEP], {100 * cls.mean():.1f}% on [CLS]"),
-        check=Check(result=r, null=0.5, direction=1),
+        check=Check(result=r, null=MOSTLY, direction=1),
         unit=_n_units(len(np.unique(sent)), "documents"), heads=str(s["share_head"]),
         scale=100, suffix="%",
         note=(f"{keep.sum():,} non-noun words (UPOS other than NOUN, PROPN); the paper's head "
@@ -975,7 +991,7 @@ def _ignore_special(t: Tables, which: str) -> Outcome:
                                               "as candidates; re-run it")
     rows = w.all_rows
     drop = w.special_lost.astype(np.float32)  # right without them, wrong with them
-    r = cluster_bootstrap(drop, w.document[rows],
+    r = cluster_bootstrap(drop, w.document[rows], n_resamples=RESAMPLES_02, seed=SEED_02,
                           statistic=lambda m: np.median(m, axis=-1))
     per_head = drop.mean(axis=0)
     margin = EQUIVALENCE_MARGINS["accuracy"]
@@ -1062,7 +1078,7 @@ def _particular_heads(t: Tables, which: str) -> Outcome:
         return Outcome(value=DASH, untestable=f"{len(rels)} Table 1 relations with >= "
                                               f"{min_count} words: too few to say 'many'")
     R, K = len(rels), w.head.shape[1]
-    q = math.ceil(R / 3)
+    q = math.ceil(R / MANY_OF)
     ids, codes = np.unique(w.document, return_inverse=True)
     hs, bs, ns = _relation_sums(w, rels, codes, len(ids))
     flat = np.concatenate([hs.reshape(len(ids), -1), bs, ns], axis=1)
@@ -1102,7 +1118,8 @@ def _particular_heads(t: Tables, which: str) -> Outcome:
         unit=_n_units(len(ids), "documents"), heads=", ".join(dict.fromkeys(w.labels[k] for k in by_head)),
         scale=100, suffix=" points",
         note=(f"relations: {', '.join(r for r, _ in rels)} (Table 1's with a UD counterpart "
-              f"and >= {min_count} words); 'many' and 'particular' read as a third of them "
+              f"and >= {min_count} words); 'many' and 'particular' read as "
+              f"{words.fraction(1 / MANY_OF)} of them "
               f"({q}); 'performs well' and 'remarkably well' as a margin above "
               f"{100 * NOT_MUCH:.1f} points (the largest margin of a Table 1 row the paper "
               "does not bold); each relation's best offset fixed on all its words, its best "
@@ -1166,6 +1183,15 @@ def _by_product(t: Tables, which: str) -> Outcome:
 # chooses the best of the L x H heads inside every resample.
 
 BY_MENTION = "03_by_mention_{}.npz"
+#: Clark 4.3: the best head improves "by over 10 accuracy points on the string-matching
+#: baseline" (head-word match): the margin its accuracy must clear.
+OVER_STRING_MATCH = 0.10
+#: "performing close to the rule-based system" (Clark 4.3) read as less than this far below it
+#: (5 points; the paper gives no number).
+CLOSE_TO = 0.05
+#: "coreference links are usually longer" (Clark 4.3) read as longer in more than this share
+#: of link-arc pairs (half).
+USUALLY = 0.5
 
 
 def _mentions(t: Tables, which: str) -> dict:
@@ -1195,7 +1221,8 @@ def _coref(system: str, null: float):
     def rule(t: Tables, which: str) -> Outcome:
         m = _mentions(t, which)
         base = m["base"][system]
-        r = max_over_heads(m["head"], base, m["document"], null=null)
+        r = max_over_heads(m["head"], base, m["document"], null=null,
+                           n_resamples=RESAMPLES_02, seed=SEED_02)
         k = r.best
         acc = m["head"][:, k].mean()
         return Outcome(
@@ -1224,7 +1251,8 @@ def _coref_nominal(t: Tables, which: str) -> Outcome:
     def nominal_lead(means):
         return means[..., 0] / np.maximum(means[..., 1], 1e-12) - means[..., 2]
 
-    r = cluster_bootstrap(cols, m["document"], statistic=nominal_lead)
+    r = cluster_bootstrap(cols, m["document"], statistic=nominal_lead,
+                          n_resamples=RESAMPLES_02, seed=SEED_02)
     t2 = CLARK_TABLE2
     paper = ((t2["head 5-4"][3] - t2["head_match"][3]) - (t2["head 5-4"][0] - t2["head_match"][0])
              ) / 100
@@ -1281,7 +1309,7 @@ def longer_bootstrap(x, x_clusters, y, y_clusters, *, n_resamples: int = 10_000,
                       resample_counts(len(hy), n_resamples, seed + 1), strict=True):
         draws[start:start + len(wx)] = prob_longer(wx @ hx, wy @ hy)
         start += len(wx)
-    return from_draws(draws, float(prob_longer(hx.sum(0), hy.sum(0))), null=0.5,
+    return from_draws(draws, float(prob_longer(hx.sum(0), hy.sum(0))), null=USUALLY,
                       n_clusters=len(hx) + len(hy))
 
 
@@ -1309,7 +1337,7 @@ def _links_longer(t: Tables, which: str) -> Outcome | None:
     return Outcome(
         value=(f"median link {np.median(x):.0f} words vs. median arc {np.median(y):.0f}; "
                f"a link is the longer in {pct(r.estimate)} of pairs"),
-        check=Check(result=r, null=0.5),
+        check=Check(result=r, null=USUALLY),
         unit=f"{n_x:,} OntoGUM and {n_y:,} EWT documents", scale=100, suffix="%",
         note=(f"{len(x):,} links (mentions with an antecedent in 03's windows: a link that "
               f"leaves its window is not counted, so the longest are missing) against "
@@ -1484,6 +1512,9 @@ def _distributed(t: Tables, which: str) -> Outcome:
 #: Notebook 05's permutation nulls of the same-group / other-group ratio (written since
 #: 2026-11-27): model, grouping ("layer" | "behaviour"), permutation, ratio.
 NULL_TABLE = "05_separation_null.csv"
+#: The same-group / other-group distance ratio of no separation: heads of a group no closer to
+#: each other than to the other heads.
+NO_SEPARATION = 1.0
 
 
 def _permutation_result(ratio: float, null_ratios: np.ndarray, n_heads: int):
@@ -1500,7 +1531,8 @@ def _permutation_result(ratio: float, null_ratios: np.ndarray, n_heads: int):
     null = np.asarray(null_ratios, dtype=float)
     if len(null) < 2 or not np.all(np.isfinite(null)):
         raise ValueError(f"{NULL_TABLE}: the permutation null is empty or undefined")
-    return resample.from_draws(null - 1.0 + ratio, ratio, null=1.0, alternative="two-sided",
+    return resample.from_draws(null - NO_SEPARATION + ratio, ratio, null=NO_SEPARATION,
+                               alternative="two-sided",
                                interval="basic", n_clusters=n_heads)
 
 
@@ -1545,7 +1577,7 @@ def _separation(grouping: str):
         if grouping == "behaviour":
             note += ("; behaviours overlap with layers (broad heads gather in the first "
                      "layers), so part of the effect may be the layers'")
-        return Outcome(value=value, check=Check(result=r, kind="effect", null=1.0,
+        return Outcome(value=value, check=Check(result=r, kind="effect", null=NO_SEPARATION,
                                                 paper_effect=None, direction=-1),
                        unit=f"{heads} heads ({n_perm} permutations of their {what} labels)",
                        note=note, scale=1.0, suffix="", digits=3)
@@ -1797,14 +1829,15 @@ def claims() -> list[Claim]:
         "on the same EWT dev words (not punctuation, not the root), the attention-only probe's "
         "accuracy (all heads combined; a lower bound, its root counted right) above the best "
         "single head-direction's (02, the best of 2 x L x H); the paper gives no size",
-        "the best single head", "EWT documents resampled, 10,000 times; the best head "
-        "chosen inside every resample; the probe's score the mean over its training runs; "
+        "the best single head", f"EWT documents resampled, {PROBE_RESAMPLES:,} times; the "
+        "best head chosen inside every resample; the probe's score the mean over its training runs; "
         "two-sided",
         _distributed, (DEV_TABLE, BY_WORD.format("model")), control=False,
         registry=("clark-5-distributed",)))
     out.append(Claim(
         "05", CLARK, "6, Figure 6", "heads of the same layer have similar attention",
-        CLARK_FIGURE6["same_layer_closer"], "same-layer / other-layer mean JS distance < 1",
+        CLARK_FIGURE6["same_layer_closer"], "same-layer / other-layer mean JS distance < "
+        f"{NO_SEPARATION:g}",
         _CONTROL, "permutation test of layer labels over the heads (the population the claim "
         "is about), inverted for its interval; two-sided", _separation("layer"),
         ("05_layer_separation.csv",), registry=("clark-6-same-layer",)))
@@ -1813,7 +1846,8 @@ def claims() -> list[Claim]:
         "several clear clusters, often corresponding to the behaviours of Sections 3-4 "
         "(Figure 6, qualitative)", "over the heads with a surface behaviour (broad, previous, "
         "next, [CLS], [SEP], ./,), mean JS distance between heads of the same behaviour / "
-        "between heads of different behaviours < 1, at least two behaviours with two heads",
+        f"between heads of different behaviours < {NO_SEPARATION:g}, at least two behaviours "
+        "with two heads",
         _CONTROL, "permutation test of behaviour labels over the labelled heads, inverted for "
         "its interval; two-sided", _separation("behaviour"), ("05_layer_separation.csv",),
         registry=("clark-6-behaviour-clusters",)))
@@ -1837,8 +1871,15 @@ def claims() -> list[Claim]:
 
 # --- the claims of 02 and 03 -------------------------------------------------------------
 
-_MAXT_02 = ("max-T over the 2 x L x H head-directions (the best chosen inside each of 10,000 "
-            "resamples of documents), paired with the baseline on the same words; two-sided")
+def _point_words(margin: float) -> str:
+    """A margin on an accuracy (0-1) in points: ``"1 point"``, ``"2 points"``."""
+    n = words.points(margin)
+    return f"{n} point" + ("" if n == "1" else "s")
+
+
+_MAXT_02 = (f"max-T over the 2 x L x H head-directions (the best chosen inside each of "
+            f"{RESAMPLES_02:,} resamples of documents), paired with the baseline on the same "
+            "words; two-sided")
 
 
 def _claims_02() -> list[Claim]:
@@ -1877,7 +1918,8 @@ def _claims_02() -> list[Claim]:
         "02", CLARK, "4.2, Table 1", "no single head does well at syntax overall: the best is "
         "not much better than right-branching",
         f"{a[0]}: {a[1]:.1f} vs. right-branching {a[2]:.1f} ({a[1] - a[2]:+.1f})",
-        f"the best head's margin over right-branching (offset +1) on all words lies within "
+        f"the best head's margin over right-branching (offset {RIGHT_BRANCHING:+d}) on all "
+        "words lies within "
         f"+-{100 * NOT_MUCH:.1f} points (the 1 - 2a interval, a the family's level; the largest margin of a Table 1 row "
         "the paper does not bold)", "none: a claim of no (large) effect; random attention "
         "meets it trivially, so the control's verdict would say nothing",
@@ -1886,10 +1928,12 @@ def _claims_02() -> list[Claim]:
     out.append(Claim(
         "02", CLARK, "1 (restating 4.2)", "heads find direct objects, determiners, objects of "
         "prepositions and possessives with > 75% accuracy",
-        "dobj 86.8, det 94.3, pobj 76.3, poss 80.5", "for each of dobj (obj), det, pobj "
-        "(case), poss (nmod:poss): the best head-direction's accuracy > 75%, all four",
-        f"{_CONTROL} (its own best heads)",
-        f"{_SENTENCES}; per relation, max-T over the 2 x L x H head-directions against 75%",
+        "dobj 86.8, det 94.3, pobj 76.3, poss 80.5", "for each of " + ", ".join(
+            r if SD_TO_UD[r] == r else f"{r} ({SD_TO_UD[r]})" for r in OVER_75)
+        + f": the best head-direction's accuracy > {pct(OVER_75_ACCURACY, 0)}, all "
+        f"{words.count(len(OVER_75))}", f"{_CONTROL} (its own best heads)",
+        f"{_SENTENCES}; per relation, max-T over the 2 x L x H head-directions against "
+        f"{pct(OVER_75_ACCURACY, 0)}",
         _over_75, needs, registry=("clark-1-relations-over-75",)))
     out.append(Claim(
         "02", CLARK, "4.2", "for every relation of Table 1 but pobj the dependent attends to "
@@ -1902,23 +1946,25 @@ def _claims_02() -> list[Claim]:
     out.append(Claim(
         "02", CLARK, "4.2", "for many relations BERT only slightly improves over the simple "
         "baseline", "6 of the 10 most common relations unbolded, +0.2 to +13.0",
-        f"at least a third of the relations with >= min_count words have a best-head margin "
-        f"over their best offset below {100 * NOT_MUCH:.1f} points (the ceil(R/3)-th smallest "
-        "margin below it)", "none: a claim that effects are small, which random attention "
+        f"at least {words.fraction(1 / MANY_OF)} of the relations with >= min_count words "
+        f"have a best-head margin over their best offset below {100 * NOT_MUCH:.1f} points "
+        f"(the ceil(R/{MANY_OF})-th smallest margin below it)", "none: a claim that effects are small, which random attention "
         "meets trivially (the control's verdict would say nothing)",
         f"{_SENTENCES}; each relation's best head fixed on all sentences",
         _only_slightly, needs, control=False, registry=("clark-4.2-only-slightly",)))
     out.append(Claim(
         "02", CLARK, "3.2", "in the direct-object head, words that are not nouns mostly "
         "attend to [SEP]", "head 8-10 (no number)", "in this model's best obj head, words "
-        "other than NOUN/PROPN put > 50% of their attention on [SEP] (mean over words)",
-        f"{_CONTROL} (its own best obj head)", f"{_SENTENCES}; the mean share against 50%",
+        f"other than {'/'.join(_NOUNS)} put > {pct(MOSTLY, 0)} of their attention on [SEP] "
+        "(mean over words)", f"{_CONTROL} (its own best obj head)",
+        f"{_SENTENCES}; the mean share against {pct(MOSTLY, 0)}",
         _non_nouns_to_sep, needs, registry=("clark-3.2-head-8-10-non-nouns",)))
     out.append(Claim(
         "02", CLARK, "4.1, footnote 3", "ignoring [SEP] and [CLS] does not significantly "
         "change most heads' accuracy", "no number", "the median head-direction's accuracy "
-        "lost on all words when [CLS]/[SEP] are kept as candidates lies within 1 point "
-        "(the 1 - 2a interval, a the family's level)", "none: a claim of no effect (the control's verdict would say "
+        "lost on all words when [CLS]/[SEP] are kept as candidates lies within "
+        f"{_point_words(EQUIVALENCE_MARGINS['accuracy'])} (the 1 - 2a interval, a the "
+        "family's level)", "none: a claim of no effect (the control's verdict would say "
         "nothing)", f"{_SENTENCES}; the median over the 2 x L x H head-directions of the "
         "paired loss; equivalence (TOST)", _ignore_special, needs, control=False,
         registry=("clark-4.1-ignore-special",)))
@@ -1930,7 +1976,8 @@ def _claims_02() -> list[Claim]:
         f"{max(set(t1), key=t1.count)}, best for {max(t1.count(h) for h in t1)})",
         "over the Table 1 relations with a UD counterpart and >= min_count words (R of them), "
         "each head's margin over each relation's best fixed offset; 'many' and 'particular' "
-        f"read as a third of the relations (q = ceil(R/3)), 'well' as a margin above "
+        f"read as {words.fraction(1 / MANY_OF)} of the relations (q = ceil(R/{MANY_OF})), "
+        "'well' as a margin above "
         f"{100 * NOT_MUCH:.1f} points (the largest margin of a Table 1 row the paper does not "
         "bold). Both parts: (1) no head well at many: over the heads, the largest q-th largest "
         f"margin below {100 * NOT_MUCH:.1f} points; (2) particular heads on particular "
@@ -1946,7 +1993,7 @@ def _claims_02() -> list[Claim]:
         "per Table 1 relation (UD counterpart, >= min_count words), the model's best "
         "head-direction's accuracy above the random-weights control's best on the same words; "
         "'some aspects' read as some relation; the paper gives no size: `no` also when the gap "
-        f"lies within {100 * EQUIVALENCE_MARGINS['accuracy']:.0f} point", "the random-weights "
+        f"lies within {_point_words(EQUIVALENCE_MARGINS['accuracy'])}", "the random-weights "
         "control itself (the claim's own comparison)", f"{_SENTENCES}; per relation, the "
         "difference of the two models' best heads, each chosen inside every resample, paired "
         "on the same words", _by_product, needs + (BY_WORD.format("control"),), control=False,
@@ -1959,21 +2006,21 @@ def _claims_03() -> list[Claim]:
     t2 = CLARK_TABLE2
     h = t2["head 5-4"]
     needs = (BY_MENTION.format("model"),)
-    test = ("documents (OntoGUM's sampling unit) resampled, 10,000 times; max-T over the L x H "
-            "heads (the best chosen inside each resample), paired with the system on the same "
-            "mentions; two-sided")
+    test = (f"documents (OntoGUM's sampling unit) resampled, {RESAMPLES_02:,} times; max-T "
+            "over the L x H heads (the best chosen inside each resample), paired with the "
+            "system on the same mentions; two-sided")
     for claim, system, null, reg in (
-            ("the best head beats head-word match by over 10 points", "head_match", 0.10,
-             "clark-4.3-over-10-points"),
+            ("the best head beats head-word match by over 10 points", "head_match",
+             OVER_STRING_MATCH, "clark-4.3-over-10-points"),
             ("the best head comes within 5 points of the rule-based system",
-             "rule_based", -0.05, "clark-4.3-close-to-rule-based"),
+             "rule_based", -CLOSE_TO, "clark-4.3-close-to-rule-based"),
             ("the best head beats the nearest mention", "nearest", 0.0,
              "clark-4.3-table2-nearest")):
         out.append(Claim(
             "03", CLARK, "4.3, Table 2", claim,
             f"5-4 {h[0]}% vs. {t2[system][0]}% ({h[0] - t2[system][0]:+d})",
             f"the best head's antecedent accuracy minus {system}'s "
-            + {0.10: "above +10 points", -0.05: "above -5 points", 0.0: "above 0"}[null],
+            + (f"above {100 * null:+.0f} points" if null else "above 0"),
             f"{_CONTROL} (its own best head)", test, _coref(system, null), needs,
             registry=(reg,)))
     out.append(Claim(
@@ -1982,14 +2029,16 @@ def _claims_03() -> list[Claim]:
         f"({h[3] - t2['head_match'][3]:+d}; all mentions {h[0] - t2['head_match'][0]:+d})",
         "the best head's lead over head-word match larger on nominal mentions than on all "
         "mentions", f"{_CONTROL} (its own best head)",
-        "documents resampled, 10,000 times; the head chosen on all mentions; two-sided",
+        f"documents resampled, {RESAMPLES_02:,} times; the head chosen on all mentions; "
+        "two-sided",
         _coref_nominal, needs, registry=("clark-4.3-nominal",)))
     out.append(Claim(
         "03", CLARK, "4.3", "coreference links are usually longer than syntactic dependencies",
         "stated as background, no number", "a link (mention to nearest antecedent, in words) "
-        "longer than a dependency arc in more than half of all link-arc pairs (ties half)",
+        f"longer than a dependency arc in more than {words.fraction(USUALLY)} of all link-arc "
+        "pairs (ties half)",
         "none: a property of the corpora, the control reads the same words",
-        "OntoGUM and EWT documents resampled apart, 10,000 times; two-sided",
+        f"OntoGUM and EWT documents resampled apart, {RESAMPLES_02:,} times; two-sided",
         _links_longer, (BY_MENTION.format("model"), BY_WORD.format("model")), control=False,
         registry=("clark-4.3-coref-links-longer",), about="data"))
     return out
