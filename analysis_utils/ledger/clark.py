@@ -21,12 +21,22 @@ from ..papers import (
     CLARK_TABLE1_AUTHORS_NOTEBOOK,
     CLARK_TABLE2,
     CLARK_TABLE3,
-    KOVALEVA_HETEROGENEOUS_RANGE,
     KOVALEVA_SECTION41,
     KOVALEVA_TASKS,
 )
 from . import depth, readings, resample, words
-from .core import MIN_SEEDS, Check, Claim, Outcome, Tables, heterogeneous_band, ordinal, pct
+from .core import (
+    HETEROGENEOUS_WIDENING,
+    MIN_SEEDS,
+    Check,
+    Claim,
+    Outcome,
+    Tables,
+    heterogeneous_band,
+    heterogeneous_band_words,
+    ordinal,
+    pct,
+)
 from .resample import (
     EQUIVALENCE_MARGINS,
     Resampled,
@@ -1857,12 +1867,11 @@ def claims() -> list[Claim]:
         "task, with shares that vary little between tasks", "none", "none (descriptive)",
         _types_repeated, ("05_type_proportions_by_seed.csv",), control=False,
         registry=("kovaleva-4.1-types-repeated",)))
-    lo, hi = KOVALEVA_HETEROGENEOUS_RANGE["low"], KOVALEVA_HETEROGENEOUS_RANGE["high"]
     out.append(Claim(
         "05", KOVALEVA, "4.1, Figure 2", "Heterogeneous maps make up 32-61% across tasks",
         KOVALEVA_SECTION41["heterogeneous_share"], f"every paper task's share within "
-        f"{100 * lo[1] - 5:.0f}-{100 * hi[1] + 5:.0f}% (the paper's range +- 5 points), in every "
-        "classifier seed", "none: the map types of the random-weights control are not "
+        f"{heterogeneous_band_words()} (the paper's range +- "
+        f"{words.points(HETEROGENEOUS_WIDENING)} points), in every classifier seed", "none: the map types of the random-weights control are not "
         "classified", "none (descriptive)", _heterogeneous_pretrained,
         ("05_type_proportions_by_seed.csv",), control=False,
         registry=("kovaleva-4.1-heterogeneous-range",)))

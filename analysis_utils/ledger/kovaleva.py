@@ -28,9 +28,18 @@ from ..papers import (
     KOVALEVA_TABLE1,
     KOVALEVA_TASKS,
 )
-from . import depth, readings, stats
+from . import depth, readings, stats, words
 from . import resample as rs
-from .core import MIN_SEEDS, Check, Claim, Outcome, Tables, heterogeneous_band, pct
+from .core import (
+    MIN_SEEDS,
+    Check,
+    Claim,
+    Outcome,
+    Tables,
+    heterogeneous_band,
+    heterogeneous_band_words,
+    pct,
+)
 from .depth import share_note
 from .spec import Margin
 
@@ -38,6 +47,11 @@ KOVALEVA = "Kovaleva et al. 2019"
 MODE = "uniform"
 #: "The heads a task relies on": the K heads whose disabling costs most.
 K_COSTLIEST = 5
+
+
+def _metrics(tasks) -> list[str]:
+    """The resampled metric names of ``tasks``' primary metrics (``"f1"``, ``"pearson"``)."""
+    return [_metric(t) for t in tasks]
 
 
 def _seed_gate(seeds_by_task: dict[str, int]) -> str:
@@ -105,6 +119,25 @@ STRIPE_MARGIN = Margin(0.2, "convention", "convention: a fifth of the pre-traine
 #: A "diagonally structured" map (Sections 4.1, 4.5): more than half of the head's attention on
 #: the previous and next word.
 DIAGONAL_SHARE = 0.5
+#: The layer whose disabling improves RTE (Section 4.6, Figure 9: "layer 1"), 1-based, as
+#: notebook 07 labels its changes ("layer 1").
+RTE_LAYER = 1
+
+
+def _metric_margin_words(metrics, joiner: str = " ") -> str:
+    """The equivalence margins of ``metrics`` (:data:`~.resample.EQUIVALENCE_MARGINS` names),
+    in the criteria's words: the most common first (``"1 point"``), then any other with its
+    metric (``"1 point; 2 for MCC"``); ``joiner="-"`` gives ``"1-point"`` (one margin only)."""
+    values = [rs.EQUIVALENCE_MARGINS[m] for m in metrics]
+    main = max(dict.fromkeys(values), key=values.count)
+    n = words.points(main)
+    if joiner == "-":
+        if any(v != main for v in values):
+            raise ValueError(f"metrics {list(metrics)} have different equivalence margins")
+        return f"{n}-point"
+    out = f"{n} point" + ("" if n == "1" else "s")
+    others = dict.fromkeys((m, v) for m, v in zip(metrics, values, strict=True) if v != main)
+    return "; ".join([out, *(f"{words.points(v)} for {m.upper()}" for m, v in others)])
 
 
 @functools.lru_cache(maxsize=16)
@@ -1116,7 +1149,7 @@ def _rte_layer1(t: Tables, which: str) -> Outcome:
     if "RTE" not in _prediction_tasks(t):
         return Outcome(value="\u2013", untestable="RTE was not fine-tuned in this run")
     p = _preds(t, "RTE")
-    k = p.index("layer 1")  # the first layer: labels are 1-based
+    k = p.index(f"layer {RTE_LAYER}")  # labels are 1-based
     layer1 = np.stack([p.preds[s][k] for s in p.seeds])
     intact = np.stack([p.preds[s][0] for s in p.seeds])
     r = rs.hierarchical_bootstrap(p.labels, layer1, p.metric, preds_b=intact,
@@ -1359,7 +1392,8 @@ def claims06() -> list[Claim]:
         Claim("06", KOVALEVA, "4.3, Figure 5", "the last two layers change most with "
               "fine-tuning", s45["drift_layers"], "per task, the smaller "
               "mean drift (1 - cosine to the pre-trained maps, mean over heads) of the last two "
-              "layers above the largest of the other layers; every task but QQP; " + seeds,
+              f"layers above the largest of the other layers; every task but "
+              f"{', '.join(KOVALEVA_DRIFT_EXCEPTION)}; " + seeds,
               "0: the last two layers tie with another", hb + "; the statistic min(last two) - "
               "max(others) recomputed on every resample", _drift_last_two, ex, control=False,
               registry=("kovaleva-4.3-last-two-layers",), reading="last two"),
@@ -1378,8 +1412,8 @@ def claims06() -> list[Claim]:
               registry=("kovaleva-4.4-cls-early-sep-late",)),
         Claim("06", KOVALEVA, "4.4, Figure 6", "[SEP] weights are larger on SST-2 (one [SEP]) "
               "than on the other tasks", "SST-2 above the pair tasks", "the mean [SEP] score "
-              "(over layers, heads and inputs) of SST-2's fine-tuned models above each other "
-              "paper task's; " + seeds, "each other task's score", hb + ", each task's "
+              f"(over layers, heads and inputs) of {KOVALEVA_SINGLE_SEP_TASK}'s fine-tuned "
+              "models above each other paper task's; " + seeds, "each other task's score", hb + ", each task's "
               "examples drawn on their own", _sst2_sep, ex, control=False,
               registry=("kovaleva-4.4-sst2-sep",)),
         Claim("06", KOVALEVA, "4.4, Figure 6", "vertical stripes come from attention to [CLS] "
@@ -1398,7 +1432,7 @@ def claims06() -> list[Claim]:
               "objects (MRPC, RTE, QQP) and to negation (QNLI)", "some heads, per task",
               "per task and feature, some head's score higher in the fine-tuned model than in "
               f"the pre-trained one; every task and feature named, in every seed; {seeds}; "
-              f"a rise below {FEATURE_MARGIN} is negligible", "the same head of the pre-trained "
+              f"a rise below {float(FEATURE_MARGIN):g} is negligible", "the same head of the pre-trained "
               "model", "per fine-tuning seed, max-T over heads (studentised), dev examples "
               "resampled", _feature_heads_increase, ex, control=False,
               registry=("kovaleva-4.4-feature-heads-increase",)),
@@ -1420,7 +1454,8 @@ def claims06() -> list[Claim]:
               registry=("kovaleva-4.5-relation-heads-diagonal",)),
         Claim("06", KOVALEVA, "4.1, Figure 2", "Heterogeneous maps of fine-tuned models make "
               "up 32-61%", KOVALEVA_SECTION41["heterogeneous_share"], "every paper task's share "
-              f"within 27-66% in every CNN seed; {seeds}, and the rule holds in every one",
+              f"within {heterogeneous_band_words()} in every CNN seed; {seeds}, and the rule "
+              "holds in every one",
               "none: the map types of the random-weights control are not classified",
               "none (descriptive)", _heterogeneous_finetuned,
               ("06_type_proportions_by_seed.csv",), control=False,
@@ -1436,8 +1471,9 @@ def claims() -> list[Claim]:
         Claim("07", KOVALEVA, "4.6, Figure 8", "disabling some single head improves every task",
               "every task, best +0.1 to +1.2 points", "per task and fine-tuning seed, the "
               "largest single-head gain's simultaneous interval (max-T over the model's heads, "
-              "two-sided) lies above 0; 'no' where it excludes the paper's best gain (STS-B "
-              "+0.1, MRPC +1.2 points); every task, in every seed",
+              "two-sided) lies above 0; 'no' where it excludes the paper's best gain ("
+              + ", ".join(f"{t} {g:+g}" for t, g in s46["best_head_gain"].items())
+              + " points); every task, in every seed",
               "the model intact (the best of its heads under the null: max-T)",
               "per model: dev examples resampled, max-T over the heads (gains and drops "
               "corrected alike); judged per task over the seeds", _some_head_improves,
@@ -1453,7 +1489,8 @@ def claims() -> list[Claim]:
         Claim("07", KOVALEVA, "4.6, Figure 8", "the best single-head gain is +0.1 points on "
               "STS-B and +1.2 on MRPC", "+0.1 (STS-B) to +1.2 points (MRPC)", "per task the "
               "paper sizes and seed, the largest single-head gain lies within the metric's "
-              "equivalence margin (1 point) of the paper's (the 1 - 2a simultaneous interval); 'no' "
+              f"equivalence margin ({_metric_margin_words(_metrics(s46['best_head_gain']))}) of "
+              "the paper's (the 1 - 2a simultaneous interval); 'no' "
               "where its interval lies beyond that band", "the paper's gain +- the margin",
               "per model: dev examples resampled, max-T over the heads; equivalence (two "
               "one-sided tests) on the largest gain", _gain_range, ("07_disabling.csv",),
@@ -1462,9 +1499,9 @@ def claims() -> list[Claim]:
               "RTE)", "MRPC and RTE", "per task, the mean change over all single-head "
               "disablings, pooled over the fine-tuning seeds, lies above 0; the paper gives no "
               f"size for the average, so 'no' needs its interval below {_GAIN:g} points, the "
-              "smallest "
-              "single-head gain the paper reports (the metric's 1-point equivalence margin is "
-              "the other specification)", "0 change", "hierarchical bootstrap (seeds and dev examples) of the "
+              "smallest single-head gain the paper reports (the metric's "
+              f"{_metric_margin_words(_metrics(s46['random_head_helps']), '-')} equivalence "
+              "margin is the other specification)", "0 change", "hierarchical bootstrap (seeds and dev examples) of the "
               "mean over heads of disabled minus intact", _random_head_helps,
               ("07_disabling.csv",), control=False,
               registry=("kovaleva-4.6-random-head-helps",)),
@@ -1477,10 +1514,11 @@ def claims() -> list[Claim]:
               registry=("kovaleva-4.6-layer-improves",)),
         Claim("07", KOVALEVA, "4.6, Figure 9", "disabling layer 1 improves RTE",
               f"+{s46['layer1_rte_gain']} points", "the change of RTE accuracy "
-              "when the first layer is disabled, pooled over the fine-tuning seeds, lies above "
-              "0; 'no' where its interval excludes +3.2 points", "0 change",
-              "hierarchical bootstrap (seeds and dev examples), layer 1 disabled vs. intact, "
-              "seeds paired", _rte_layer1, ("07_disabling.csv",), control=False,
+              f"when the {words.ordinal(RTE_LAYER)} layer is disabled, pooled over the "
+              "fine-tuning seeds, lies above 0; 'no' where its interval excludes "
+              f"{s46['layer1_rte_gain']:+g} points", "0 change",
+              f"hierarchical bootstrap (seeds and dev examples), layer {RTE_LAYER} disabled vs. "
+              "intact, seeds paired", _rte_layer1, ("07_disabling.csv",), control=False,
               registry=("kovaleva-4.6-rte-layer1",)),
         Claim("07", KOVALEVA, "5 (Discussion)", "disabling single heads or a whole layer is not "
               "detrimental", "not detrimental", "per task and seed, no single-head and no "
@@ -1506,10 +1544,10 @@ def claims() -> list[Claim]:
         Claim("07", KOVALEVA, "4.2, 5 (Discussion)", "the FrameNet heads are not important for "
               "the tasks", "2 heads, no drop", "per task and seed, disabling either FrameNet "
               "head lowers the dev metric by less than the metric's equivalence margin "
-              "(1 point; 2 for MCC; the 1 - 2a simultaneous interval over the 2 heads, its lower end); "
-              "every task, in every seed", "0 change, less than the margin below it", "per "
-              "model: dev examples resampled, max-T over the 2 heads, one-sided "
-              "non-inferiority", _framenet_unimportant,
+              f"({_metric_margin_words(list(rs.EQUIVALENCE_MARGINS))}; the 1 - 2a simultaneous "
+              "interval over the FrameNet heads, its lower end); every task, in every seed",
+              "0 change, less than the margin below it", "per model: dev examples resampled, "
+              "max-T over the FrameNet heads notebook 07 disables, one-sided non-inferiority", _framenet_unimportant,
               ("07_framenet_heads_disabling.csv",), control=False,
               registry=("kovaleva-5-framenet-heads-unimportant",)),
         Claim("07", KOVALEVA, "5 (Discussion)", "the heads STS-B and RTE rely on attend to words "

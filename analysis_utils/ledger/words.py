@@ -35,6 +35,18 @@ def count(n: int) -> str:
     return COUNTS.get(int(n), str(int(n)))
 
 
+ORDINALS = {1: "first", 2: "second", 3: "third", 4: "fourth", 5: "fifth", 6: "sixth"}
+
+
+def ordinal(n: int) -> str:
+    """``1`` -> ``"first"``; beyond the named ones, ``"7th"``."""
+    n = int(n)
+    if n in ORDINALS:
+        return ORDINALS[n]
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
 def points(x: float, digits: int = 0) -> str:
     """A share (0-1) as points or percent, unsigned: ``points(0.02) == "2"``."""
     return f"{100 * float(x):.{digits}f}"
