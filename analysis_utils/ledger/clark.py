@@ -24,9 +24,8 @@ from ..papers import (
     KOVALEVA_SECTION41,
     KOVALEVA_TASKS,
 )
-from . import depth, readings, resample, words
+from . import core, depth, readings, resample, spec, words
 from .core import (
-    HETEROGENEOUS_WIDENING,
     MIN_SEEDS,
     Check,
     Claim,
@@ -47,7 +46,7 @@ from .resample import (
     paired_cluster_bootstrap,
     resample_counts,
 )
-from .spec import LEVEL_CAP, SCALED_FRACTION, Margin
+from .spec import Margin
 
 CLARK = "Clark et al. 2019"
 KOVALEVA = "Kovaleva et al. 2019"
@@ -1648,8 +1647,8 @@ def _share_margin_words(level: str) -> str:
     :func:`.spec.margin_choices` applies it: the convention's points, or, where they exceed
     :data:`.spec.LEVEL_CAP` of the level, :data:`.spec.SCALED_FRACTION` of the level."""
     return (f"within the smallest effect of interest, {words.points(SHARE_MARGIN)} points or, "
-            f"where that is more than {words.fraction(LEVEL_CAP)} of {level}, "
-            f"{words.fraction(SCALED_FRACTION)} of that share (the row's specification names "
+            f"where that is more than {words.fraction(spec.LEVEL_CAP)} of {level}, "
+            f"{words.fraction(spec.SCALED_FRACTION)} of that share (the row's specification names "
             "the one used)")
 
 
@@ -1871,7 +1870,7 @@ def claims() -> list[Claim]:
         "05", KOVALEVA, "4.1, Figure 2", "Heterogeneous maps make up 32-61% across tasks",
         KOVALEVA_SECTION41["heterogeneous_share"], f"every paper task's share within "
         f"{heterogeneous_band_words()} (the paper's range +- "
-        f"{words.points(HETEROGENEOUS_WIDENING)} points), in every classifier seed", "none: the map types of the random-weights control are not "
+        f"{words.points(core.HETEROGENEOUS_WIDENING)} points), in every classifier seed", "none: the map types of the random-weights control are not "
         "classified", "none (descriptive)", _heterogeneous_pretrained,
         ("05_type_proportions_by_seed.csv",), control=False,
         registry=("kovaleva-4.1-heterogeneous-range",)))
