@@ -77,23 +77,6 @@ def pytest_configure(config):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
-# `make test` runs the suite on every core with pytest-xdist (`-n auto --dist loadgroup`). Each
-# test file is one group, so its tests run in order on one worker: nbval's cells share one
-# kernel and run in order, and a module's fixtures are built once. Files that read the same
-# expensive session fixture share a group, so that no second worker builds it again: the
-# committed ledger (about 40 s a folder) and the book (built into each worker's own tmp dir).
-SHARED_GROUPS = {
-    "test_ledger.py": "committed-ledger", "test_ledger_stage.py": "committed-ledger",
-    "test_book.py": "book", "test_book_browser.py": "book", "test_frontpage.py": "book",
-}
-
-
-def pytest_collection_modifyitems(config, items):
-    for item in items:
-        name = item.path.name
-        item.add_marker(pytest.mark.xdist_group(SHARED_GROUPS.get(name, name)))
-
-
 def _blank_word_maps(n_words: int, n_heads: int = 2):
     """Word-level maps of one layer for a sentence of ``n_words`` words between [CLS] and
     [SEP]: ``(attn (1, n_heads, n_words + 2, n_words + 2) all 0.01, is_special (n_words + 2,)

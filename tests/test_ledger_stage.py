@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis_utils import paths
+from analysis_utils import ledger, paths
 from analysis_utils.publish import imports, ledger_stage, stale
 
 ROOT = paths.REPO_ROOT
@@ -41,6 +41,21 @@ def test_no_notebook_imports_the_ledger(source):
               or p == "analysis_utils/publish/ledger_stage.py"]
     assert not ledger, f"{source.name} imports the ledger through {ledger}: notebooks measure, " \
                        "the ledger stage judges"
+
+
+# Both tests below read the one memo of the committed ledger (tests/conftest.py): they sit in
+# one file so that `make test`'s workers (one per file) build it once.
+
+
+def test_committed_ledger_is_what_the_code_makes_from_the_committed_tables(committed_ledger):
+    committed = paths.REPO_ROOT / "results" / "08_claims.csv"
+    assert committed.is_file(), "results/08_claims.csv is missing: run notebook 08"
+    made = committed_ledger.build(_committed_folders())
+    saved = pd.read_csv(committed, dtype=str, keep_default_na=False)
+    assert saved["verdict"].tolist() == made["verdict"].tolist()
+    assert saved["claim"].tolist() == made["claim"].tolist()
+    assert saved["control_verdict"].tolist() == made["control_verdict"].tolist()
+    assert set(saved["verdict"]) <= set(ledger.VERDICTS)
 
 
 def test_the_stage_rebuilds_the_committed_ledger_exactly(committed_ledger):
