@@ -54,6 +54,13 @@ def _metrics(tasks) -> list[str]:
     return [_metric(t) for t in tasks]
 
 
+def _paper_gains(named: bool) -> str:
+    """The paper's best single-head gains (Section 4.6): ``"+0.1, +1.2"`` or, ``named``,
+    ``"+0.1 STS-B, +1.2 MRPC"``."""
+    return ", ".join(f"{g:+g}" + (f" {t}" if named else "")
+                     for t, g in KOVALEVA_SECTION46["best_head_gain"].items())
+
+
 def _seed_gate(seeds_by_task: dict[str, int]) -> str:
     short = {t: n for t, n in seeds_by_task.items() if n < MIN_SEEDS}
     if not short:
@@ -1039,7 +1046,8 @@ def _some_head_improves(t: Tables, which: str) -> Outcome:
                    digits=2,
                    note="per model, max-T over its heads, two-sided (gains and drops corrected "
                         "alike); the largest gain's simultaneous interval is judged against 0 "
-                        "and, on STS-B and MRPC, the paper's best gain (+0.1, +1.2 points)")
+                        f"and, on {' and '.join(KOVALEVA_SECTION46['best_head_gain'])}, the "
+                        f"paper's best gain ({_paper_gains(False)} points)")
 
 
 def _help_and_hurt(t: Tables, which: str) -> Outcome:
@@ -1077,7 +1085,7 @@ def _gain_range(t: Tables, which: str) -> Outcome:
                    scope="every", unit=_unit(ps), seeds=_seeds07(ps), scale=100,
                    suffix=" points", digits=2,
                    note="per model, the largest single-head gain (max-T over the heads) "
-                        "against the paper's (+0.1 STS-B, +1.2 MRPC) within the metric's "
+                        f"against the paper's ({_paper_gains(True)}) within the metric's "
                         "equivalence margin; the best of many changes is optimistic (winner's "
                         "curse), which the simultaneous interval accounts for. This run's "
                         f"largest gain per task, smallest first: {order} (the paper: STS-B "
@@ -1115,7 +1123,8 @@ def _random_head_helps(t: Tables, which: str) -> Outcome:
                         "pooled over the fine-tuning seeds (hierarchical bootstrap); the paper "
                         "gives no size for the average, so 'no' needs the interval below the "
                         f"smallest single-head gain it reports ({_GAIN:g} points; the metric's "
-                        "1-point equivalence margin is the other specification); per-seed 95% "
+                        f"{_metric_margin_words(_metrics(tasks), '-')} equivalence margin is "
+                        "the other specification); per-seed 95% "
                         "intervals in the value")
 
 
@@ -1139,7 +1148,8 @@ def _layer_improves(t: Tables, which: str) -> Outcome:
                    scope="some", unit=_unit(ps), seeds=_seeds07(ps), scale=100,
                    suffix=" points", digits=2,
                    note="per model, max-T over its layers, two-sided; the largest gain's "
-                        "simultaneous interval is judged (RTE against the paper's +3.2 "
+                        "simultaneous interval is judged (RTE against the paper's "
+                        f"{KOVALEVA_SECTION46['layer1_rte_gain']:+g} "
                         "points); the claim holds when some task gains in every seed")
 
 
@@ -1189,7 +1199,8 @@ def _not_detrimental(t: Tables, which: str) -> Outcome:
                    per_task=per_task, scope="every", unit=_unit(ps), seeds=_seeds07(ps),
                    scale=100, suffix=" points", digits=2,
                    note="'not detrimental' as no drop beyond the metric's equivalence margin "
-                        "(1 point; 2 for MCC) for any single head or whole layer, one-sided: a "
+                        f"({_metric_margin_words(list(rs.EQUIVALENCE_MARGINS))}) for any single "
+                        "head or whole layer, one-sided: a "
                         "gain of any size agrees with the claim ('and in some cases even "
                         "improves it'); per model, max-T over its heads and layers together, "
                         "judged on the change whose simultaneous interval reaches lowest (or "
@@ -1318,7 +1329,8 @@ def _framenet_unimportant(t: Tables, which: str) -> Outcome:
     return Outcome(value="the head deciding it per model: " + "; ".join(parts),
                    per_task=per_task, scope="every", unit=_unit(ps), seeds=_seeds07(ps),
                    heads=", ".join(watch), scale=100, suffix=" points", digits=2,
-                   note=f"no drop beyond the metric's equivalence margin (1 point; 2 for MCC) "
+                   note=f"no drop beyond the metric's equivalence margin "
+                        f"({_metric_margin_words(list(rs.EQUIVALENCE_MARGINS))}) "
                         f"when either of {', '.join(watch)} is disabled: per model, max-T over "
                         "the two heads, one-sided (the lower end of the 1 - 2a interval, a the family's level; a gain agrees "
                         "with the claim)")
