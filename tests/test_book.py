@@ -6,12 +6,14 @@ chromium. One build for the module (about 20 s here)."""
 
 from __future__ import annotations
 
+import html as htmllib
+import json
 import re
 
 import pytest
 
 from analysis_utils import paths
-from analysis_utils.publish import book, claimpages, links
+from analysis_utils.publish import book, claimpages, evidence, links
 from analysis_utils.publish import readme as readme_md
 
 
@@ -50,8 +52,9 @@ def test_no_internal_link_is_broken(site):
 
 def test_findings_index_every_claim_and_its_page_links_its_evidence(site):
     """The findings index has one row per claim with its anchor and its page; each page links
-    every model's row to the Verdicts section of that model's notebook and every head it
-    names to that model's atlas, on the claim's property."""
+    every model's row to its line in the list of claims of that model's notebook (the
+    outputs it read are linked beside it: tests/test_evidence.py) and every head it names to
+    that model's atlas, on the claim's property."""
     ledger = claimpages.ledger()
     cs = claimpages.claims(ledger)
     html = (site / "findings.html").read_text()
@@ -63,7 +66,7 @@ def test_findings_index_every_claim_and_its_page_links_its_evidence(site):
         page = (site / "claims" / f"{c.id}.html").read_text()
         for model, row in c.rows.items():
             nb = found[model].notebook_page(row["notebook"], paths.REPO_ROOT)
-            link = f'href="../{nb[:-len(".ipynb")]}.html#{readme_md.row_anchor(row["notebook"])}"'
+            link = f'href="../{nb[:-len(".ipynb")]}.html#claim-{c.id}"'
             assert link in page, (c.id, model, link)
             verdict_links += 1
             atlas = found[model].atlas_page(paths.REPO_ROOT)
@@ -161,3 +164,56 @@ def test_every_slow_test_file_is_named_on_the_tests_page():
     for name in slow:
         assert f"`tests/{name}`" in page, (f"tests/{name} is marked slow: list it on "
                                           "book/methods/tests.md")
+
+
+# ---------------------------------------------------------------- evidence that lands
+# (issue 53, item 3; analysis_utils/publish/evidence.py, tests/test_evidence.py)
+
+_LINK = re.compile(r'<a class="evidence-link" data-kind="(\w+)" data-why="(\w+)" '
+                   r'href="\.\./([^"#]+)#([^"]+)"')
+
+
+def _after_anchor(page_html: str, anchor: str) -> str:
+    """The HTML of the output right below the anchor output holding ``anchor``."""
+    i = page_html.index(f'id="{anchor}"')
+    j = page_html.index("</div></div>", i) + len("</div></div>")
+    rest = page_html[j:].lstrip()
+    k = rest.find('<div class="output', 1)
+    return rest[:k if k > 0 else 4000]
+
+
+def test_every_evidence_link_lands_on_its_kind_of_output(site):
+    """Every anchor a claim page links is on the notebook's page; a link that says table
+    lands right above a table, one that says figure right above an image; every claim page
+    links each model's row to its line in the notebook page's list of claims; and most
+    claim pages link a table or a figure."""
+    cs = claimpages.claims(claimpages.ledger())
+    pages: dict[str, str] = {}
+    with_output = 0
+    for c in cs:
+        text = (site / "claims" / f"{c.id}.html").read_text()
+        assert text.count('class="claim-evidence"') == len(c.rows), c.id
+        assert text.count(f'#claim-{c.id}"') >= len(c.rows), c.id
+        found = _LINK.findall(text)
+        for kind, _why, page, anchor in found:
+            if page not in pages:
+                pages[page] = (site / page).read_text()
+            assert f'id="{anchor}"' in pages[page], (c.id, page, anchor)
+            below = _after_anchor(pages[page], anchor)
+            if kind == "figure":
+                assert below.startswith("<img"), (c.id, anchor, below[:200])
+            elif kind == "table":
+                assert "<table" in below, (c.id, anchor, below[:200])
+        with_output += any(k in ("table", "figure") for k, *_ in found)
+    assert with_output >= 2 * len(cs) // 3, (with_output, len(cs))
+
+
+def test_the_committed_notebooks_are_not_changed_and_each_output_is_anchored_once(site):
+    for rel in book.notebooks(paths.REPO_ROOT):
+        committed = json.loads((paths.REPO_ROOT / rel).read_text())
+        assert "evidence-anchor" not in json.dumps(committed), rel
+        text = (site / rel.with_suffix(".html")).read_text()
+        ids = re.findall(r'<a id="(out-[^"]+)" class="evidence-anchor">', text)
+        assert len(ids) == len(set(ids)), rel
+        pg = evidence.page(paths.REPO_ROOT, rel)
+        assert sorted(htmllib.unescape(i) for i in ids) == sorted(a.id for a in pg.anchors.values())

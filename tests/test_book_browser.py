@@ -325,3 +325,59 @@ def test_a_claim_page_says_why_above_the_figure_of_its_rule(site, chromium):
     assert not page.locator("details.claim-numbers .claim-detail").first.is_visible()
     assert tab.errors == [] and tab.off == []
     tab.close()
+
+
+#: Claim pages whose evidence links are clicked: a figure and a table the test read or its
+#: cell draws, a table of the paper's that the notebook's section shows.
+EVIDENCE_CLAIMS = [("01", "some heads put >= 50% of their attention on the previous token"),
+                   ("04", "attention-only beats right-branching"),
+                   ("05", "heads of the same layer have similar attention"),
+                   ("03", "the best head beats the nearest mention")]
+
+
+def test_an_evidence_link_lands_on_a_table_or_a_figure(site, chromium):
+    """Issue 53, item 3: a claim page's evidence link opens the notebook's page scrolled to
+    the output the link names, in view below the sticky header: right above an image where
+    the link says figure and a table where it says table."""
+    tab = Offline(chromium, 1280)
+    page = tab.page
+    clicked = {"table": 0, "figure": 0}
+    for nb, claim in EVIDENCE_CLAIMS:
+        cid = claimpages.claim_id(nb, claim)
+        url = (site / "claims" / f"{cid}.html").as_uri()
+        page.goto(url)
+        links = page.locator("a.evidence-link[data-kind=table], a.evidence-link[data-kind=figure]")
+        n = links.count()
+        assert n, f"{cid}: no evidence link to a table or a figure"
+        for k in range(min(n, 3)):
+            page.goto(url)
+            link = page.locator("a.evidence-link[data-kind=table], "
+                                "a.evidence-link[data-kind=figure]").nth(k)
+            kind, href = link.get_attribute("data-kind"), link.get_attribute("href")
+            link.click()
+            page.wait_for_url(re.compile(r".*/notebooks/.*\.html#out-"))
+            page.wait_for_load_state("load")
+            anchor = href.split("#", 1)[1]
+            assert page.url.endswith("#" + anchor)
+            got = page.evaluate("""(id) => {
+                const a = document.getElementById(id);
+                const box = a.closest('.output');
+                const next = box.nextElementSibling;
+                const r = next.getBoundingClientRect(), ar = a.getBoundingClientRect();
+                const bar = document.querySelector('.bd-header-article');
+                return {tag: next.tagName.toLowerCase(),
+                        table: !!(next.matches('table') || next.querySelector('table')),
+                        top: r.top, anchor: ar.top, height: innerHeight,
+                        bar: bar ? bar.getBoundingClientRect().bottom : 0};
+            }""", anchor)
+            if kind == "figure":
+                assert got["tag"] == "img", (cid, anchor, got)
+            else:
+                assert got["table"], (cid, anchor, got)
+            # scrolled to it: the output starts at the anchor, below the sticky bar, in view
+            assert got["bar"] - 1 <= got["anchor"] <= got["top"] <= got["anchor"] + 40, got
+            assert got["top"] < got["height"] / 2, (cid, anchor, got)
+            clicked[kind] += 1
+    assert clicked["table"] and clicked["figure"], clicked
+    assert tab.errors == [] and tab.off == []
+    tab.close()

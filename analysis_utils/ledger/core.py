@@ -39,6 +39,7 @@ Rules not yet moved to Checks (``effect``/``p``/``passes``/``per_seed``) are jud
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import math
@@ -69,12 +70,38 @@ SPECIFIC = "specific to training: the random-weights control does not pass the s
 VERDICTS = ("yes", "no", "inconclusive", "mixed", "untestable")
 
 
+class _Folder(type(Path())):
+    """A run folder's path that tells its :class:`Tables` which files a rule names in it
+    (``t.path / "02_by_word_model.npz"``, ``t.path.glob("07_predictions_*.npz")``): the rules
+    read their per-unit files (``.npz``) through the folder's path, not :meth:`Tables.read`,
+    and cache what they load, so the names are recorded where the path is formed."""
+
+    def _seen(self, name) -> None:
+        tables = getattr(self, "_tables", None)
+        if tables is not None:
+            tables._touch(str(name))
+
+    def __truediv__(self, key):
+        self._seen(key)
+        return Path(super().__truediv__(key))
+
+    def glob(self, pattern, *args, **kwargs):
+        for p in super().glob(pattern, *args, **kwargs):
+            self._seen(p.name)
+            yield Path(p)
+
+
 class Tables:
     """One run folder's saved tables (``results/``, ``results/base/``): :meth:`read` a CSV,
-    :meth:`params` a notebook's provenance parameters, and the model's shape."""
+    :meth:`params` a notebook's provenance parameters, and the model's shape. Inside
+    :meth:`recording`, the names of the folder's files that a rule opens (:meth:`read`,
+    :meth:`has` of a file that is there, ``path / name``, ``path.glob``) are collected: the
+    evidence each ledger row rests on (``results/08_evidence.csv``)."""
 
     def __init__(self, path: str | Path):
-        self.path = Path(path)
+        self.path = _Folder(path)
+        self.path._tables = self
+        self._reads: set[str] | None = None
         self._prov: dict[str, dict] = {}
         for prov in sorted(self.path.glob("[0-9][0-9]_provenance.json")):
             try:
@@ -95,6 +122,23 @@ class Tables:
 
     def label(self) -> str:
         return f"{self.model} ({self.num_layers} x {self.num_heads})"
+
+    def _touch(self, name: str) -> None:
+        """Record ``name`` (a file of this folder a rule named) while :meth:`recording`."""
+        if self._reads is not None and "/" not in name and (Path(self.path) / name).is_file():
+            self._reads.add(name)
+
+    @contextlib.contextmanager
+    def recording(self):
+        """``with t.recording() as files:``: ``files`` collects the names of the folder's
+        files read inside the block (nested blocks add theirs to the outer one)."""
+        outer, self._reads = self._reads, set()
+        try:
+            yield self._reads
+        finally:
+            if outer is not None:
+                outer |= self._reads
+            self._reads = outer
 
     def has(self, name: str) -> bool:
         return (self.path / name).is_file()
@@ -832,22 +876,27 @@ def evaluate(claims: list[Claim], tables: Tables, control: bool = True,
     claims registry; each row's one sentence of ``why`` and its main specification. With
     ``multiverse`` each tested row is also judged under every specification of :mod:`.spec`
     (``specifications``, ``robust``, ``turns_on``; the records in the ``multiverse`` column,
-    JSON). Pure: nothing is written."""
-    rows, outs = [], []
+    JSON). The ``evidence`` column names the folder's files each row's rule read, on the
+    model and the control and under every reading (:meth:`Tables.recording`; joined by
+    :data:`EVIDENCE_SEP`), which the stage writes as ``08_evidence.csv``. Pure: nothing is
+    written."""
+    rows, outs, reads = [], [], []
     for c in claims:
         missing = [n for n in c.needs if not tables.has(n)]
         if missing or not _present(c.notebook, tables):
             continue
-        o = _apply(c, tables, "model")
-        if o is None:
-            continue
-        co = None
-        if control and c.control and not o.untestable.startswith(_UNREADABLE):
-            try:
-                co = _apply(c, tables, "control")
-            except FileNotFoundError:  # the notebook saved no control table here
-                co = None
+        with _recording(tables) as files:
+            o = _apply(c, tables, "model")
+            if o is None:
+                continue
+            co = None
+            if control and c.control and not o.untestable.startswith(_UNREADABLE):
+                try:
+                    co = _apply(c, tables, "control")
+                except FileNotFoundError:  # the notebook saved no control table here
+                    co = None
         outs.append((c, o, co))
+        reads.append(files)
     fam = [c.family or f"notebook {c.notebook} claims" for c, _, _ in outs]
     p_model = np.array([_row_p(o) for _, o, _ in outs], dtype=float)
     p_ctrl = np.array([_row_p(co) for _, _, co in outs], dtype=float)
@@ -877,7 +926,10 @@ def evaluate(claims: list[Claim], tables: Tables, control: bool = True,
         tested = _tested(o)
         idx = members[fam[i]]
         if multiverse:
-            cells, records = _multiverse(c, tables, o, a, i, idx, p_model[idx], t_model[idx], j)
+            with _recording(tables) as files:  # a reading may read other files
+                cells, records = _multiverse(c, tables, o, a, i, idx, p_model[idx],
+                                             t_model[idx], j)
+            reads[i] |= files
         else:
             cells, records = {}, []
         rows.append({
@@ -898,8 +950,20 @@ def evaluate(claims: list[Claim], tables: Tables, control: bool = True,
             "specification": cells.get("specification", ""),
             "specifications": cells.get("specifications", ""),
             "robust": cells.get("robust", ""), "turns_on": cells.get("turns_on", ""),
-            "multiverse": json.dumps(records, default=_json_default) if records else ""})
-    return pd.DataFrame(rows, columns=[*COLUMNS, "multiverse"])
+            "multiverse": json.dumps(records, default=_json_default) if records else "",
+            "evidence": EVIDENCE_SEP.join(sorted(reads[i]))})
+    return pd.DataFrame(rows, columns=[*COLUMNS, "multiverse", "evidence"])
+
+
+#: Between the file names of a row's ``evidence`` cell.
+EVIDENCE_SEP = "; "
+
+
+def _recording(tables):
+    """``tables.recording()``: the files a rule reads; an empty set for a stand-in folder
+    (tests') that cannot record."""
+    rec = getattr(tables, "recording", None)
+    return rec() if rec is not None else contextlib.nullcontext(set())
 
 
 #: Parameters that cut a notebook's data to a subset (0: the full set).

@@ -16,7 +16,9 @@ under ``book/_build/source`` (ignored by git):
 - the front page and the walkthrough with their verdicts, counts and seed numbers filled from
   the claims ledger (:mod:`.frontpage`), the verdicts' legend above the findings index, and
   each notebook page's list of its claims and verdicts under its "Verdicts" heading
-  (:mod:`.notebook_claims`), all generated here, never committed.
+  (:mod:`.notebook_claims`), all generated here, never committed;
+- in each notebook's copy, an anchor at the output that shows each file its run wrote, which
+  the claim pages' evidence links land on (:mod:`.evidence`).
 
 Files are copied with their times and only when they changed, so a second build rebuilds only
 what changed. :func:`build` then runs Sphinx in this process, warnings as errors, into
@@ -38,7 +40,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from .. import paths, profiles
-from . import booksearch, claimpages, frontpage, notebook_claims
+from . import booksearch, claimpages, evidence, frontpage, notebook_claims
 from .readme import runs
 
 BUILD = Path("book") / "_build"
@@ -263,15 +265,17 @@ def stage(root: str | Path | None = None, source: str | Path | None = None) -> P
               for sub in ["", *sorted(set(profiles.SUBFOLDER.values()))]}
     df = claimpages.ledger(root)
     listed = notebook_claims.rows_by_page(df, runs(root / "results"), root)
+    anchors = {}
     for rel in notebooks(root):
         sub = rel.parent.relative_to("notebooks").as_posix()
         nb = json.loads((root / rel).read_text())
         rows = listed.get(rel.as_posix())
-        generated[rel] = json.dumps(notebook_for_book(
-            nb, rel, models.get("" if sub == "." else sub),
-            notebook_claims.block(rows, rel) if rows else None),
-            indent=1, ensure_ascii=False) + "\n"
-    generated.update(claimpages.write(source, root))
+        anchors[rel.as_posix()] = placed = evidence.page(root, rel, nb)
+        nb = notebook_for_book(nb, rel, models.get("" if sub == "." else sub),
+                               notebook_claims.block(rows, rel) if rows else None)
+        generated[rel] = json.dumps(evidence.insert(nb, placed.anchors), indent=1,
+                                    ensure_ascii=False) + "\n"
+    generated.update(claimpages.write(source, root, anchors))
     # the front page and the walkthrough, their numbers filled from the ledger; the legend
     # of the verdicts just above the findings index
     for name in ("index.md", "walkthrough.md"):

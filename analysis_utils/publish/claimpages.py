@@ -11,8 +11,11 @@ Output, into the staged book source (never committed):
   are the models'): the verdicts first, the models side by side; the paper's words; the
   criterion, the test and the unit; the interval drawn against the null and the paper's
   effect (an inline SVG, no plotting library); the mde, the control's verdict, per task; the
-  notebook section the row rests on; the heads it names, opened in each model's atlas on
-  the property the claim is about (``atlas/<model>.html#L-H&p=<property>``);
+  evidence: each file the row's test read, linked at the output of the model's notebook page
+  that shows it, the figures drawn beside it and the outputs of the notebook's section on
+  that part of the paper (:mod:`.evidence`), else the row's line in the page's list of
+  claims; the heads it names, opened in each model's atlas on the property the claim is
+  about (``atlas/<model>.html#L-H&p=<property>``);
 - the findings index, which replaces the ledger's generated block of ``findings.md`` in the
   staged copy: one line per claim (verdicts, paper, section, notebook, the claim in a few
   words, linking to its page), a stable anchor per claim (``#<id>``, the page's name), and
@@ -36,8 +39,8 @@ import pandas as pd
 
 from .. import paths, profiles
 from ..claims.display import display_quote
-from . import claimfigure
-from .readme import Run, row_anchor, runs
+from . import claimfigure, evidence
+from .readme import Run, runs
 
 VERDICTS = ("yes", "no", "inconclusive", "mixed", "untestable")
 PAPERS = {"Clark et al. 2019": "Clark", "Kovaleva et al. 2019": "Kovaleva"}
@@ -462,11 +465,67 @@ def _card_text(row: dict) -> str:
     return row["this_run"] or "\u2013"
 
 
+def evidence_line(c: Claim, row: dict, model: str, run: Run, root: Path,
+                  evidence_files: dict | None, pages: dict | None) -> str:
+    """The row's evidence (HTML): each table and figure its rule read, at the output of the
+    model's notebook page that shows it (a file of another notebook, on that notebook's
+    page), the figures drawn beside them, and the outputs of the notebook's section on the
+    row's part of the paper (:func:`.evidence.links`); then the row's line in the page's list
+    of claims, which is all it links where nothing of the above is anchored."""
+    nb = run.notebook_page(row["notebook"], root)
+    url = re.sub(r"\.ipynb$", ".html", nb)
+    recorded = (evidence_files or {}).get((model, c.id))
+    files = recorded or (evidence_files or {}).get(("*", c.id)) or []
+    pages = pages or {}
+    found = []
+    for prefix in dict.fromkeys([row["notebook"], *(f[:2] for f in files)]):
+        mine = [f for f in files if f[:2] == prefix]
+        if prefix == row["notebook"]:
+            found += evidence.links(mine, url, pages.get(nb), row.get("section", ""))
+            continue
+        try:
+            other = run.notebook_page(prefix, root)
+        except FileNotFoundError:
+            continue
+        found += [x for x in evidence.links(mine, re.sub(r"\.ipynb$", ".html", other),
+                                             pages.get(other)) if x.why == "read"]
+    found.sort(key=lambda x: {"read": 0, "drawn": 1, "section": 2}[x.why])  # stable
+    listed = (f'<a class="evidence-row" href="../{url}#claim-{html.escape(c.id)}">'
+              f"its line in notebook {html.escape(row['notebook'])}'s list of claims</a>")
+    if not found:
+        return f'<div class="claim-evidence"><p>Evidence: {listed}.</p></div>'
+    what = {"table": "table", "figure": "figure", "output": "saved by that cell, not shown"}
+
+    def one(x: evidence.Link) -> str:
+        names = ", ".join(f"<code>{html.escape(f)}</code>" for f in x.files)
+        return (f'<a class="evidence-link" data-kind="{x.kind}" data-why="{x.why}" '
+                f'href="{html.escape(x.href)}">{names}</a> ({what[x.kind]})')
+
+    parts = []
+    read = [one(x) for x in found if x.why == "read"]
+    if read:
+        parts.append(("what the test read: " if recorded else "the tables the test needs: ")
+                     + ", ".join(read))
+    drawn = [one(x) for x in found if x.why == "drawn"]
+    if drawn:
+        parts.append("drawn in the same cell: " + ", ".join(drawn))
+    for title in dict.fromkeys(x.section for x in found if x.why == "section"):
+        shown = [one(x) for x in found if x.why == "section" and x.section == title]
+        parts.append(f"shown in its section \u201c{html.escape(title.replace('`', ''))}\u201d: "
+                     + ", ".join(shown))
+    return (f'<div class="claim-evidence"><p>Evidence in notebook '
+            f'{html.escape(row["notebook"])}:</p><ul>'
+            + "".join(f"<li>{x}</li>" for x in [*parts, listed]) + "</ul></div>")
+
+
 def page(c: Claim, found: dict[str, Run], root: Path, sources: dict | None = None,
-         mv: pd.DataFrame | None = None) -> str:
+         mv: pd.DataFrame | None = None, evidence_files: dict | None = None,
+         anchors: dict | None = None) -> str:
     """The Markdown of claim ``c``'s page (it sits in ``claims/``); ``sources``:
     :func:`registry_by_quote`; ``mv``: the multiverse's records (:func:`multiverse`, read
-    from ``root`` when not given)."""
+    from ``root`` when not given); ``evidence_files``: :func:`.evidence.read_files`;
+    ``anchors``: :func:`.evidence.pages` (without them, each row links its line in the
+    notebook page's list of claims)."""
     sources = sources or {}
     mv = multiverse(root) if mv is None else mv
     up = "../"
@@ -535,10 +594,7 @@ def page(c: Claim, found: dict[str, Run], root: Path, sources: dict | None = Non
         if folded:
             out += ["</details>", ""]
         if run is not None:
-            nb = run.notebook_page(row["notebook"], root)
-            out += [f"Evidence: [notebook {row['notebook']}, its "
-                    f"{'Verdicts' if row['notebook'] != '08' else 'ledger'} section]"
-                    f"({up}{nb}#{row_anchor(row['notebook'])})", ""]
+            out += [evidence_line(c, row, model, run, root, evidence_files, anchors), ""]
             links = _atlas_links(row, run, root, up)
             if links:
                 prop = atlas_property(row) or "its default property"
@@ -594,16 +650,21 @@ def index(cs: list[Claim], found: dict[str, Run]) -> str:
     return "\n".join(out) + "\n"
 
 
-def write(source: Path, root: str | Path | None = None) -> dict[Path, str]:
+def write(source: Path, root: str | Path | None = None,
+          anchors: dict | None = None) -> dict[Path, str]:
     """``{path relative to the staged source: text}``: every claim page, and the staged
-    ``findings.md`` with its ledger block replaced by the index."""
+    ``findings.md`` with its ledger block replaced by the index. ``anchors``: the notebook
+    pages' evidence anchors and sections (:func:`.evidence.pages`, read when not given)."""
     root = Path(root) if root is not None else paths.REPO_ROOT
     df = ledger(root)
     found = runs(root / "results")
     cs = claims(df)
     sources = registry_by_quote()
     mv = claimfigure.load(root)
-    out = {Path("claims") / f"{c.id}.md": page(c, found, root, sources, mv) for c in cs}
+    files = evidence.read_files(root)
+    anchors = anchors if anchors is not None else evidence.pages(root)
+    out = {Path("claims") / f"{c.id}.md": page(c, found, root, sources, mv, files, anchors)
+           for c in cs}
     findings = (root / "book" / "findings.md").read_text()
     start, end = "<!-- ledger:start -->", "<!-- ledger:end -->"
     i, j = findings.find(start), findings.find(end)

@@ -11,6 +11,9 @@ and writes:
 - ``<folder>/NN_verdicts.csv`` (and ``.md``): each notebook's own rows, per run folder, the
   table the book shows beside the notebook (columns :data:`analysis_utils.ledger.VIEW_COLUMNS`
   plus ``id``, the row's stable anchor);
+- ``results/08_evidence.csv``: the files of the run folder each row's rule read (columns
+  ``id``, ``model``, ``notebook``, ``file``), which the book's claim pages link at the
+  notebook output that wrote them;
 - ``results/ledger_provenance.json``: the commit and code versions the stage ran with, the
   digest of every ``NN_provenance.json`` it read (so ``stale`` can tell when a notebook was
   re-rendered after it), what it wrote, and each table's tolerance and key for ``compare``.
@@ -62,6 +65,10 @@ MULTIVERSE_COLUMNS = ["model", "id", "notebook", "claim", "spec", "main", "margi
                       "inner_level", "own_p", "null", "margin", "margin_source", "paper_effect",
                       "sized", "reason",
                       "scale", "suffix", "digits"]
+#: The files each row's rule read, one row per file (:func:`evidence_table`): what the book's
+#: claim pages link, each at the notebook output that wrote it (:mod:`.evidence`).
+EVIDENCE_TABLE = "08_evidence.csv"
+EVIDENCE_COLUMNS = ["id", "model", "notebook", "file"]
 #: The cross-model notebook, whose tables the ledger does not read.
 LEDGER_NOTEBOOK = "08"
 #: Columns that carry resampled numbers: compared as text they would differ on another
@@ -133,14 +140,16 @@ def judge(folders: Sequence[str], root: Path, build=None,
         claims = build(present)
     claims = _with_ids(claims)
     multiverse = multiverse_table(claims)
-    claims = claims.drop(columns=["multiverse"], errors="ignore")
+    evidence = evidence_table(claims)
+    claims = claims.drop(columns=["multiverse", "evidence"], errors="ignore")
     ids = claims.groupby("model")["id"].apply(lambda s: s[s.duplicated()].tolist())
     clash = sorted({i for v in ids for i in v})
     if clash:
         raise ValueError(f"claims share an anchor (the same notebook and opening words): "
                          f"{clash}; reword one claim in ledger/clark.py or kovaleva.py")
     out = {f"{present[0]}/{CLAIMS_TABLE}": claims,
-           f"{present[0]}/{MULTIVERSE_TABLE}": multiverse}
+           f"{present[0]}/{MULTIVERSE_TABLE}": multiverse,
+           f"{present[0]}/{EVIDENCE_TABLE}": evidence}
     label = {f: ledger.Tables(root / f).label() for f in present}
     if stability:
         from ..ledger import resample
@@ -188,6 +197,23 @@ def multiverse_table(claims: pd.DataFrame) -> pd.DataFrame:
                              "claim": r["claim"], **rec})
     out = pd.DataFrame(rows, columns=MULTIVERSE_COLUMNS)
     return out.astype({"main": bool}) if len(out) else out
+
+
+def evidence_table(claims: pd.DataFrame) -> pd.DataFrame:
+    """One row per file each ledger row's rule read (the model's and the control's, from the
+    ledger's ``evidence`` column, :func:`analysis_utils.ledger.core.evaluate`), columns
+    :data:`EVIDENCE_COLUMNS`; a row that read nothing (an untestable registry entry) has
+    none."""
+    from ..ledger.core import EVIDENCE_SEP
+
+    rows = []
+    if "evidence" in claims:
+        for _, r in claims.iterrows():
+            text = r["evidence"]
+            if isinstance(text, str) and text:
+                rows += [{"id": r["id"], "model": r["model"], "notebook": r["notebook"],
+                          "file": f} for f in text.split(EVIDENCE_SEP)]
+    return pd.DataFrame(rows, columns=EVIDENCE_COLUMNS)
 
 
 def _blank(col: pd.Series) -> pd.Series:
@@ -244,6 +270,10 @@ def _tables_record(names: Sequence[str]) -> dict[str, dict]:
                                                           name),
                          "key": ["model", "id", "spec", "task", "entry"]}
             continue
+        if name.endswith(EVIDENCE_TABLE):  # file names: compared exactly
+            rec[name] = {"tolerance": normalise_tolerance(None, EVIDENCE_COLUMNS, name),
+                         "key": ["model", "id", "file"]}
+            continue
         cols = list(RESAMPLED)
         key = ["model", "notebook", "claim"] if name.endswith(CLAIMS_TABLE) else ["id"]
         rec[name] = {"tolerance": normalise_tolerance({c: IGNORE for c in cols}, cols, name),
@@ -275,6 +305,9 @@ def write(tables: dict[str, pd.DataFrame], root: Path, record: dict) -> list[str
                    "The multiverse: every tested claim judged under each defensible "
                    "specification (margin, route, depth reading)"
                    if rel.endswith(MULTIVERSE_TABLE) else
+                   "The evidence: each file of the run folder a claim's rule read, per model "
+                   "(the claim pages link each at the notebook output that wrote it)"
+                   if rel.endswith(EVIDENCE_TABLE) else
                    f"Verdicts of notebook {csv.name[:2]}: {df['claim'].size} claims "
                    f"(`python -m analysis_utils ledger`)")
         atomic.write_text(md, f"{caption}\n\n{markdown_table(df)}\n")
