@@ -203,14 +203,15 @@ def test_evaluate_keeps_each_rows_files_for_the_stage(tmp_path):
 
 def test_without_the_ledgers_record_a_claims_declared_tables_stand_in(tmp_path):
     (tmp_path / "results").mkdir()
-    files = evidence.read_files(tmp_path)
+    assert evidence.read_files(tmp_path) is None
+    files = claimpages.evidence_files(tmp_path)
     assert files and all(k[0] == "*" for k in files)
     cid = next(k[1] for k in files if k[1].startswith("02-"))
     assert "02_by_word_model.npz" in files[("*", cid)]
     pd.DataFrame([{"id": "x", "model": "m", "notebook": "01", "file": "01_a.npz"},
                   {"id": "x", "model": "m", "notebook": "01", "file": "01_b.csv"}]).to_csv(
         tmp_path / "results" / evidence.EVIDENCE_TABLE, index=False)
-    assert evidence.read_files(tmp_path) == {("m", "x"): ["01_a.npz", "01_b.csv"]}
+    assert claimpages.evidence_files(tmp_path) == {("m", "x"): ["01_a.npz", "01_b.csv"]}
 
 
 def test_a_file_of_another_notebook_is_linked_on_that_notebooks_page():

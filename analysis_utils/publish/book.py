@@ -57,9 +57,7 @@ def _copy(src: Path, dst: Path) -> None:
 def notebooks(root: Path) -> list[Path]:
     """The rendered notebooks the book shows, relative to ``root``: ``notebooks/NN_*.ipynb``,
     then each profile subfolder's (:data:`analysis_utils.profiles.SUBFOLDER`)."""
-    subs = ["", *sorted(set(profiles.SUBFOLDER.values()))]
-    return [p.relative_to(root) for sub in subs
-            for p in sorted((root / "notebooks" / sub).glob("[0-9][0-9]_*.ipynb"))]
+    return evidence.rendered(root)
 
 
 def atlas_pages(root: Path) -> dict[str, Path]:

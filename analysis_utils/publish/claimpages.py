@@ -465,6 +465,18 @@ def _card_text(row: dict) -> str:
     return row["this_run"] or "\u2013"
 
 
+def evidence_files(root: str | Path | None = None) -> dict[tuple[str, str], list[str]]:
+    """What each row's test read (:func:`.evidence.read_files`: ``{(model, claim id):
+    files}``); where the ledger stage predates ``results/08_evidence.csv``, each claim's
+    declared tables (``Claim.needs``) under ``("*", claim id)``, the same for every model."""
+    found = evidence.read_files(root)
+    if found is not None:
+        return found
+    from .. import ledger
+
+    return {("*", claim_id(c.notebook, c.claim)): list(c.needs) for c in ledger.claims()}
+
+
 def evidence_line(c: Claim, row: dict, model: str, run: Run, root: Path,
                   evidence_files: dict | None, pages: dict | None) -> str:
     """The row's evidence (HTML): each table and figure its rule read, at the output of the
@@ -523,7 +535,7 @@ def page(c: Claim, found: dict[str, Run], root: Path, sources: dict | None = Non
          anchors: dict | None = None) -> str:
     """The Markdown of claim ``c``'s page (it sits in ``claims/``); ``sources``:
     :func:`registry_by_quote`; ``mv``: the multiverse's records (:func:`multiverse`, read
-    from ``root`` when not given); ``evidence_files``: :func:`.evidence.read_files`;
+    from ``root`` when not given); ``evidence_files``: :func:`evidence_files`;
     ``anchors``: :func:`.evidence.pages` (without them, each row links its line in the
     notebook page's list of claims)."""
     sources = sources or {}
@@ -661,7 +673,7 @@ def write(source: Path, root: str | Path | None = None,
     cs = claims(df)
     sources = registry_by_quote()
     mv = claimfigure.load(root)
-    files = evidence.read_files(root)
+    files = evidence_files(root)
     anchors = anchors if anchors is not None else evidence.pages(root)
     out = {Path("claims") / f"{c.id}.md": page(c, found, root, sources, mv, files, anchors)
            for c in cs}

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from .. import paths
+from .. import paths, profiles
 
 #: What each ``run.<method>`` writes: the file's suffix and where its name argument sits.
 WRITERS = {"table": (".csv", 1), "figure": (".png", 1), "arrays": (".npz", 0)}
@@ -387,13 +387,19 @@ def notebook_title(nb: dict) -> str:
     return ""
 
 
-def pages(root: str | Path | None = None, rels: list[Path] | None = None) -> dict[str, Page]:
-    """``{notebook page (notebooks/…/NN_x.ipynb): Page}`` of every rendered notebook the
-    book shows."""
-    from .book import notebooks
+def rendered(root: Path) -> list[Path]:
+    """The rendered notebooks the book shows, relative to ``root``: ``notebooks/NN_*.ipynb``,
+    then each profile subfolder's (:data:`analysis_utils.profiles.SUBFOLDER`)."""
+    subs = ["", *sorted(set(profiles.SUBFOLDER.values()))]
+    return [p.relative_to(root) for sub in subs
+            for p in sorted((root / "notebooks" / sub).glob("[0-9][0-9]_*.ipynb"))]
 
+
+def pages(root: str | Path | None = None, rels: list[Path] | None = None) -> dict[str, Page]:
+    """``{notebook page (notebooks/…/NN_x.ipynb): Page}`` of ``rels`` (default: every
+    rendered notebook the book shows)."""
     root = Path(root) if root is not None else paths.REPO_ROOT
-    rels = rels if rels is not None else notebooks(root)
+    rels = rels if rels is not None else rendered(root)
     return {Path(rel).as_posix(): page(root, rel) for rel in rels}
 
 
@@ -402,32 +408,24 @@ def pages(root: str | Path | None = None, rels: list[Path] | None = None) -> dic
 EVIDENCE_TABLE = "08_evidence.csv"
 
 
-def read_files(root: str | Path | None = None) -> dict[tuple[str, str], list[str]]:
+def read_files(root: str | Path | None = None) -> dict[tuple[str, str], list[str]] | None:
     """``{(model, claim id): files its rule read}`` from ``results/08_evidence.csv`` (and a
-    profile's own ``results/<sub>/08_evidence.csv``); where the ledger predates that file,
-    each claim's declared tables (``Claim.needs``), the same for every model."""
-    from .. import profiles
-
+    profile's own ``results/<sub>/08_evidence.csv``); None where the ledger predates that
+    file (:func:`analysis_utils.publish.claimpages.evidence_files` then takes each claim's
+    declared tables)."""
     root = Path(root) if root is not None else paths.REPO_ROOT
     frames = [root / "results" / EVIDENCE_TABLE] + [
-        root / "results" / sub / EVIDENCE_TABLE for sub in sorted(set(profiles.SUBFOLDER.values()))]
+        root / "results" / sub / EVIDENCE_TABLE
+        for sub in sorted(set(profiles.SUBFOLDER.values()))]
     found = [pd.read_csv(f, dtype=str, keep_default_na=False) for f in frames if f.is_file()]
+    if not found:
+        return None
     out: dict[tuple[str, str], list[str]] = {}
-    if found:
-        for r in pd.concat(found, ignore_index=True).to_dict("records"):
-            files = out.setdefault((r["model"], r["id"]), [])
-            if r["file"] not in files:
-                files.append(r["file"])
-        return out
-    return {("*", cid): list(files) for cid, files in declared().items()}
-
-
-def declared() -> dict[str, tuple[str, ...]]:
-    """``{claim id: the tables it declares it needs}`` (``Claim.needs``)."""
-    from .. import ledger
-    from .claimpages import claim_id
-
-    return {claim_id(c.notebook, c.claim): c.needs for c in ledger.claims()}
+    for r in pd.concat(found, ignore_index=True).to_dict("records"):
+        files = out.setdefault((r["model"], r["id"]), [])
+        if r["file"] not in files:
+            files.append(r["file"])
+    return out
 
 
 @dataclass(frozen=True)
