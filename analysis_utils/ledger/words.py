@@ -48,5 +48,20 @@ def ordinal(n: int) -> str:
 
 
 def points(x: float, digits: int = 0) -> str:
-    """A share (0-1) as points or percent, unsigned: ``points(0.02) == "2"``."""
-    return f"{100 * float(x):.{digits}f}"
+    """A share (0-1) as points or percent, unsigned: ``points(0.02) == "2"``. The words state
+    the constant exactly or not at all: a value that ``digits`` would round (0.025 at 0
+    digits, which would read "2" while the rule applies 2.5) raises.
+
+    >>> points(0.025)
+    Traceback (most recent call last):
+    ...
+    ValueError: 0.025 is 2.5 points: points() would round it to 2; pass digits=1
+    """
+    value = 100 * float(x)
+    text = f"{value:.{digits}f}"
+    if abs(float(text) - value) > 1e-9 * max(1.0, abs(value)):
+        need = next(d for d in range(digits + 1, 12)
+                    if abs(float(f"{value:.{d}f}") - value) <= 1e-9 * max(1.0, abs(value)))
+        raise ValueError(f"{x:g} is {value:g} points: points() would round it to {text}; "
+                         f"pass digits={need}")
+    return text
