@@ -24,6 +24,18 @@ from analysis_utils.publish import report
 os.environ.setdefault(report.OUTPUT_ENV, str(paths.cache_dir() / "test_outputs"))
 os.environ.setdefault(report.PROFILE_ENV, "smoke")
 
+# Under pytest-xdist (`make test`: one worker per core), each worker and the notebook kernels
+# and subprocesses it starts compute on its share of the cores. torch's default, one thread
+# per core in every process, oversubscribes the machine, and its OpenMP threads spin while
+# they wait: on 2 cores, golden 07's disabling studies took 587 s beside another worker
+# against 77 s alone. Set at import, before nbval starts kernels, which inherit it.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    _workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    _threads = str(max(1, (os.cpu_count() or 1) // _workers))
+    for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        os.environ.setdefault(_var, _threads)
+    torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
+
 TINY_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ",", "the", "cat", "sat",
               "on", "mat", "a", "dog", "ran", "big", "##s", "##ing", "un", "##believ",
               "##able", "he", "she", "it", "saw", "and"]
