@@ -84,11 +84,10 @@ compare: install ## compare regenerated results/*.csv with the committed ones (R
 # The test suite has two tiers: `make test` leaves out the tests marked `slow` (each guards a
 # slow path that a faster test in the default tier does not: see the book's tests page);
 # `make test-all` runs every test. The default tier includes building the book.
-# Both tiers run on every core (pytest-xdist; TEST_WORKERS=0 runs them in one process). Each
-# test file runs whole on one worker (--dist loadfile): nbval's cells share one kernel and run
-# in order, and a file's session fixtures are built once (the tests that read the committed
-# ledger's memo share a file for that reason). Not --dist loadgroup: with pytest 9.2 it no
-# longer groups (xdist 3.8 renames item._nodeid, which pytest 9.2 stopped reading).
+# Both tiers run on every core (pytest-xdist; TEST_WORKERS=0 runs them in one process). The
+# scheduler is tests/conftest.py's: each test file runs whole on one worker (nbval's cells share
+# a kernel), files that share expensive work share a worker, heaviest first. (--dist loadfile
+# is what runs where that hook is absent.)
 TEST_WORKERS ?= auto
 PYTEST_PARALLEL = $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 

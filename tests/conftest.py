@@ -89,6 +89,86 @@ def pytest_configure(config):
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
 
 
+# `make test` runs on every core with pytest-xdist. Tests are handed to workers in scopes, a
+# scope runs whole and in order on one worker (nbval's cells share one kernel), and a worker
+# takes the next scope when it is nearly done. A scope is a test file, except where files
+# share work a fresh cache makes expensive: the real-FrameNet test reads the 13,572 LU files
+# (about 3 min cold) and caches the selections goldens 07 and 06 read, and 07 trains the smoke
+# fine-tunes 06 then loads; the three book files read one book. Each such group runs on one
+# worker in the order given, so the work is done once (concurrently, each file did it again).
+# The heaviest scopes go first (FIRST_SCOPES; the rest in collection order), so the last
+# scopes to finish are short.
+SHARED_SCOPES = {
+    "framenet-goldens": ("test_framenet_data.py", "07_head_disabling.ipynb",
+                         "06_finetuning_drift.ipynb"),
+    "book": ("test_book.py", "test_book_browser.py", "test_frontpage.py"),
+}
+FIRST_SCOPES = ("framenet-goldens", "tests/test_ledger_stage.py", "tests/test_runplan.py",
+                "tests/test_gpu_plan.py", "book", "tests/test_model_matrix.py")
+_SCOPE_OF = {name: (group, i) for group, names in SHARED_SCOPES.items()
+             for i, name in enumerate(names)}
+
+
+def scope_of(nodeid: str) -> tuple[str, int]:
+    """``(scope, place in its group)`` of a test id (``tests/golden/06_...ipynb::Cell 3``)."""
+    path = nodeid.split("::", 1)[0]
+    return _SCOPE_OF.get(path.rsplit("/", 1)[-1], (path, 0))
+
+
+def scheduled_order(nodeids: list[str]) -> list[str]:
+    """The test ids in the order the workers take them: FIRST_SCOPES first, then every other
+    scope by its first test's place; within a scope, its files in the group's order, each
+    file's tests in collection order."""
+    first: dict[str, int] = {}
+    for i, nid in enumerate(nodeids):
+        first.setdefault(scope_of(nid)[0], i)
+    rank = {scope: i for i, scope in enumerate(FIRST_SCOPES)}
+
+    def key(item):
+        i, nid = item
+        scope, place = scope_of(nid)
+        return rank.get(scope, len(rank)), first[scope], place, i
+
+    return [nid for _, nid in sorted(enumerate(nodeids), key=key)]
+
+
+@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist: unknown when it is not loaded
+def pytest_xdist_make_scheduler(config, log):
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedScopeScheduling(LoadScopeScheduling):
+        """xdist's scope scheduling with :func:`scope_of`'s scopes in :func:`scheduled_order`.
+        Only the queue of scopes is reordered: a worker is sent the places of its tests in its
+        own collection, which must stay as collected (the completion reports index it)."""
+
+        _as_collected: dict | None = None
+
+        def _split_scope(self, nodeid):
+            return scope_of(nodeid)[0]
+
+        def schedule(self):
+            if self.collection is not None or not self.collection_is_completed:
+                return super().schedule()
+            self._as_collected = dict(self.registered_collections)
+            self.registered_collections = {node: scheduled_order(list(ids))
+                                           for node, ids in self._as_collected.items()}
+            self.config.option.loadscopereorder = False  # keep the order set here
+            try:
+                super().schedule()  # builds the queue from the reordered lists
+            finally:
+                self.registered_collections = self._as_collected
+
+        def _assign_work_unit(self, node):
+            reordered = self.registered_collections
+            self.registered_collections = self._as_collected or reordered
+            try:
+                super()._assign_work_unit(node)
+            finally:
+                self.registered_collections = reordered
+
+    return SharedScopeScheduling(config, log)
+
+
 def _blank_word_maps(n_words: int, n_heads: int = 2):
     """Word-level maps of one layer for a sentence of ``n_words`` words between [CLS] and
     [SEP]: ``(attn (1, n_heads, n_words + 2, n_words + 2) all 0.01, is_special (n_words + 2,)

@@ -436,15 +436,11 @@ def framenet_gold(gold_data_dir):
 
 
 @pytest.mark.gold_data
-@pytest.mark.slow
 def test_real_framenet_gives_the_papers_473_sentences(framenet_gold):
     """Cold: a few minutes (NLTK reads 13,572 LU files); warm: seconds (cached exemplars).
-
-    Slow tier: in the default tier golden 06 reads the same real FrameNet and nbval checks its
-    funnel (82,661 exemplars; 473 / 961 / 2,110 kept by the three readings). Under `make test`'s
-    workers this test and golden 06 ran at once on a fresh cache, and each read the 13,572 LU
-    files (181 s and 161 s); this test adds the frame and LU counts, Figure 4's example and the
-    single-target-span count."""
+    Under `make test`'s workers this file runs first on the worker that then runs goldens 07
+    and 06 (tests/conftest.py, SHARED_SCOPES), so the LU files are read once and the golden
+    notebooks read the cached selections."""
     exemplars = fnd.read_exemplars(framenet_gold)
     assert len(exemplars) == 82661
     exact = fnd.select_sentences(exemplars, "exact")
