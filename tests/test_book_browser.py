@@ -287,7 +287,11 @@ def test_an_atlas_card_in_the_book_links_back_to_its_claim_and_notebook(site, ch
     assert cards and all(h.startswith("../claims/03-") for h in cards), cards
     notebooks = page.eval_on_selector_all("#detail .claim a.claim-notebook",
                                           "as => as.map(a => a.getAttribute('href'))")
-    assert notebooks and set(notebooks) == {"../notebooks/03_coreference.html#verdicts"}
+    # each card's notebook link opens that claim's row of the notebook page's claims list
+    ids = [h.rsplit("/", 1)[1].removesuffix(".html") for h in cards]
+    assert notebooks == [f"../notebooks/03_coreference.html#claim-{i}" for i in ids]
+    nb_page = (site / "notebooks" / "03_coreference.html").read_text()
+    assert all(f'id="claim-{i}"' in nb_page for i in ids)
     # the cross-model link stays inside the book
     other = page.get_attribute("#detail .cross a[data-match='role']", "href")
     assert other.startswith("all-mpnet-base-v2.html#")

@@ -240,6 +240,8 @@ def _atlas_links(text: str) -> list[str]:
         if path:
             if b.get("html"):
                 path = re.sub(r"\.ipynb(#|$)", r".html\1", path)
+                if r.get("id"):  # the card opens the claim's row (atlas.js, claimCard)
+                    path = path.split("#", 1)[0] + f"#claim-{r['id']}"
             out.append(b["root"] + path)
     for f in data.get("families", []):
         out.extend(b.get("root", "") + g["path"] for g in f.get("figures", []))

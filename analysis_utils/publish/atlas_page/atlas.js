@@ -575,9 +575,13 @@
     div.appendChild(el("span", { class: "note" }, " (" + [r.paper, r.notebook && "notebook " + r.notebook]
       .filter(Boolean).join(", ") + ")"));
     const links = el("p", { class: "claim-links" });
-    const nbHref = notebookHref(r.notebook);
+    // In the book a notebook's page lists its claims, each row anchored #claim-<id>: the card
+    // opens this claim's row; the committed page opens the notebook's Verdicts section.
+    const inBook = (D.book || {}).html && r.id;
+    let nbHref = notebookHref(r.notebook);
+    if (nbHref && inBook) nbHref = nbHref.replace(/#.*$/, "") + "#claim-" + r.id;
     if (nbHref) links.appendChild(el("a", { href: nbHref, class: "claim-notebook" },
-      "notebook " + r.notebook + ", its verdicts"));
+      "notebook " + r.notebook + (inBook ? ", this claim's row" : ", its verdicts")));
     if (r.property && PROPS.get(r.property) && !(current && current.p.id === r.property)) {
       if (links.childNodes.length) links.appendChild(document.createTextNode(" · "));
       links.appendChild(el("a", { href: "#" + name + "&p=" + encodeURIComponent(r.property),
