@@ -405,18 +405,17 @@ def pages(root: str | Path | None = None, rels: list[Path] | None = None) -> dic
 
 # ---------------------------------------------------------------- what each claim read
 
+#: The ledger stage's record of the files each claim's rule read (:mod:`.ledger_stage`).
 EVIDENCE_TABLE = "08_evidence.csv"
 
 
 def read_files(root: str | Path | None = None) -> dict[tuple[str, str], list[str]] | None:
-    """``{(model, claim id): files its rule read}`` from ``results/08_evidence.csv`` (and a
-    profile's own ``results/<sub>/08_evidence.csv``); None where the ledger predates that
-    file (:func:`analysis_utils.publish.claimpages.evidence_files` then takes each claim's
-    declared tables)."""
+    """``{(model, claim id): files its rule read}`` from ``results/08_evidence.csv`` (the ledger
+    stage writes every model's rows there); None where the ledger predates that file
+    (:func:`analysis_utils.publish.claimpages.evidence_files` then takes each claim's declared
+    tables)."""
     root = Path(root) if root is not None else paths.REPO_ROOT
-    frames = [root / "results" / EVIDENCE_TABLE] + [
-        root / "results" / sub / EVIDENCE_TABLE
-        for sub in sorted(set(profiles.SUBFOLDER.values()))]
+    frames = [root / "results" / EVIDENCE_TABLE]
     found = [pd.read_csv(f, dtype=str, keep_default_na=False) for f in frames if f.is_file()]
     if not found:
         return None

@@ -43,6 +43,7 @@ from .. import paths
 from ..engine import atomic
 from .claimpages import claim_id  # the book's anchors: one id per claim
 from .compare import STAGE_PROVENANCE as PROVENANCE  # results/ledger_provenance.json
+from .evidence import EVIDENCE_TABLE  # results/08_evidence.csv, which the book reads
 from .report import git_commit, markdown_table, peak_rss_mb, versions
 
 #: The run folders judged by default: the default profile's and every profile subfolder's.
@@ -67,7 +68,6 @@ MULTIVERSE_COLUMNS = ["model", "id", "notebook", "claim", "spec", "main", "margi
                       "scale", "suffix", "digits"]
 #: The files each row's rule read, one row per file (:func:`evidence_table`): what the book's
 #: claim pages link, each at the notebook output that wrote it (:mod:`.evidence`).
-EVIDENCE_TABLE = "08_evidence.csv"
 EVIDENCE_COLUMNS = ["id", "model", "notebook", "file"]
 #: The cross-model notebook, whose tables the ledger does not read.
 LEDGER_NOTEBOOK = "08"
