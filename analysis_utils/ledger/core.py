@@ -1024,9 +1024,9 @@ def ordinal(n: int) -> str:
     >>> [ordinal(n) for n in (1, 2, 3, 4, 11, 12, 13, 21, 22, 73, 111)]
     ['1st', '2nd', '3rd', '4th', '11th', '12th', '13th', '21st', '22nd', '73rd', '111th']
     """
-    n = int(n)
-    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
+    from .words import ordinal as in_words
+
+    return in_words(n, spelled=False)
 
 
 def pct(x: float, digits: int = 1) -> str:
@@ -1056,8 +1056,10 @@ def heterogeneous_limits() -> tuple[float, float]:
 
 def heterogeneous_band_words() -> str:
     """:func:`heterogeneous_limits` as the criteria write it: ``"27-66%"``."""
+    from .words import points  # refuses to round the band into other numbers
+
     lo, hi = heterogeneous_limits()
-    return f"{100 * lo:.0f}-{100 * hi:.0f}%"
+    return f"{points(lo)}-{points(hi)}%"
 
 
 def heterogeneous_band(d: pd.DataFrame, label: str = "seed") -> tuple[list[str], list[bool]]:

@@ -38,10 +38,15 @@ def count(n: int) -> str:
 ORDINALS = {1: "first", 2: "second", 3: "third", 4: "fourth", 5: "fifth", 6: "sixth"}
 
 
-def ordinal(n: int) -> str:
-    """``1`` -> ``"first"``; beyond the named ones, ``"7th"``."""
+def ordinal(n: int, spelled: bool = True) -> str:
+    """``1`` -> ``"first"`` (the named ones, :data:`ORDINALS`), beyond them ``"7th"``; with
+    ``spelled=False`` always digits (``"1st"``, ``"22nd"``, ``"111th"``).
+
+    >>> ordinal(1), ordinal(7), ordinal(22, spelled=False), ordinal(111, spelled=False)
+    ('first', '7th', '22nd', '111th')
+    """
     n = int(n)
-    if n in ORDINALS:
+    if spelled and n in ORDINALS:
         return ORDINALS[n]
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
     return f"{n}{suffix}"
