@@ -348,3 +348,21 @@ def test_an_older_file_without_a_statistic_is_untestable_not_a_crash(tmp_path):
     np.savez_compressed(f / "01_by_segment_model.npz", **z)
     row = core.evaluate([_claim("clark-3.2-sep-to-sep-90")], core.Tables(f)).iloc[0]
     assert row["verdict"] == "untestable" and "'sep_to_sep'" in row["note"]
+
+
+def test_the_readings_of_substantial_and_often_move_their_rules(folder):
+    """'substantial' as 5 points is a null of 5 points on the same excess; 'often' as half of
+    the heads reads the 6th largest of 12 heads, not the 3rd."""
+    from analysis_utils.ledger import readings
+
+    assert _claim("clark-3.2-few-tokens").reading == "substantial"
+    with readings.reading("substantial", "more than 5 points above uniform attention"):
+        r = _check(_run(folder, "clark-3.2-few-tokens"), null=0.05)
+    z = _load(folder)
+    got = sum(_means(z, t).mean() for t in ("cls", "sep", "punct"))
+    assert r.estimate == pytest.approx(got - 3 * 0.01, abs=1e-6)
+    assert _claim("clark-3.2-fig2-half-to-special").reading == "often"
+    with readings.reading("often", "half of the heads"):
+        r = _check(_run(folder, "clark-3.2-fig2-half-to-special"), null=0.5)
+    special = np.sort(sum(_means(z, t) for t in ("cls", "sep", "punct")).ravel())
+    assert r.estimate == pytest.approx(special[12 - 6])  # the 6th largest

@@ -476,3 +476,49 @@ def test_links_longer_is_untestable_on_files_without_the_lengths(t0203):
     assert o.check is None
     assert o.untestable == ("this run saved no antecedent_distance in 03_by_mention_model.npz: "
                             "re-run notebooks 02 and 03")
+
+
+# --- the readings of numbers the paper leaves open (issue 52: a multiverse) -----------------
+
+def test_each_reading_of_a_number_moves_the_rule_that_reads_it(t02, t03, t0203):
+    """Under each alternative of :data:`readings.VALUES`, the rule applies that number, not the
+    main one: 'many' as half the relations reads the 2nd smallest of 3 margins; 'close to' as
+    10 points shifts the null by 10; 'usually' as two thirds moves the null; 'mostly' as two
+    thirds moves the null, and on [SEP] and [CLS] together adds [CLS]'s share."""
+    from analysis_utils.ledger import readings
+
+    slight = _claim("for many relations BERT only slightly", "02")
+    assert slight.reading == "many"
+    with readings.reading("many", "half of the relations"):
+        o = slight.rule(t02, "model")
+    # margins +.5 (det), +.5 (obj), -.25 (case): ceil(3 / 2) = the 2nd smallest
+    assert o.check.result.estimate == pytest.approx(0.5)
+    assert "at least half of the 3 relations" in o.note
+
+    close = _claim("the best head comes within 5 points", "03")
+    assert close.reading == "close to"
+    with readings.reading("close to", "within 10 points below"):
+        ch = close.rule(t03, "model").check
+    assert ch.result.estimate == pytest.approx(0.5 - 0.6 + 0.10)
+    assert ch.paper_effect == pytest.approx((65 - 69) / 100 + 0.10)
+
+    longer = _claim("coreference links are usually longer", "03")
+    assert longer.reading == "usually"
+    with readings.reading("usually", "longer in more than two thirds of link-arc pairs"):
+        o = longer.rule(t0203, "model")
+    assert o.check.null == pytest.approx(2 / 3) and o.check.result.estimate == pytest.approx(0.95)
+    assert "more than two thirds of all link-arc pairs" in o.note
+
+    nouns = _claim("in the direct-object head", "02")
+    assert nouns.reading == "mostly"
+    with readings.reading("mostly", "more than two thirds on [SEP]"):
+        o = nouns.rule(t02, "model")
+    assert o.check.null == pytest.approx(2 / 3)
+    assert o.check.result.estimate == pytest.approx(0.6, abs=1e-3)
+    z = np.load(t02.path / "02_by_word_model.npz")
+    upos = z["upos_names"][z["upos"]]
+    keep = ~np.isin(upos, ("NOUN", "PROPN"))
+    both = (z["share_sep"][keep].astype(float) + z["share_cls"][keep].astype(float)).mean()
+    with readings.reading("mostly", readings.READINGS["mostly"][2]):
+        o = nouns.rule(t02, "model")
+    assert o.check.null == 0.5 and o.check.result.estimate == pytest.approx(both)

@@ -332,3 +332,37 @@ def test_the_readings_name_the_numbers_the_rules_use():
     share, points = readings.READINGS["substantially"]
     assert f"{clark.SUBSTANTIAL_ERROR_SHARE:.3f}" in share
     assert f"{100 * clark.NOT_MUCH:.1f} points" in points
+
+
+def test_every_number_the_paper_leaves_open_is_read_by_a_claim_and_named_from_its_value():
+    """Each entry of readings.VALUES is some claim's reading (judged across its alternatives),
+    its main reading first, and each reading's words change when its number does."""
+    from fractions import Fraction
+
+    from analysis_utils.ledger import clark, kovaleva, readings
+
+    used = {k for c in (*clark.claims(), *kovaleva.claims()) for k in c.reading.split("+") if k}
+    assert set(readings.VALUES) <= used
+    for key, values in readings.VALUES.items():
+        assert tuple(values) == readings.READINGS[key] and len(values) >= 2
+        assert readings.main_value(key) == next(iter(values.values()))
+        assert readings.value(key) == readings.main_value(key)
+        for label, v in values.items():
+            with readings.reading(key, label):
+                assert readings.value(key) == v
+    assert readings.READINGS["often"][0] == "a quarter of the heads"
+    assert readings.VALUES["often"]["half of the heads"] == Fraction(1, 2)
+    assert "within 2.5 points below" in readings.READINGS["close to"]
+
+
+def test_the_book_names_every_reading_the_ledger_judges():
+    """The findings page's account of the multiverse names each key of readings.READINGS, so a
+    reading added to the ledger cannot go unmentioned where a reader learns what was varied."""
+    from analysis_utils import paths
+    from analysis_utils.ledger import readings
+
+    text = (paths.REPO_ROOT / "book" / "findings.md").read_text()
+    para = text[text.index("**Every verdict across its specifications**"):]
+    para = " ".join(para[:para.index("\n\n")].split())
+    missing = [k for k in readings.READINGS if f'"{k}' not in para]
+    assert not missing, f"book/findings.md does not name the readings {missing}"

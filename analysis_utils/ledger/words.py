@@ -5,6 +5,8 @@ changing the constant changes the verdict and the words together.
 
 >>> fraction(0.25), fraction(0.1), fraction(0.3), fraction(0.1, article=False)
 ('a quarter', 'a tenth', '30%', 'tenth')
+>>> fraction(1 / 8, article=False), fraction(2 / 3)
+('eighth', 'two thirds')
 >>> count(4), count(13)
 ('four', '13')
 >>> points(0.02), points(0.13, 1)
@@ -14,8 +16,8 @@ changing the constant changes the verdict and the words together.
 from __future__ import annotations
 
 #: Fractions the criteria name in words; any other is written as a percentage.
-FRACTIONS = {1 / 2: "half", 1 / 3: "a third", 1 / 4: "a quarter", 1 / 5: "a fifth",
-             1 / 10: "a tenth"}
+FRACTIONS = {1 / 2: "half", 2 / 3: "two thirds", 1 / 3: "a third", 1 / 4: "a quarter",
+             1 / 5: "a fifth", 1 / 8: "an eighth", 1 / 10: "a tenth"}
 #: Small counts the criteria name in words ("all four").
 COUNTS = {1: "one", 2: "two", 3: "three", 4: "four", 5: "five", 6: "six", 7: "seven",
           8: "eight", 9: "nine", 10: "ten"}
@@ -27,7 +29,7 @@ def fraction(x: float, article: bool = True) -> str:
     article, "tenth"), else a percentage."""
     w = next((v for k, v in FRACTIONS.items() if abs(float(x) - k) < _EPS),
              f"{100 * float(x):g}%")
-    return w if article or not w.startswith("a ") else w[2:]
+    return w if article else w.removeprefix("a ").removeprefix("an ")
 
 
 def count(n: int) -> str:
