@@ -510,8 +510,8 @@ def test_each_reading_of_a_number_moves_the_rule_that_reads_it(t02, t03, t0203):
     assert "more than two thirds of all link-arc pairs" in o.note
 
     nouns = _claim("in the direct-object head", "02")
-    assert nouns.reading == "mostly"
-    with readings.reading("mostly", "more than two thirds on [SEP]"):
+    assert nouns.reading == "mostly+no-op token"
+    with readings.reading("mostly", "more than two thirds of their attention"):
         o = nouns.rule(t02, "model")
     assert o.check.null == pytest.approx(2 / 3)
     assert o.check.result.estimate == pytest.approx(0.6, abs=1e-3)
@@ -519,6 +519,6 @@ def test_each_reading_of_a_number_moves_the_rule_that_reads_it(t02, t03, t0203):
     upos = z["upos_names"][z["upos"]]
     keep = ~np.isin(upos, ("NOUN", "PROPN"))
     both = (z["share_sep"][keep].astype(float) + z["share_cls"][keep].astype(float)).mean()
-    with readings.reading("mostly", readings.READINGS["mostly"][2]):
+    with readings.reading("no-op token", readings.READINGS["no-op token"][1]):
         o = nouns.rule(t02, "model")
     assert o.check.null == 0.5 and o.check.result.estimate == pytest.approx(both)

@@ -220,6 +220,53 @@ def _folder_05(tmp_path, behaviour_testable=True, with_null=True):
     return core.Tables(f)
 
 
+def _heads_05(folder, which):
+    """Per-head statistics and distances of 20 heads (4 x 5): heads 1-1 and 1-2 attend to the
+    previous token, 2-1 and 2-2 to the next, the rest to neither; every other statistic is the
+    same for every head, so no head stands out on it. Distances: 1 between the two heads of a
+    behaviour, 5 between any others."""
+    layer, head = np.repeat(np.arange(1, 5), 5), np.tile(np.arange(1, 6), 4)
+    prev = np.linspace(0.10, 0.29, 20)
+    nxt = np.linspace(0.29, 0.10, 20)
+    prev[[0, 1]], nxt[[5, 6]] = 0.9, 0.9
+    nxt[[0, 1]], prev[[5, 6]] = 0.0, 0.0
+    pd.DataFrame({"layer": layer, "head": head, "prev": prev, "next": nxt, "cls": 0.1,
+                  "sep": 0.1, "punct": 0.1, "entropy": 2.0}
+                 ).to_csv(folder / f"05_head_behaviour_{which}.csv", index=False)
+    names = [f"{la}-{h}" for la, h in zip(layer, head, strict=True)]
+    d = np.full((20, 20), 5.0)
+    for a, b in ((0, 1), (5, 6)):
+        d[a, b] = d[b, a] = 1.0
+    np.fill_diagonal(d, 0.0)
+    pd.DataFrame(d, index=pd.Index(names, name="head"), columns=names).to_csv(
+        folder / f"05_js_distance_{which}.csv")
+
+
+def test_behaviours_relative_to_the_model(tmp_path):
+    """Under the model-relative reading, a head shows a behaviour when it lies in this model's
+    most extreme tenth of heads on a statistic: here the two previous-token and the two
+    next-token heads; same-behaviour pairs at distance 1, others at 5: ratio 1 / 5. Where
+    notebook 05's thresholds label too few behaviours (the control's 'broad 4'), the main
+    reading takes the relative labels and says so."""
+    from analysis_utils.ledger import readings
+
+    t = _folder_05(tmp_path)
+    for which in ("model", "control"):
+        _heads_05(t.path, which)
+    c = _claim("05", "clark-6-behaviour-clusters")
+    assert c.reading == "behaviours"
+    assert c.rule(t, "model").check.result.estimate == pytest.approx(0.97)  # the notebook's
+    with readings.reading("behaviours", readings.READINGS["behaviours"][1]):
+        o = c.rule(t, "model")
+    assert o.check.result.estimate == pytest.approx(1 / 5)
+    assert "4 heads with a behaviour (previous token 2, next token 2)" in o.value
+    assert o.unit == "4 heads (101 permutations of their surface behaviour labels)"
+    assert "most extreme tenth" in o.note and "label too few" not in o.note
+    co = c.rule(t, "control")  # the main reading, falling back
+    assert co.check.result.estimate == pytest.approx(1 / 5)
+    assert "notebook 05's thresholds label too few behaviours (broad 4)" in co.note
+
+
 def test_same_layer_permutation_test_as_a_check(tmp_path):
     t = _folder_05(tmp_path)
     c = _claim("05", "clark-6-same-layer")
@@ -271,9 +318,10 @@ def test_behaviour_clusters(tmp_path):
     # 0.97 lies inside the null (0.95-1.05): the interval holds 1, no clusters shown
     lo, hi = o.check.result.interval_at(0.025)
     assert lo < 1.0 < hi
-    # the control's heads all behave alike: no clusters to compare
+    # the control's heads all behave alike under notebook 05's thresholds, and the run saved
+    # no per-head statistics to read them relative to the model
     co = c.rule(t, "control")
-    assert "fewer than two surface behaviours" in co.untestable and co.check is None
+    assert "re-run notebook 05" in co.untestable and co.check is None
     assert co.value == "4 heads with a behaviour (broad 4)"
 
 
@@ -282,8 +330,8 @@ def test_05_without_the_null_is_untestable_and_the_descriptive_rows_stay_so(tmp_
     o = _claim("05", "clark-6-same-layer").rule(t, "model")
     assert "re-run notebook 05" in o.untestable and o.check is None
     o = _claim("05", "clark-6-behaviour-clusters").rule(t, "model")
-    assert o.untestable.startswith("fewer than two") and o.value == "3 heads with a behaviour " \
-        "(broad 3)"
+    assert o.untestable.startswith("this run saved no 05_head_behaviour_model.csv") and \
+        o.value == "3 heads with a behaviour (broad 3)"
     o = _claim("05", "kovaleva-4.1-types-repeated").rule(t, "model")
     assert o.untestable and o.check is None
     # mean over seeds per task: Block 0% (MRPC) and 2% (RTE): not in every task

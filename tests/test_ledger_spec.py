@@ -351,8 +351,11 @@ def test_every_number_the_paper_leaves_open_is_read_by_a_claim_and_named_from_it
             with readings.reading(key, label):
                 assert readings.value(key) == v
     assert readings.READINGS["often"][0] == "a quarter of the heads"
+    assert readings.READINGS["substantial"][1:] == tuple(
+        f"more than {100 * 0.10 * f:g} points above uniform attention"
+        for f in readings.SENSITIVITY)
     assert readings.VALUES["often"]["half of the heads"] == Fraction(1, 2)
-    assert "within 2.5 points below" in readings.READINGS["close to"]
+    assert "within 4 points below" in readings.READINGS["close to"]
 
 
 def test_the_book_names_every_reading_the_ledger_judges():
@@ -366,3 +369,14 @@ def test_the_book_names_every_reading_the_ledger_judges():
     para = " ".join(para[:para.index("\n\n")].split())
     missing = [k for k in readings.READINGS if f'"{k}' not in para]
     assert not missing, f"book/findings.md does not name the readings {missing}"
+
+
+def test_every_reading_names_its_source():
+    """Each key of readings.READINGS has a source (the paper's words, or a named convention),
+    which the ledger prints in the specification cell of every row judged under it."""
+    from analysis_utils.ledger import readings
+
+    assert set(readings.SOURCES) == set(readings.READINGS)
+    assert all(len(v) > 20 for v in readings.SOURCES.values())
+    assert "4-point gap" in readings.SOURCES["close to"]  # generated from Clark's Table 2
+    assert "within 4 points below" in readings.READINGS["close to"]

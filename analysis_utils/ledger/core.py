@@ -757,6 +757,11 @@ def _spec_text(c: Claim, o: Outcome | None, a: float, margins, routes, readings)
     alts += [f"{words}: {d}" for d in readings[1:]]
     if alts:
         parts.append("also judged under: " + "; ".join(x for x in alts if x))
+    if readings:
+        from .readings import SOURCES
+
+        parts.append("where the readings come from: " + "; ".join(
+            f"{k}: {SOURCES[k]}" for k in c.reading.split("+")))
     return "; ".join(parts)
 
 
