@@ -265,6 +265,29 @@ def test_behaviours_relative_to_the_model(tmp_path):
     co = c.rule(t, "control")  # the main reading, falling back
     assert co.check.result.estimate == pytest.approx(1 / 5)
     assert "notebook 05's thresholds label too few behaviours (broad 4)" in co.note
+    # the control's value says how it was labelled (the row's reference cell shows it)
+    assert co.value.endswith("labelled relative to this model (notebook 05's thresholds label "
+                             "too few: broad 4)")
+    # 'clear' clusters: the ratio must lie below 1 by more than a tenth
+    assert float(co.check.margin) == pytest.approx(0.1) and co.check.margin.kind == "convention"
+
+
+def test_a_reading_that_is_the_main_one_on_this_model_counts_once():
+    """Two readings with the same statistic, interval, null, margin and unit are one
+    specification: core._same_evidence, which the multiverse uses to count it once."""
+    import dataclasses
+
+    from analysis_utils.ledger.core import Check, Outcome, _same_evidence
+
+    r = resample.from_draws(np.linspace(0.7, 0.9, 101), 0.8, null=1.0)
+    a = Outcome(value="ratio 0.8; labelled relative", check=Check(result=r, null=1.0,
+                                                                   direction=-1), unit="9 heads")
+    b = dataclasses.replace(a, value="ratio 0.8")
+    assert _same_evidence(a, b)
+    assert not _same_evidence(a, dataclasses.replace(b, unit="8 heads"))
+    other = resample.from_draws(np.linspace(0.6, 0.9, 101), 0.8, null=1.0)
+    assert not _same_evidence(a, dataclasses.replace(b, check=Check(result=other, null=1.0,
+                                                                    direction=-1)))
 
 
 def test_same_layer_permutation_test_as_a_check(tmp_path):

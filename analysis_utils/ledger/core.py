@@ -790,6 +790,22 @@ def _why(j: _Judged, o: Outcome) -> str:
     return f"{j.verdict}: {j.reason}" + (f" ({j.per_task})" if j.per_task else "")
 
 
+def _same_evidence(a: Outcome, b: Outcome) -> bool:
+    """Whether two readings' outcomes are the same evidence (the same statistic, interval,
+    null, margin and unit; their words may differ): a reading that coincides with the main one
+    on this model (behaviours the main reading already reads relative to the model) is one
+    specification, not a second that agrees."""
+    if a.untestable or b.untestable or a.unit != b.unit or a.per_task or b.per_task:
+        return False
+    ca, cb = a.check, b.check
+    if ca is None or cb is None or ca.result is None or cb.result is None:
+        return False
+    return ((ca.null, ca.direction, ca.kind, float(ca.margin or 0.0))
+            == (cb.null, cb.direction, cb.kind, float(cb.margin or 0.0))
+            and (ca.result.estimate, ca.result.lo, ca.result.hi)
+            == (cb.result.estimate, cb.result.lo, cb.result.hi))
+
+
 def _multiverse(c: Claim, tables: Tables, o: Outcome, a: float, i: int, idx: np.ndarray,
                 p_family: np.ndarray, tested: np.ndarray, main: _Judged) -> tuple[dict, list]:
     """The row judged under every specification (:mod:`.spec`): the margin choices, the routes
@@ -811,12 +827,22 @@ def _multiverse(c: Claim, tables: Tables, o: Outcome, a: float, i: int, idx: np.
     if not routes:
         return cells, []
     outs = {readings[0] if readings else "": (o, p)}
+    same = []
     for d, combo in zip(readings[1:], combos[1:], strict=True):
         with contextlib.ExitStack() as stack:
             for k, v in zip(keys, combo, strict=True):
                 stack.enter_context(reading(k, v))
             od = _apply(c, tables, "model")
+        if od is not None and _same_evidence(od, o):
+            same.append(d)  # the main reading itself on this model: one specification, not two
+            continue
         outs[d] = (od, _row_p(od)) if od is not None else (None, float("nan"))
+    if same:
+        words = c.reading.replace("+", ", ")
+        for d in same:
+            cells["specification"] = cells["specification"].replace(
+                f"{words}: {d}", f"{words}: {d} (on this model the main reading itself: "
+                                 "counted once)")
     verdicts, records = {}, []
     every, first_margin = [], {}
     for d, (od, pd_) in outs.items():  # each reading's own margin choices, routes and units

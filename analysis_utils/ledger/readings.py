@@ -135,15 +135,16 @@ SOURCES: dict[str, str] = {
 #: - "very broad heads" sit in lower layers (Clark 3.3): the mean entropy of all heads per part
 #:   of the depth, or where the broadest tenth of heads sit (the claim is about some heads);
 #: - the surface "behaviours" of Clark's Figure 6 ("found through the analysis methods discussed
-#:   throughout this paper"): notebook 05's absolute thresholds (its thr_* parameters: entropy
-#:   above 3.8 nats, more than half on the previous or next token, more than 60% on [CLS],
-#:   [SEP] or ./,), numbers read off BERT-base, or the same statistics relative to this model:
+#:   throughout this paper"): notebook 05's absolute thresholds (its thr_* parameters: more
+#:   than half on the previous or next token, Clark 3.1's; entropy above 3.8 nats, near
+#:   Section 3.3's broad heads; more than 60% on [CLS], [SEP] or ./,, a convention), or the
+#:   same statistics relative to this model:
 #:   a head shows a behaviour when it lies in this model's most extreme tenth of heads on that
 #:   statistic (:data:`BEHAVIOUR_QUANTILE`). Where the absolute thresholds label fewer than two
 #:   behaviours with two heads (all-mpnet-base-v2: broad 5, next token 1), the main reading
 #:   takes the model-relative labels, and the row says so;
 #: - the numbers of :data:`VALUES` ("substantial", "often", "mostly", "many", "close to",
-#:   "usually"), each named from its value.
+#:   "usually") and the "no-op token", each named from its value.
 READINGS: dict[str, tuple[str, ...]] = {
     "earlier/later": ("halves", "thirds"),
     "last two": ("this model's last two", "BERT-base's 11-12 at relative depth"),
