@@ -93,26 +93,28 @@ SOURCES: dict[str, str] = {
     "broad heads": "Clark 3.3 says 'some attention heads, especially in lower layers': the "
                    "broadest tenth of heads, or all heads' mean entropy",
     "behaviours": "Clark Figure 6's behaviours were 'found through the analysis methods "
-                  "discussed throughout this paper', with no thresholds: notebook 05's "
-                  "absolute ones, or this model's own extreme tenth",
+                  "discussed throughout this paper': notebook 05's absolute thresholds (more "
+                  "than half on the previous or next token, Clark 3.1; entropy above 3.8 nats, "
+                  "near 3.3's broad heads; more than 60% on [CLS], [SEP] or ./,, a convention), "
+                  "or this model's own most extreme tenth of heads",
     "substantial": "Clark 3.2 gives no number: a tenth of all attention, a convention, with "
                    "it halved and doubled (ledger.readings.SENSITIVITY)",
     "often": "Clark 3.2 gives no fraction: a quarter of the heads, a convention, with the "
-             "named fractions either side (a fifth; a third and half, which BERT-base meets)",
+             "named fractions either side (a fifth; a third and half)",
     "mostly": "Clark 3.2: a majority, the word's meaning; two thirds, a clear majority, the "
               "stricter convention",
-    "many": "Clark 4.2 gives no number: a third of the relations, a convention, with the named "
-            "fractions either side (a quarter; half, as in the paper's own Table 1, where 6 of "
-            "the 10 most common relations are unbolded)",
+    "many": "Clark 1 and 4.2 give no number: a third of the relations, a convention, with the "
+            "named fractions either side (a quarter; half, as in the paper's own Table 1, "
+            "where 6 of the 10 most common relations are unbolded)",
     "close to": f"Clark 4.3 gives no number: 5 points, a convention; the paper's own "
                 f"{_points(PAPER_GAP)}-point gap (5-4 vs. the rule-based system, Table 2), "
-                "which it calls close; 10 points, the gain the same sentence counts as a clear "
-                "improvement, an upper bound",
+                "which it calls close (the paper's head lies on that edge); 10 points, the gain "
+                "the same sentence counts as a clear improvement, an upper bound",
     "usually": "Clark 4.3: more often than not, the word's meaning; two thirds, the stricter "
                "convention",
     "no-op token": "Clark 3.2 names [SEP], then speculates that 'attention over these special "
-                   "tokens' is a no-op: [SEP] alone, or [SEP] and [CLS] together (a model's "
-                   "no-op sink may be [CLS])",
+                   "tokens' (Section 2: [CLS] and [SEP]) is a no-op: [SEP] alone, or [SEP] and "
+                   "[CLS] together (a model's no-op sink may be [CLS])",
 }
 #: ``{the claim's words: (main reading, alternatives...)}``, each with where it comes from:
 #:
