@@ -285,6 +285,10 @@ def test_a_reading_that_is_the_main_one_on_this_model_counts_once():
     b = dataclasses.replace(a, value="ratio 0.8")
     assert _same_evidence(a, b)
     assert not _same_evidence(a, dataclasses.replace(b, unit="8 heads"))
+    # the same resampled result judged on another head (notebook 06's standout, not the best)
+    assert not _same_evidence(a, dataclasses.replace(b, check=dataclasses.replace(b.check,
+                                                                                 head=3)))
+    assert not _same_evidence(a, dataclasses.replace(b, heads="6-5, 1-2"))
     other = resample.from_draws(np.linspace(0.6, 0.9, 101), 0.8, null=1.0)
     assert not _same_evidence(a, dataclasses.replace(b, check=Check(result=other, null=1.0,
                                                                     direction=-1)))

@@ -795,13 +795,14 @@ def _same_evidence(a: Outcome, b: Outcome) -> bool:
     null, margin and unit; their words may differ): a reading that coincides with the main one
     on this model (behaviours the main reading already reads relative to the model) is one
     specification, not a second that agrees."""
-    if a.untestable or b.untestable or a.unit != b.unit or a.per_task or b.per_task:
+    if (a.untestable or b.untestable or a.unit != b.unit or a.heads != b.heads
+            or a.per_task or b.per_task):
         return False
     ca, cb = a.check, b.check
     if ca is None or cb is None or ca.result is None or cb.result is None:
         return False
-    return ((ca.null, ca.direction, ca.kind, float(ca.margin or 0.0))
-            == (cb.null, cb.direction, cb.kind, float(cb.margin or 0.0))
+    # every parameter of the test (null, direction, margin, the head judged, ...) and its result
+    return (dataclasses.replace(ca, result=None) == dataclasses.replace(cb, result=None)
             and (ca.result.estimate, ca.result.lo, ca.result.hi)
             == (cb.result.estimate, cb.result.lo, cb.result.hi))
 

@@ -33,7 +33,10 @@ def save(page, name: str, full: bool = False) -> None:
         HERE / f"{name}.png", optimize=True)
 
 
-def walk(browser, size, shots: list[str], claim: str, head: str | None):
+def walk(browser, size, shots: list[str], claim: str, head: str | None, focus: str = ""):
+    """Front page -> findings index -> the claim's page (-> the head in the atlas); ``focus``:
+    a selector on the claim's page to scroll into view before its screenshot (the evidence
+    links, where the walkthrough's text is about them)."""
     context = browser.new_context(viewport={"width": size[0], "height": size[1]})
     off = []
     context.route("**/*", lambda r: r.continue_() if r.request.url.startswith(
@@ -50,6 +53,9 @@ def walk(browser, size, shots: list[str], claim: str, head: str | None):
     page.click(f"tr[id='{claim}'] a")  # 2: the claim's page
     clicks += 1
     page.wait_for_selector(".claim-verdicts")
+    if focus:
+        page.evaluate("s => document.querySelector(s).scrollIntoView({block: 'center'})",
+                      focus)
     save(page, shots[1])
     if head:
         page.click(f"a.atlas-head:text-is('{head}') >> nth=0")  # 3: the head in the atlas
@@ -103,7 +109,8 @@ def main() -> int:
              "02-a-head-tracks-nn-better-than-the-best-fixed-offset",
              head_of("02-a-head-tracks-nn-better-than-the-best-fixed-offset"))
         walk(browser, LAPTOP, ["-", "3-claim"],
-             "06-pre-trained-fine-tuning-beats-random-init-fine-tuning", None)
+             "06-pre-trained-fine-tuning-beats-random-init-fine-tuning", None,
+             focus=".claim-evidence")
         browser.close()
     nn, coref = ("02-a-head-tracks-nn-better-than-the-best-fixed-offset",
                  "03-the-best-head-beats-the-nearest-mention")
