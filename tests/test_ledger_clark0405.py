@@ -262,6 +262,15 @@ def test_behaviours_relative_to_the_model(tmp_path):
     assert "4 heads with a behaviour (previous token 2, next token 2)" in o.value
     assert o.unit == "4 heads (101 permutations of their surface behaviour labels)"
     assert "most extreme tenth" in o.note and "label too few" not in o.note
+    # under the main reading the model is labelled by notebook 05's thresholds and its control,
+    # which they label too few, relative to itself: the model's row says so and compares both
+    # labelled alike (here 0.2 and 0.2: the control is clearly below 0.9, so no word on the
+    # margin deciding)
+    main = c.rule(t, "model").note
+    assert ("labelled differently from its random-weights control: notebook 05's thresholds "
+            "label too few of the control's behaviours (broad 4)") in main
+    assert "ratio 0.200 here against the control's 0.200" in main
+    assert "'clear' margin" not in main
     co = c.rule(t, "control")  # the main reading, falling back
     assert co.check.result.estimate == pytest.approx(1 / 5)
     assert "notebook 05's thresholds label too few behaviours (broad 4)" in co.note

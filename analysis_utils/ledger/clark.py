@@ -1634,6 +1634,7 @@ def _separation(grouping: str):
                      "layers), so part of the effect may be the layers'")
             if relative:
                 note = f"{relative}; {note}"
+            note = "; ".join(x for x in (note, _labelling_note(t, which, relative)) if x)
         return Outcome(value=value, check=Check(
                            result=r, kind="effect", null=NO_SEPARATION, paper_effect=None,
                            direction=-1,
@@ -1641,6 +1642,37 @@ def _separation(grouping: str):
                        unit=f"{heads} heads ({n_perm} permutations of their {what} labels)",
                        note=note, scale=1.0, suffix="", digits=3)
     return rule
+
+
+def _labelling_note(t: Tables, which: str, relative: str) -> str:
+    """Where the model and its random-weights control are labelled differently (one by
+    notebook 05's thresholds, the other relative to itself because those label too few), the
+    comparison with both labelled relative to their model, and whether the 'clear' margin is
+    what the control fails (the second referee, issue 52). Said on the model's row."""
+    if which != "model" or relative or not t.has("05_behaviour_separation.csv"):
+        return ""
+    d = t.read("05_behaviour_separation.csv").set_index("model")
+    if "control" not in d.index or str(d.loc["control", "testable"]).strip().lower() == "true":
+        return ""
+    mine, ctrl = _relative_behaviours(t, "model"), _relative_behaviours(t, "control")
+    if isinstance(mine, str) or isinstance(ctrl, str) or not ctrl["testable"]:
+        return ""
+    null = np.asarray(ctrl["null_ratio"], dtype=float)
+    below = float(np.mean(null - NO_SEPARATION + ctrl["ratio"] < NO_SEPARATION))
+    text = ("labelled differently from its random-weights control: notebook 05's thresholds "
+            f"label too few of the control's behaviours ({_control_labels(d)}), so the control is "
+            "labelled relative to itself; with both labelled relative to their model: ratio "
+            f"{mine['ratio']:.3f} here against the control's {ctrl['ratio']:.3f}")
+    if NO_SEPARATION - CLEAR_CLUSTERS < ctrl["ratio"] < NO_SEPARATION and below > 0.975:
+        text += (f"; the control's ratio also lies below {NO_SEPARATION:g}, so it is the "
+                 f"'clear' margin (a ratio below {NO_SEPARATION - CLEAR_CLUSTERS:g}) that it "
+                 "fails")
+    return text
+
+
+def _control_labels(d: pd.DataFrame) -> str:
+    v = d.loc["control", "labels"]
+    return v if isinstance(v, str) else "none"
 
 
 def _relative_behaviours(t: Tables, which: str) -> dict | str:

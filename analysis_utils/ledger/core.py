@@ -791,20 +791,26 @@ def _why(j: _Judged, o: Outcome) -> str:
 
 
 def _same_evidence(a: Outcome, b: Outcome) -> bool:
-    """Whether two readings' outcomes are the same evidence (the same statistic, interval,
-    null, margin and unit; their words may differ): a reading that coincides with the main one
-    on this model (behaviours the main reading already reads relative to the model) is one
-    specification, not a second that agrees."""
+    """Whether two readings' outcomes are the same evidence (the same test parameters, unit,
+    heads, estimate and resampled draws; their words may differ): a reading that coincides
+    with the main one on this model (behaviours the main reading already reads relative to the
+    model) is one specification, not a second that agrees."""
     if (a.untestable or b.untestable or a.unit != b.unit or a.heads != b.heads
             or a.per_task or b.per_task):
         return False
     ca, cb = a.check, b.check
     if ca is None or cb is None or ca.result is None or cb.result is None:
         return False
-    # every parameter of the test (null, direction, margin, the head judged, ...) and its result
-    return (dataclasses.replace(ca, result=None) == dataclasses.replace(cb, result=None)
-            and (ca.result.estimate, ca.result.lo, ca.result.hi)
-            == (cb.result.estimate, cb.result.lo, cb.result.hi))
+    # every parameter of the test (null, direction, margin, the head judged, ...), and the
+    # result itself: the same estimate and the same resampled draws (equal intervals at one
+    # level are not enough: halves and thirds may agree there and part at the family's)
+    if dataclasses.replace(ca, result=None) != dataclasses.replace(cb, result=None):
+        return False
+    ra, rb = ca.result, cb.result
+    da, db = getattr(ra, "draws", None), getattr(rb, "draws", None)
+    if da is None or db is None or len(da) == 0 or np.shape(da) != np.shape(db):
+        return False
+    return ra.estimate == rb.estimate and bool(np.array_equal(da, db, equal_nan=True))
 
 
 def _multiverse(c: Claim, tables: Tables, o: Outcome, a: float, i: int, idx: np.ndarray,
@@ -842,8 +848,8 @@ def _multiverse(c: Claim, tables: Tables, o: Outcome, a: float, i: int, idx: np.
         words = c.reading.replace("+", ", ")
         for d in same:
             cells["specification"] = cells["specification"].replace(
-                f"{words}: {d}", f"{words}: {d} (on this model the main reading itself: "
-                                 "counted once)")
+                f"{words}: {d}", f"{words}: {d} (on this model the same evidence as the main "
+                                 "reading: counted once)")
     verdicts, records = {}, []
     every, first_margin = [], {}
     for d, (od, pd_) in outs.items():  # each reading's own margin choices, routes and units
