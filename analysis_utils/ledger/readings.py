@@ -94,8 +94,8 @@ SOURCES: dict[str, str] = {
                    "broadest tenth of heads, or all heads' mean entropy",
     "behaviours": "Clark Figure 6's behaviours were 'found through the analysis methods "
                   "discussed throughout this paper': notebook 05's absolute thresholds (more "
-                  "than half on the previous or next token, Clark 3.1; entropy above 3.8 nats, "
-                  "near 3.3's broad heads; more than 60% on [CLS], [SEP] or ./,, a convention), "
+                  "than half on the previous or next token, Clark 3.1; entropy above 3.8 nats and "
+                  "more than 60% on [CLS], [SEP] or ./,, conventions), "
                   "or this model's own most extreme tenth of heads",
     "substantial": "Clark 3.2 gives no number: a tenth of all attention, a convention, with "
                    "it halved and doubled (ledger.readings.SENSITIVITY)",
@@ -138,8 +138,8 @@ SOURCES: dict[str, str] = {
 #:   of the depth, or where the broadest tenth of heads sit (the claim is about some heads);
 #: - the surface "behaviours" of Clark's Figure 6 ("found through the analysis methods discussed
 #:   throughout this paper"): notebook 05's absolute thresholds (its thr_* parameters: more
-#:   than half on the previous or next token, Clark 3.1's; entropy above 3.8 nats, near
-#:   Section 3.3's broad heads; more than 60% on [CLS], [SEP] or ./,, a convention), or the
+#:   than half on the previous or next token, Clark 3.1's; entropy above 3.8 nats and more
+#:   than 60% on [CLS], [SEP] or ./,, conventions), or the
 #:   same statistics relative to this model:
 #:   a head shows a behaviour when it lies in this model's most extreme tenth of heads on that
 #:   statistic (:data:`BEHAVIOUR_QUANTILE`). Where the absolute thresholds label fewer than two
