@@ -217,3 +217,21 @@ def test_the_committed_notebooks_are_not_changed_and_each_output_is_anchored_onc
         assert len(ids) == len(set(ids)), rel
         pg = evidence.page(paths.REPO_ROOT, rel)
         assert sorted(htmllib.unescape(i) for i in ids) == sorted(a.id for a in pg.anchors.values())
+
+
+def test_a_page_whose_source_is_gone_is_removed(tmp_path):
+    """Sphinx never deletes the page of a deleted source: a claim renamed in the ledger would
+    leave its old page, and its broken links, in an incremental build. book.remove_orphans
+    deletes such pages and keeps every page a source, a copied extra or Sphinx itself makes."""
+    source, out = tmp_path / "source", tmp_path / "html"
+    for rel in ("index.md", "claims/kept.md", "notebooks/01_x.ipynb",
+                "_extra/figures/atlas/m.html"):
+        (source / rel).parent.mkdir(parents=True, exist_ok=True)
+        (source / rel).write_text("x")
+    for rel in ("index.html", "claims/kept.html", "claims/renamed.html", "notebooks/01_x.html",
+                "figures/atlas/m.html", "search.html", "genindex.html", "_static/x.html"):
+        (out / rel).parent.mkdir(parents=True, exist_ok=True)
+        (out / rel).write_text("x")
+    assert [p.as_posix() for p in book.remove_orphans(source, out)] == ["claims/renamed.html"]
+    assert not (out / "claims" / "renamed.html").exists()
+    assert (out / "claims" / "kept.html").exists() and (out / "_static" / "x.html").exists()

@@ -330,7 +330,33 @@ def build(root: str | Path | None = None, out: str | Path | None = None,
     if status != 0:
         raise RuntimeError(f"Sphinx failed (exit {status}) building {source} into {out}; "
                            "its warnings are above")
+    remove_orphans(source, out)
     return out
+
+
+#: Pages Sphinx writes itself, with no source of their own.
+SPHINX_PAGES = {"search.html", "genindex.html", "py-modindex.html"}
+
+
+def remove_orphans(source: Path, out: Path) -> list[Path]:
+    """Delete the HTML pages of ``out`` that no source of ``source`` makes any more: Sphinx
+    builds incrementally and never removes the page of a deleted source, so a claim renamed in
+    the ledger would leave its old page behind, linking to an anchor that is gone. A page is
+    kept when its source (``.md``, ``.ipynb`` or ``.rst``) or its copied file under
+    ``_extra`` exists, or when Sphinx makes it itself. Returns the pages removed."""
+    gone = []
+    for page in sorted(out.rglob("*.html")):
+        rel = page.relative_to(out)
+        if rel.parts[0].startswith("_") or rel.as_posix() in SPHINX_PAGES:
+            continue
+        stem = source / rel.with_suffix("")
+        if any(stem.with_suffix(x).is_file() for x in (".md", ".ipynb", ".rst")):
+            continue
+        if (source / "_extra" / rel).is_file():
+            continue
+        page.unlink()
+        gone.append(rel)
+    return gone
 
 
 class _Links(HTMLParser):
