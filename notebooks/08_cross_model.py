@@ -108,7 +108,7 @@ notebook.table_view(cm.availability(folders), index="folder")
 #
 # Every parameter and data description of notebooks 01-05 that differs between the runs, from
 # their provenance: the model itself, and whatever a profile changed (e.g. the `base`
-# profile's seeded samples of EWT, fewer probe seeds and fewer GLUE examples, which its CPU
+# profile's fewer probe seeds, fewer norm segments and fewer GLUE examples, which its CPU
 # budget forced), and what follows from the tokenizer (segment lengths, words split into
 # pieces). Each is a deviation between the models' numbers below.
 
