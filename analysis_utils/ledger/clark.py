@@ -94,7 +94,7 @@ LITTLE = _C3["broad_max_weight"]
 OFTEN = float(readings.main_value("often"))
 SUBSTANTIAL = float(readings.main_value("substantial"))
 #: "very broad heads" (3.3), under the main reading: the broadest tenth of all heads.
-BROADEST = 0.10
+BROADEST = readings.BROADEST
 #: The layer whose heads "attend broadly" (3.3: "heads in layer 1"), 1-based.
 BROAD_LAYER = 1
 
@@ -1200,8 +1200,9 @@ def _by_product(t: Tables, which: str) -> Outcome:
 
 BY_MENTION = "03_by_mention_{}.npz"
 #: Clark 4.3: the best head improves "by over 10 accuracy points on the string-matching
-#: baseline" (head-word match): the margin its accuracy must clear.
-OVER_STRING_MATCH = 0.10
+#: baseline" (head-word match): the margin its accuracy must clear (the same number bounds
+#: the "close to" readings: :data:`.readings.STRING_MATCH_GAIN`).
+OVER_STRING_MATCH = readings.STRING_MATCH_GAIN
 #: "performing close to the rule-based system" (Clark 4.3) read as less than this far below it
 #: (the main reading; the paper gives no number; the alternatives: :data:`.readings.VALUES`).
 CLOSE_TO = readings.main_value("close to")
@@ -1228,16 +1229,16 @@ def _mentions(t: Tables, which: str) -> dict:
 _T2_COL = {"All": 0, "pronoun": 1, "proper": 2, "nominal": 3}
 
 
-def _coref(system: str, null: float | str):
+def _coref(system: str, null: float = 0.0, below: str = ""):
     """The best of the L x H heads against ``system`` on the same mentions, documents
     resampled: margin (head - system) beyond ``null`` (0 for 'beats', +0.10 for 'by over 10
-    points'); ``null="close to"``: within the reading in force below it
-    (:func:`.readings.value`, 5 points under the main one)."""
+    points'); ``below``, a key of :data:`.readings.VALUES` ("close to"): within that reading's
+    distance below the system, the reading in force (:func:`.readings.value`)."""
     paper = (CLARK_TABLE2["head 5-4"][0] - CLARK_TABLE2[system][0]) / 100
-    fixed = null
 
-    def rule(t: Tables, which: str) -> Outcome:
-        null = -float(readings.value(fixed)) if isinstance(fixed, str) else fixed
+    def rule(t: Tables, which: str, null=null) -> Outcome:
+        if below:
+            null = -float(readings.value(below))
         m = _mentions(t, which)
         base = m["base"][system]
         r = max_over_heads(m["head"], base, m["document"], null=null,
@@ -1657,13 +1658,14 @@ def _labelling_note(t: Tables, which: str, relative: str) -> str:
     mine, ctrl = _relative_behaviours(t, "model"), _relative_behaviours(t, "control")
     if isinstance(mine, str) or isinstance(ctrl, str) or not ctrl["testable"]:
         return ""
-    null = np.asarray(ctrl["null_ratio"], dtype=float)
-    below = float(np.mean(null - NO_SEPARATION + ctrl["ratio"] < NO_SEPARATION))
+    # the control's own permutation test, as its row judges it (95%, two-sided)
+    ctrl_hi = _permutation_result(ctrl["ratio"], ctrl["null_ratio"],
+                                  int(ctrl["heads"])).interval_at(0.05)[1]
     text = ("labelled differently from its random-weights control: notebook 05's thresholds "
             f"label too few of the control's behaviours ({_control_labels(d)}), so the control is "
             "labelled relative to itself; with both labelled relative to their model: ratio "
             f"{mine['ratio']:.3f} here against the control's {ctrl['ratio']:.3f}")
-    if NO_SEPARATION - CLEAR_CLUSTERS < ctrl["ratio"] < NO_SEPARATION and below > 0.975:
+    if NO_SEPARATION - CLEAR_CLUSTERS < ctrl["ratio"] and ctrl_hi < NO_SEPARATION:
         text += (f"; the control's ratio also lies below {NO_SEPARATION:g}, so it is the "
                  f"'clear' margin (a ratio below {NO_SEPARATION - CLEAR_CLUSTERS:g}) that it "
                  "fails")
@@ -1690,19 +1692,16 @@ def _relative_behaviours(t: Tables, which: str) -> dict | str:
     if missing:
         return f"this run saved no {' and no '.join(missing)}; re-run notebook 05"
     p = t.params("05")
-    absolute = {c: float(p.get(f"thr_{c}", v))
-                for c, v in clustering.DEFAULT_THRESHOLDS.items()}
     per_head = t.read(stats_file)
     thr = {c: float(np.quantile(per_head[c].to_numpy(dtype=float), readings.BEHAVIOUR_QUANTILE))
-           for c in absolute if c in per_head.columns}
+           for c in clustering.DEFAULT_THRESHOLDS if c in per_head.columns}
     dist = t.read(dist_file).set_index("head")
     order = [f"{la}-{h}" for la, h in zip(per_head["layer"], per_head["head"], strict=True)]
     labels = clustering.behaviour_labels(per_head, thr).set_axis(order)
-    res = clustering.behaviour_separation(dist.to_numpy(dtype=float),
-                                          labels.loc[list(dist.index)].to_numpy(),
-                                          n_perm=int(p.get("n_perm", 1000)),
-                                          seed=int(p.get("seed", 0)), return_null=True)
-    return res
+    return clustering.behaviour_separation(dist.to_numpy(dtype=float),
+                                           labels.loc[list(dist.index)].to_numpy(),
+                                           n_perm=int(p.get("n_perm", 1000)),
+                                           seed=int(p.get("seed", 0)), return_null=True)
 
 
 def _types_repeated(t: Tables, which: str) -> Outcome:
@@ -2135,23 +2134,22 @@ def _claims_03() -> list[Claim]:
     test = (f"documents (OntoGUM's sampling unit) resampled, {RESAMPLES_02:,} times; max-T "
             "over the L x H heads (the best chosen inside each resample), paired with the "
             "system on the same mentions; two-sided")
-    for claim, system, null, reg in (
+    for claim, system, null, below, reg in (
             ("the best head beats head-word match by over 10 points", "head_match",
-             OVER_STRING_MATCH, "clark-4.3-over-10-points"),
+             OVER_STRING_MATCH, "", "clark-4.3-over-10-points"),
             (f"the best head comes within {words.points(CLOSE_TO)} points of the rule-based "
-             "system", "rule_based", "close to", "clark-4.3-close-to-rule-based"),
-            ("the best head beats the nearest mention", "nearest", 0.0,
+             "system", "rule_based", -CLOSE_TO, "close to", "clark-4.3-close-to-rule-based"),
+            ("the best head beats the nearest mention", "nearest", 0.0, "",
              "clark-4.3-table2-nearest")):
-        shown = -CLOSE_TO if isinstance(null, str) else null
         out.append(Claim(
             "03", CLARK, "4.3, Table 2", claim,
             f"5-4 {h[0]}% vs. {t2[system][0]}% ({h[0] - t2[system][0]:+d})",
             f"the best head's antecedent accuracy minus {system}'s "
-            + (f"above {100 * shown:+g} points" if shown else "above 0")
+            + (f"above {100 * null:+g} points" if null else "above 0")
             + (" ('close' read as within that far below it; the paper gives no number)"
-               if isinstance(null, str) else ""),
-            f"{_CONTROL} (its own best head)", test, _coref(system, null), needs,
-            registry=(reg,), reading=null if isinstance(null, str) else ""))
+               if below else ""),
+            f"{_CONTROL} (its own best head)", test, _coref(system, null, below), needs,
+            registry=(reg,), reading=below))
     out.append(Claim(
         "03", CLARK, "4.3, Table 2", "the best head is particularly good with nominal mentions",
         f"5-4 {h[3]}% vs. head match {t2['head_match'][3]}% on nominal mentions "

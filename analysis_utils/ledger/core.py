@@ -723,9 +723,11 @@ def _main_margin(o: Outcome | None) -> str:
     return m[0] if m else ""
 
 
-def _spec_text(c: Claim, o: Outcome | None, a: float, margins, routes, readings) -> str:
+def _spec_text(c: Claim, o: Outcome | None, a: float, margins, routes, readings,
+               same: tuple = ()) -> str:
     """The main specification in words, with the alternatives judged: generated from the
-    Check's parameters, never written beside them."""
+    Check's parameters, never written beside them. ``same``: the alternative readings that are
+    the main one's evidence on this model (:func:`_same_evidence`), counted once."""
     from .spec import margin_source
 
     if o is None or not routes:
@@ -754,7 +756,9 @@ def _spec_text(c: Claim, o: Outcome | None, a: float, margins, routes, readings)
     alts = [margin_text(with_margin(base, m)) for m in margins[1:]]
     if "holm" in routes:
         alts.append("Holm's step-down level")
-    alts += [f"{words}: {d}" for d in readings[1:]]
+    alts += [f"{words}: {d}" + (" (on this model the same evidence as the main reading: "
+                                "counted once)" if d in same else "")
+             for d in readings[1:]]
     if alts:
         parts.append("also judged under: " + "; ".join(x for x in alts if x))
     if readings:
@@ -829,10 +833,8 @@ def _multiverse(c: Claim, tables: Tables, o: Outcome, a: float, i: int, idx: np.
     keys = c.reading.split("+") if c.reading and routes else []
     combos = list(itertools.product(*(READINGS[k] for k in keys))) if keys else []
     readings = tuple(" / ".join(x) for x in combos)
-    cells = {"specification": _spec_text(c, o, a, margins, routes, readings),
-             "specifications": "", "robust": "", "turns_on": ""}
     if not routes:
-        return cells, []
+        return {"specification": "", "specifications": "", "robust": "", "turns_on": ""}, []
     outs = {readings[0] if readings else "": (o, p)}
     same = []
     for d, combo in zip(readings[1:], combos[1:], strict=True):
@@ -844,12 +846,8 @@ def _multiverse(c: Claim, tables: Tables, o: Outcome, a: float, i: int, idx: np.
             same.append(d)  # the main reading itself on this model: one specification, not two
             continue
         outs[d] = (od, _row_p(od)) if od is not None else (None, float("nan"))
-    if same:
-        words = c.reading.replace("+", ", ")
-        for d in same:
-            cells["specification"] = cells["specification"].replace(
-                f"{words}: {d}", f"{words}: {d} (on this model the same evidence as the main "
-                                 "reading: counted once)")
+    cells = {"specification": _spec_text(c, o, a, margins, routes, readings, tuple(same)),
+             "specifications": "", "robust": "", "turns_on": ""}
     verdicts, records = {}, []
     every, first_margin = [], {}
     for d, (od, pd_) in outs.items():  # each reading's own margin choices, routes and units
