@@ -14,13 +14,18 @@ parameters cell (name and type) and the ranges declared in :mod:`analysis_utils.
   the default data, notebooks 01-05, into ``results/base/``, ``figures/base/`` and
   ``notebooks/base/`` so the default outputs stay where they are.
 - ``paper``: ``bert-base-uncased`` as in both papers, for a connected GPU box.
+
+Every profile sets ``recompute = True`` where a notebook has it: a rendered run computes
+every heavy step it shows and saves it as evidence (:mod:`analysis_utils.publish.saved`); the
+notebook's own default, ``False``, is for a reader who opens it alone and replays that
+evidence.
 """
 
 from __future__ import annotations
 
 PROFILES: dict[str, dict[str, dict]] = {
     "smoke": {
-        "*": {"model": "minilm", "seed": 0},
+        "*": {"model": "minilm", "seed": 0, "recompute": True},
         "01": {"n_segments": 24, "mlm_steps": 20, "mlm_texts": 40,
                "n_grad_segments": 4, "n_norm_segments": 12},
         "02": {"max_sentences": 60, "min_count": 20},
@@ -38,7 +43,7 @@ PROFILES: dict[str, dict[str, dict]] = {
                "train_subsets": "MRPC:64,STS-B:64", "epochs": 1, "max_dev": 48, "n_boot": 200,
                "n_random_orders": 1, "importance_examples": 32},
     },
-    "default": {},
+    "default": {"*": {"recompute": True}},
     # all-mpnet-base-v2 (12 x 12, hidden 768) on the default data, into results/base/,
     # figures/base/ and notebooks/base/; notebooks 01-05 only (NOTEBOOKS below).
     # CPU budget (2 cores): three training seeds for the probes and classifiers, 200 GLUE dev
@@ -48,13 +53,13 @@ PROFILES: dict[str, dict[str, dict]] = {
     # dev sample numbers its sentences apart from 02's, which the ledger's distributed-syntax
     # test matches on (issue 52).
     "base": {
-        "*": {"model": "mpnet"},
+        "*": {"model": "mpnet", "recompute": True},
         "01": {"n_norm_segments": 300},
         "04": {"seeds": "0,1,2"},
         "05": {"seeds": "0,1,2", "glue_max_examples": 200},
     },
     "paper": {
-        "*": {"model": "bert-base-uncased"},
+        "*": {"model": "bert-base-uncased", "recompute": True},
     },
 }
 

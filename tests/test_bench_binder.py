@@ -49,3 +49,10 @@ def test_the_table_counts_the_notebooks_that_reached_their_last_cell():
     text = bench.table(rows, 300.0, 2048.0)
     assert "| 06 | time limit | 300 | 1,500 |" in text
     assert text.endswith("1 of 2 notebooks reached their last cell within 300 s and 2,048 MB")
+
+
+def test_a_notebook_is_run_as_its_reader_opens_it():
+    """Where a notebook has ``recompute`` (01), the profile's True is overridden by the
+    notebook's own default; a notebook without it gets no override to refuse."""
+    assert bench.as_opened("01") == ["-p", "recompute=False"]
+    assert bench.as_opened("08") == []

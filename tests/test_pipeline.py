@@ -52,7 +52,9 @@ def snapshot(*folders: Path) -> dict:
 def test_profiles_filter_to_notebook_parameters():
     got = profiles.overrides("smoke", "01", {"model", "n_segments"})
     assert got == {"model": "minilm", "n_segments": profiles.PROFILES["smoke"]["01"]["n_segments"]}
-    assert profiles.overrides("default", "01") == {}
+    # the default profile only makes a rendered run compute what it shows (saved evidence)
+    assert profiles.overrides("default", "01") == {"recompute": True}
+    assert profiles.overrides("default", "01", {"model", "seed"}) == {}
     with pytest.raises(ValueError, match="unknown profile"):
         profiles.overrides("fast", "01")
 

@@ -227,12 +227,17 @@ def _environ(**values: str):
                 os.environ[k] = v
 
 
-def _kernel_environment(stage: Path, profile: str):
-    """The kernel inherits this process's environment: outputs to ``stage``, and the driver's
-    package first on its path (an editable install of another checkout must not win)."""
+def _kernel_environment(stage: Path, profile: str, published: Path | None = None):
+    """The kernel inherits this process's environment: outputs to ``stage``, the results
+    folder they will be published into (``published``: where a notebook's saved evidence of an
+    earlier run there is found, :mod:`.saved`), and the driver's package first on its path (an
+    editable install of another checkout must not win)."""
+    from .saved import PUBLISHED_ENV
+
     root = str(package_root())
     path = os.environ.get("PYTHONPATH")
     return _environ(**{OUTPUT_ENV: str(stage), PROFILE_ENV: profile, PACKAGE_ROOT_ENV: root,
+                       PUBLISHED_ENV: str(published or ""),
                        "PYTHONPATH": root + (os.pathsep + path if path else "")})
 
 
@@ -319,7 +324,7 @@ def execute(job: Job, profile: str, dest: Destination, kernel_name: str = "pytho
         jupytext.write(nb, src_nb)
         rendered = stage / src_nb.name
         try:
-            with _kernel_environment(stage, profile):
+            with _kernel_environment(stage, profile, dest.results):
                 pm.execute_notebook(str(src_nb), str(rendered), parameters=job.parameters or None,
                                     kernel_name=kernel_name, cwd=str(source.parent),
                                     progress_bar=False, log_output=False)
