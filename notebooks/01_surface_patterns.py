@@ -63,10 +63,11 @@ from analysis_utils.data import wikitext
 from analysis_utils.engine import interventions
 from analysis_utils.heads import head_label
 from analysis_utils.plotting import surface as surface_plots
-from analysis_utils.publish import notebook
+from analysis_utils.publish import notebook, saved
 from analysis_utils.publish.compare import EXACT, IGNORE, within
 
 lm, control, run = notebook.setup("01", globals(), precision=3)
+print(saved.mode(run))
 tok = lm.tokenizer
 
 # %% [markdown]
@@ -109,7 +110,7 @@ pd.Series(segset.report).to_frame("value")
 #
 # **Saved evidence.** The heavy steps of this notebook (the maps and their statistics, the
 # masked-LM head and its gradients, the attention norms and the example maps) each run in a
-# function defined in its cell and passed to `run.saved`. With `recompute = True`, as every
+# function defined in its cell and passed to `saved.step`. With `recompute = True`, as every
 # profile of the papermill driver runs it, the function runs here; either way its value is
 # saved beside the tables as `01_evidence_<step>.npz`, with the commit and device that
 # computed it. With `recompute = False`, the notebook's own default (opened alone, e.g. on
@@ -143,7 +144,8 @@ def surface_evidence():
 
 
 # heavy: computed here, or read from a saved run with these parameters (`recompute`)
-ev = run.saved("surface", surface_evidence, "maps and Section 3 statistics of both models")
+ev = saved.step(run, "surface", surface_evidence,
+                "maps and Section 3 statistics of both models")
 stats, by_segment = ev["stats"], ev["by_segment"]
 
 
@@ -263,7 +265,7 @@ else:
             by_example=True)
         return {"report": report, "grad": pooled, "by_segment": per_segment}
 
-    ev = run.saved("gradients", gradient_evidence, "masked-LM head and gradients")
+    ev = saved.step(run, "gradients", gradient_evidence, "masked-LM head and gradients")
     mlm_report, grad, grad_by_segment = ev["report"], ev["grad"], ev["by_segment"]
     print(f"masked-LM head: {mlm_report['head']}")
     if "heldout_accuracy" in mlm_report:
@@ -326,8 +328,8 @@ def norm_evidence():
             for lbl, m in (("model", lm), ("control", control))}
 
 
-norm_stats = run.saved("norms", norm_evidence, f"attention norms over {n_norm_segments} "
-                       "segments, both models")
+norm_stats = saved.step(run, "norms", norm_evidence,
+                        f"attention norms over {n_norm_segments} segments, both models")
 for lbl, m in (("model", lm), ("control", control)):
     # shares and ratios from float32 forward passes: another CPU moves them far below 1e-3
     run.table(norm_stats[lbl], f"norms_per_head_{lbl}", key=["layer", "head", "target"],
@@ -400,7 +402,7 @@ def example_evidence():
     return {"examples": chosen, "weights": weights, "by_norm": by_norm}
 
 
-ev = run.saved("examples", example_evidence, "example maps of the strongest heads")
+ev = saved.step(run, "examples", example_evidence, "example maps of the strongest heads")
 examples = ev["examples"]
 fig = surface_plots.attention_map_grid(
     [dict(attn=attn, tokens=list(segments[r.segment].tokens),

@@ -74,12 +74,13 @@ from analysis_utils.data import manifest, treebank
 from analysis_utils.data.glove import load_glove
 from analysis_utils.engine import wordmaps
 from analysis_utils.plotting import probes as probe_plots
-from analysis_utils.publish import notebook
+from analysis_utils.publish import notebook, saved
 from analysis_utils.publish.compare import EXACT, IGNORE, from_sd, within
 from analysis_utils.publish.notebook import peak_rss_mb
 
 t_start = time.perf_counter()
 lm, control, run = notebook.setup("04", globals(), precision=1)
+print(saved.mode(run))
 tok = lm.tokenizer
 seed_list = probe_data.parse_seeds(seeds)
 print(f"training seeds: {seed_list} ({len(seed_list)} runs of every trained probe)")
@@ -130,7 +131,7 @@ pd.Series(data_report).to_frame("value")
 # training seed reads the same cached maps; only the order in which it reads them differs.
 #
 # **Saved evidence.** The extraction and the probes' training are this notebook's heavy
-# step: the function `probe_evidence` below runs them and is passed to `run.saved`. With
+# step: the function `probe_evidence` below runs them and is passed to `saved.step`. With
 # `recompute = True`, as every profile of the papermill driver runs it, it runs here; either
 # way what the tables below are made from (each probe's and seed's scores, per-sentence and
 # per-relation counts, head weights, training logs and times) is saved beside them as
@@ -307,8 +308,8 @@ def probe_evidence():
 
 
 # heavy: computed here, or read from a saved run with these parameters (`recompute`)
-ev = run.saved("probes", probe_evidence,
-               f"maps of every split and the trained probes, {len(seed_list)} seeds")
+ev = saved.step(run, "probes", probe_evidence,
+                f"maps of every split and the trained probes, {len(seed_list)} seeds")
 logs, per_seed, seed_times = ev["logs"], ev["per_seed"], ev["seed_times"]
 sentence_rows += ev["sentences"]
 rel_rows, weight_rows = ev["relations"], ev["weights"]

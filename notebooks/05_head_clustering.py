@@ -84,10 +84,11 @@ from analysis_utils.data import labels as sheets
 from analysis_utils.engine import attention
 from analysis_utils.heads import head_label, head_labels, parse_head_label
 from analysis_utils.plotting import maptypes as maptype_plots
-from analysis_utils.publish import notebook
+from analysis_utils.publish import notebook, saved
 from analysis_utils.publish.compare import EXACT, IGNORE, from_sd, within
 
 lm, control, run = notebook.setup("05", globals(), precision=3)
+print(saved.mode(run))
 tok = lm.tokenizer
 seed_list = [int(s) for s in seeds.split(",")]
 
@@ -99,7 +100,7 @@ seed_list = [int(s) for s in seeds.split(",")]
 # pass below reads the cached maps one segment at a time (`clustering.stream`), so the
 # kernel holds one segment's maps, never the 1.9 GB per model of the whole cache.
 #
-# **Saved evidence.** Three heavy steps each run in a function passed to `run.saved`: the
+# **Saved evidence.** Three heavy steps each run in a function passed to `saved.step`: the
 # maps' distances and per-head statistics, the classifiers' cross-validation, and the refit
 # classifiers' counts over the GLUE maps. With `recompute = True`, as every profile of the
 # papermill driver runs it, they run here; either way each value is saved beside the tables
@@ -157,7 +158,8 @@ def map_evidence():
 
 
 # heavy: computed here, or read from a saved run with these parameters (`recompute`)
-ev = run.saved("maps", map_evidence, "JS divergences and per-head statistics of both models")
+ev = saved.step(run, "maps", map_evidence,
+                "JS divergences and per-head statistics of both models")
 dist, info = {lbl: np.sqrt(d) for lbl, d in ev["divergence"].items()}, ev["info"]
 for lbl, div in ev["divergence"].items():
     print(f"{lbl}: {info[lbl]['n_examples']} segments, {info[lbl]['n_tokens']} tokens, "
@@ -411,7 +413,8 @@ def cv_evidence():
     return {"scores": by_seed, "cost": cost, "seconds": time.perf_counter() - t0}
 
 
-ev = run.saved("cv", cv_evidence, f"cross-validation, {len(seed_list)} seeds x {n_folds} folds")
+ev = saved.step(run, "cv", cv_evidence,
+                f"cross-validation, {len(seed_list)} seeds x {n_folds} folds")
 scores_by_seed, cv_cost, cv_seconds = ev["scores"], ev["cost"], ev["seconds"]
 per_clf = cv_cost.groupby("classifier", sort=False)["seconds"].sum()
 print(f"{len(seed_list)} seeds x {n_folds} folds in {cv_seconds:.0f} s "
@@ -491,8 +494,8 @@ def glue_evidence():
             "glue_seconds": time.perf_counter() - t1}
 
 
-ev = run.saved("glue", glue_evidence, f"{chosen_clf} refits and GLUE map types, "
-               f"{len(seed_list)} seeds")
+ev = saved.step(run, "glue", glue_evidence,
+                f"{chosen_clf} refits and GLUE map types, {len(seed_list)} seeds")
 proportions_by_seed = ev["proportions"]
 refit_seconds, glue_seconds = ev["refit_seconds"], ev["glue_seconds"]
 print(f"refitted on all labels in {refit_seconds:.0f} s; GLUE maps classified by "

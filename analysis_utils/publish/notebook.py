@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import ast
 import json
-import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -81,30 +80,6 @@ class NotebookRun(report.Run):
     device_kind: str = "cpu"
     precision: str = "float32"
     cpu_only: list = field(default_factory=list)
-
-    def saved(self, step: str, compute, what: str):
-        """The value of one heavy step of the notebook: ``compute()``, or, unless the
-        notebook's ``recompute`` parameter is true, the saved evidence of an earlier run with
-        the same parameters, models and data (:mod:`analysis_utils.publish.saved`). Either way
-        the value is saved as ``results/NN_evidence_<step>.npz`` among the run's outputs, and
-        one line says which it was."""
-        import torch
-
-        from . import saved
-
-        out_dir, _ = report.output_dirs()
-        device = (torch.cuda.get_device_name(0) if torch.cuda.is_available()
-                  else f"cpu ({os.cpu_count()} cores)")
-        value, path, line = saved.step(
-            self.prefix, step, compute, what=what,
-            recompute=bool(self.params.get("recompute", True)), params=self.params,
-            models=self.models, data=self.data, out_dir=out_dir,
-            search=[Path(p) for p in (os.environ.get(saved.PUBLISHED_ENV),) if p]
-            + [paths.RESULTS_DIR],
-            commit=self.commit, device=device)
-        self.written.append(path.name)
-        print(line)
-        return value
 
     def finish(self) -> Path:
         path = super().finish()
@@ -269,11 +244,6 @@ def setup(prefix: str, namespace: Mapping, *, precision: int = 3,
                getattr(lm.device, "type", None) or str(lm.device).split(":")[0])
     print(f"model: {lm.label} ({lm.num_layers} layers x {lm.num_heads} heads) on {lm.device}")
     print(f"control: {control.label}")
-    if "recompute" in params:
-        print("heavy steps: " + ("computed here (recompute=True)" if params["recompute"] else
-                                 "read from the saved evidence of a run with these parameters "
-                                 "where there is one (results/, committed with the run), "
-                                 "else computed here; recompute=True computes them all"))
     return Setup(lm, control, run)
 
 

@@ -1,8 +1,9 @@
 """Saved evidence: a notebook's heavy computations, written once beside its tables and replayed
 from there (issue 54, item 2).
 
-A notebook wraps each heavy step in ``run.saved(step, compute, what)``
-(:meth:`analysis_utils.publish.notebook.NotebookRun.saved`). The step's value (nested dicts,
+A notebook wraps each heavy step in ``saved.step(run, name, compute, what)`` (:func:`step`,
+``run`` its :class:`~analysis_utils.publish.report.Run`) and prints :func:`mode` once after its
+setup. The step's value (nested dicts,
 lists and tuples of DataFrames, arrays and plain scalars: :func:`pack`) is written to
 ``results/NN_evidence_<step>.npz`` with the run's other outputs, so the committed run ships it
 and the papermill driver publishes it like any table. Then:
@@ -283,9 +284,45 @@ def _seconds(s: float) -> str:
     return f"{s:.1f} s" if s < 10 else f"{s:,.0f} s"
 
 
-def step(prefix: str, name: str, compute: Callable[[], object], *, what: str,
-         recompute: bool, params: Mapping, models: Mapping, data: Mapping, out_dir: Path,
-         search: list[Path], commit: str | None, device: str) -> tuple[object, Path, str]:
+def mode(run) -> str:
+    """One line for a notebook's first output: whether its heavy steps compute or replay (its
+    ``recompute`` parameter, recorded in ``run.params``)."""
+    if run.params.get("recompute", True):
+        return "heavy steps: computed here (recompute=True)"
+    return ("heavy steps: read from the saved evidence of a run with these parameters where "
+            "there is one (results/, committed with the run), else computed here; "
+            "recompute=True computes them all")
+
+
+def step(run, name: str, compute: Callable[[], object], what: str):
+    """The value of one heavy step of ``run``'s notebook: ``compute()``, or, unless the
+    notebook's ``recompute`` parameter is true, the saved evidence of an earlier run with the
+    same parameters, models and data (module docstring). Either way the value is saved as
+    ``results/NN_evidence_<name>.npz`` among the run's outputs, and one line says which it
+    was."""
+    import os
+
+    import torch
+
+    from .. import paths
+    from .report import output_dirs
+
+    out_dir, _ = output_dirs()
+    device = (torch.cuda.get_device_name(0) if torch.cuda.is_available()
+              else f"cpu ({os.cpu_count()} cores)")
+    search = [Path(p) for p in (os.environ.get(PUBLISHED_ENV),) if p] + [paths.RESULTS_DIR]
+    value, path, line = resolve(
+        run.prefix, name, compute, what=what, recompute=bool(run.params.get("recompute", True)),
+        params=run.params, models=run.models, data=run.data, out_dir=out_dir, search=search,
+        commit=run.commit, device=device)
+    run.written.append(path.name)
+    print(line)
+    return value
+
+
+def resolve(prefix: str, name: str, compute: Callable[[], object], *, what: str,
+            recompute: bool, params: Mapping, models: Mapping, data: Mapping, out_dir: Path,
+            search: list[Path], commit: str | None, device: str) -> tuple[object, Path, str]:
     """Run or replay one step (module docstring); return ``(value, saved path, line)``, where
     ``line`` says which it did. The value is always saved as ``out_dir/NN_evidence_<step>.npz``
     (copied there when it was replayed from another folder)."""
