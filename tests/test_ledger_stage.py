@@ -111,9 +111,10 @@ def _fake_repo(tmp_path: Path) -> Path:
     commit = _git(repo, "rev-parse", "HEAD").strip()
     from analysis_utils import params, profiles
 
+    defaults = params.read_parameters(repo / "notebooks" / "02_syntax_heads.py")
+    # as the driver records them: the profile's overrides of the notebook's own parameters
     prov = {"notebook": "02", "profile": "default", "git_commit": commit,
-            "parameters": {**params.read_parameters(repo / "notebooks" / "02_syntax_heads.py"),
-                           **profiles.overrides("default", "02")}}
+            "parameters": {**defaults, **profiles.overrides("default", "02", set(defaults))}}
     (repo / "results" / "02_provenance.json").write_text(json.dumps(prov))
     digest = ledger_stage.inputs(repo, ["results"])
     (repo / ledger_stage.PROVENANCE).write_text(json.dumps(
