@@ -63,7 +63,7 @@ from analysis_utils.data import wikitext
 from analysis_utils.engine import interventions
 from analysis_utils.heads import head_label
 from analysis_utils.plotting import surface as surface_plots
-from analysis_utils.publish import notebook, saved
+from analysis_utils.publish import notebook, saved, shipped
 from analysis_utils.publish.compare import EXACT, IGNORE, within
 
 lm, control, run = notebook.setup("01", globals(), precision=3)
@@ -110,7 +110,9 @@ pd.Series(segset.report).to_frame("value")
 #
 # **Saved evidence.** The heavy steps of this notebook (the maps and their statistics, the
 # masked-LM head and its gradients, the attention norms and the example maps) each run in a
-# function defined in its cell and passed to `saved.step`. With `recompute = True`, as every
+# function defined in its cell and passed to `saved.step` (`shipped.step` for the maps: its
+# per-segment arrays are saved once, as the ledger's `01_by_segment_*.npz` below, and its
+# evidence file refers to them by checksum). With `recompute = True`, as every
 # profile of the papermill driver runs it, the function runs here; either way its value is
 # saved beside the tables as `01_evidence_<step>.npz`, with the commit and device that
 # computed it. With `recompute = False`, the notebook's own default (opened alone, e.g. on
@@ -135,18 +137,23 @@ def surface_evidence():
     """Extract (or read from the cache) both models' maps, then every statistic of Section 3
     per head and per segment, in one pass over each store."""
     stores = notebook.attention_maps(segments, [lm, control], "segments")
-    stats, by_segment = {}, {}
+    articles = [s.article for s in segments]
+    ev = {"stats": {}}
     for lbl, st in zip(("model", "control"), stores, strict=True):
-        stats[lbl], by_segment[lbl] = surface.surface_statistics(
+        ev["stats"][lbl], bx = surface.surface_statistics(
             zip(st, ids, strict=True), special["cls"], special["sep"], punct_ids,
             by_example=True)
-    return {"stats": stats, "by_segment": by_segment}
+        ev[f"by_segment_{lbl}"] = surface.segment_arrays(bx, articles)
+    return ev
 
 
-# heavy: computed here, or read from a saved run with these parameters (`recompute`)
-ev = saved.step(run, "surface", surface_evidence,
-                "maps and Section 3 statistics of both models")
-stats, by_segment = ev["stats"], ev["by_segment"]
+# heavy: computed here, or read from a saved run with these parameters (`recompute`); the
+# per-segment arrays are saved once, in 01_by_segment_*.npz, and the evidence file refers to
+# them by checksum
+ev = shipped.step(run, "surface", surface_evidence,
+                  "maps and Section 3 statistics of both models",
+                  arrays=["by_segment_model", "by_segment_control"])
+stats = ev["stats"]
 
 
 # the text's most frequent word pieces per segment (Clark et al.: "periods and commas are
@@ -166,9 +173,8 @@ for lbl, frames in stats.items():
     run.table(per_head, f"per_head_{lbl}", key=["layer", "head"],
               tolerance={"*": within(abs=1e-3)},
               caption=f"Section 3 statistics per head; {who}; {data_label}")
-    run.arrays(f"by_segment_{lbl}", {
-        **surface.segment_arrays(by_segment[lbl], [s.article for s in segments]),
-        **(pieces if lbl == "model" else {})})
+    run.arrays(f"by_segment_{lbl}", {**ev[f"by_segment_{lbl}"],
+                                      **(pieces if lbl == "model" else {})})
 print(f"per-segment statistics: {len(segments)} segments from "
       f"{len({s.article for s in segments})} articles")
 

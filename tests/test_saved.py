@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from analysis_utils.analyses.surface import ByExample
-from analysis_utils.publish import saved
+from analysis_utils.publish import saved, shipped
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -147,7 +147,7 @@ def test_a_profile_subfolder_is_searched_and_a_corrupt_file_is_named(tmp_path):
 def _saved_steps(prefix: str) -> list[str]:
     """The step names notebook ``prefix``'s source passes to ``saved.step``."""
     (source,) = (REPO / "notebooks").glob(f"{prefix}_*.py")
-    return sorted(set(re.findall(r"saved\.step\(\s*run,\s*\"(\w+)\"", source.read_text())))
+    return sorted(set(re.findall(r"(?:saved|shipped)\.step\(\s*run,\s*\"(\w+)\"", source.read_text())))
 
 
 def test_every_committed_run_ships_the_evidence_a_reader_replays():
@@ -207,7 +207,12 @@ def test_a_notebook_replayed_from_its_evidence_gives_the_same_tables_and_figures
                    capture_output=True)
     (tmp_path / "b" / "results").mkdir(parents=True)
     for p in (tmp_path / "a" / "results").glob(f"{nb}_evidence_*.npz"):
-        (tmp_path / "b" / "results" / p.name).write_bytes(p.read_bytes())
+        # the evidence, and the arrays files it refers to by checksum (shipped.step)
+        value = saved.read(p)
+        refs = [v[shipped.REF] for v in value.values() if shipped.is_reference(v)] \
+            if isinstance(value, dict) else []
+        for f in [p.name, *refs]:
+            (tmp_path / "b" / "results" / f).write_bytes((p.parent / f).read_bytes())
     env["BERTOLOGY_CACHE_DIR"] = str(tmp_path / "cache_b")
     subprocess.run([*cmd, "-p", "recompute=False", "--output-dir", str(tmp_path / "b")],
                    env=env, check=True, cwd=REPO, capture_output=True)
