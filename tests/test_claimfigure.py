@@ -109,6 +109,17 @@ def test_the_top_of_a_section_says_why_and_the_control_in_words():
     assert "control-good" in control and "verdict-no" not in control
     untestable = {"verdict": "untestable", "why": "untestable", "note": "no UD relation"}
     assert claimpages.why_sentence(untestable) == "No UD relation."
+    # every specification agrees, but another bootstrap seed does not: not called robust
+    drawn = {"specifications": "no in 2 of 2", "robust": "no",
+             "turns_on": "the bootstrap seed (inconclusive under another stream)"}
+    assert claimpages.specifications_sentence(drawn) == (
+        "The verdict is no in 2 of 2 specifications: robust to the choices the paper leaves "
+        "open, but not to the bootstrap seed (inconclusive under another stream).")
+    both = {**row, "turns_on": row["turns_on"] + "; the fine-tuning seeds (no with seed 43 "
+            "left out)"}
+    spec = claimpages.specifications_sentence(both)
+    assert "the route (Holm: no)" in spec and "fine-tuning" not in spec.split(".")[0]
+    assert spec.endswith("It is not robust to the fine-tuning seeds (no with seed 43 left out).")
 
 
 @pytest.fixture(scope="module")

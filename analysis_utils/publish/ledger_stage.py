@@ -167,6 +167,10 @@ def judge(folders: Sequence[str], root: Path, build=None,
         for (f, s), df in zip(jobs, builds, strict=True):
             left_out.setdefault(label[f], {})[s] = df
         table = stab.table(claims, rebuilt, left_out)
+        # robust = every specification, another bootstrap seed and each fine-tuning seed left
+        # out agree (the headline counts robust verdicts only)
+        claims = stab.fold(claims, table)
+        out[f"{present[0]}/{CLAIMS_TABLE}"] = claims
         out[f"{present[0]}/{STABILITY_TABLE}"] = table
         out[f"{present[0]}/{STABILITY_SHARES}"] = stab.shares(table)
     view = ["id", *ledger.VIEW_COLUMNS, "control_verdict", "training_specific"]
