@@ -100,8 +100,9 @@ N_RESAMPLES = 10_000
 #: GLUE metric names (:mod:`~analysis_utils.data.glue_metrics`) -> resampled metrics.
 _METRIC = {"matthews": "mcc"}
 #: "negligible compared to [CLS] and [SEP]" (Section 4.4), fixed before reading any number: the
-#: best linguistic-feature head scores below a fifth of the best [CLS]/[SEP] head.
-NEGLIGIBLE = 0.2
+#: best linguistic-feature head scores below a fifth of the best [CLS]/[SEP] head under the main
+#: reading, a tenth or a third under the others (readings.VALUES["negligible"]).
+NEGLIGIBLE = float(readings.main_value("negligible"))
 #: "increased attention" to a feature (Section 4.4) has no size in the paper; a rise of a head's
 #: score by less than this (a hundredth of the attention the input receives, where a uniform
 #: head scores 1/m, about 0.03-0.1 here) is called negligible.
@@ -124,8 +125,9 @@ FEATURE_MARGIN = Margin(0.01, "convention", "convention: a hundredth of the atte
 STRIPE_MARGIN = Margin(0.2, "convention", "convention: a fifth of the pre-trained [CLS] + "
                        "[SEP] score (ledger.kovaleva.STRIPE_MARGIN)")
 #: A "diagonally structured" map (Sections 4.1, 4.5): more than half of the head's attention on
-#: the previous and next word.
-DIAGONAL_SHARE = 0.5
+#: the previous and next word under the main reading, a third or two thirds under the others
+#: (readings.VALUES["diagonal"]).
+DIAGONAL_SHARE = float(readings.main_value("diagonal"))
 #: The layer whose disabling improves RTE (Section 4.6, Figure 9: "layer 1"), 1-based, as
 #: notebook 07 labels its changes ("layer 1").
 RTE_LAYER = 1
@@ -657,7 +659,8 @@ def _feature_vs_special(t: Tables, which: str, ratio: bool) -> Outcome:
 
         r = _boot(v.reshape(S, n, G * k), G * k, stat)
         gate = _short(S)
-        per_task[task] = [Check(result=r, null=NEGLIGIBLE, direction=-1, untestable=gate)
+        per_task[task] = [Check(result=r, null=float(readings.value("negligible")),
+                                direction=-1, untestable=gate)
                           if ratio else Check(result=r, null=0.0, direction=1, untestable=gate)]
         seeds[task], units[task] = S, (S, n)
         parts.append(f"{task} {pct(r.estimate) if ratio else f'{r.estimate:+.3f}'}")
@@ -672,7 +675,8 @@ def _feature_vs_special(t: Tables, which: str, ratio: bool) -> Outcome:
                    digits=1 if ratio else 3,
                    note=_join("the features are silver (spaCy); each type's best head chosen "
                               "inside every resample among its 5 best heads on the data",
-                              f"'negligible' read as below {NEGLIGIBLE:.0%}" if ratio else "",
+                              f"'negligible' read as below "
+                              f"{float(readings.value('negligible')):.0%}" if ratio else "",
                               _not_run(KOVALEVA_TASKS, tasks)))
 
 
@@ -744,8 +748,8 @@ def _relation_diagonal(t: Tables, which: str) -> Outcome:
                 return np.take_along_axis(m[..., k:], pick, axis=-1)[..., 0]
 
             r = _boot(both, 2 * k, stat)
-            per_task[f"{task} {name}"] = [Check(result=r, null=DIAGONAL_SHARE, direction=1,
-                                                untestable=_short(S))]
+            per_task[f"{task} {name}"] = [Check(result=r, direction=1, untestable=_short(S),
+                                                null=float(readings.value("diagonal")))]
             parts.append(f"{task} {name} {pct(r.estimate)}")
         seeds[task], units[task] = S, (S, n)
     if not per_task:
@@ -753,7 +757,8 @@ def _relation_diagonal(t: Tables, which: str) -> Outcome:
     return Outcome(value="attention to the adjacent words of the best relation head: "
                    + ", ".join(parts), per_task=per_task, scope="every", unit=_units(units),
                    seeds=_seeds_text(seeds), scale=100, suffix="%",
-                   note=_join(f"'diagonal' read as more than {DIAGONAL_SHARE:.0%} of the "
+                   note=_join(f"'diagonal' read as more than "
+                              f"{float(readings.value('diagonal')):.0%} of the "
                               "head's attention on the previous and next word; the best head "
                               "chosen inside every resample among its 5 best on the data",
                               "the relations are silver (spaCy)"))
@@ -1439,7 +1444,8 @@ def claims06() -> list[Claim]:
               f"scores below {NEGLIGIBLE:.0%} of the best [CLS]/[SEP] head; every task; "
               + seeds, f"{NEGLIGIBLE:.0%} of the best [CLS]/[SEP] head", hb + "; each "
               "type's best head chosen inside every resample", _features_negligible, ex,
-              control=False, registry=("kovaleva-4.4-features-negligible",)),
+              control=False, registry=("kovaleva-4.4-features-negligible",),
+              reading="negligible"),
         Claim("06", KOVALEVA, "4.4", "fine-tuning raises some heads' attention to nouns and "
               "objects (MRPC, RTE, QQP) and to negation (QNLI)", "some heads, per task",
               "per task and feature, some head's score higher in the fine-tuned model than in "
@@ -1463,7 +1469,7 @@ def claims06() -> list[Claim]:
               "next word; every task and relation; " + seeds, f"{DIAGONAL_SHARE:.0%} on "
               "adjacent words", hb + "; the best head chosen inside every resample",
               _relation_diagonal, ex, control=False,
-              registry=("kovaleva-4.5-relation-heads-diagonal",)),
+              registry=("kovaleva-4.5-relation-heads-diagonal",), reading="diagonal"),
         Claim("06", KOVALEVA, "4.1, Figure 2", "Heterogeneous maps of fine-tuned models make "
               "up 32-61%", KOVALEVA_SECTION41["heterogeneous_share"], "every paper task's share "
               f"within {heterogeneous_band_words()} in every CNN seed; {seeds}, and the rule "

@@ -84,6 +84,10 @@ VALUES: dict[str, dict[str, object]] = {
                  for v in (_CLOSE_MAIN, PAPER_GAP, STRING_MATCH_GAIN)},
     "usually": {f"longer in more than {_words.fraction(v)} of link-arc pairs": v
                 for v in (Fraction(1, 2), Fraction(2, 3))},
+    "negligible": {f"below {_words.fraction(v)} of the best [CLS]/[SEP] head": v
+                   for v in (Fraction(1, 5), Fraction(1, 10), Fraction(1, 3))},
+    "diagonal": {f"more than {_words.fraction(v)} of its attention on the adjacent words": v
+                 for v in (Fraction(1, 2), Fraction(1, 3), Fraction(2, 3))},
     "no-op token": {"[SEP], the token the claim names": ("sep",),
                     "[SEP] and [CLS] together, 'these special tokens'": ("sep", "cls")},
 }
@@ -97,6 +101,11 @@ _COMMON_UNBOLD = sum(r not in TABLE1_BOLD for r in [r for r in CLARK_TABLE1 if r
 def _main(words: str) -> str:
     """The main reading of ``words`` (a key of :data:`VALUES`), as its label."""
     return next(iter(VALUES[words]))
+
+
+def _alt_main(words: str) -> str:
+    """The main fraction of ``words`` (a key of :data:`VALUES`) in words."""
+    return _words.fraction(next(iter(VALUES[words].values())))
 
 
 def _alt(words: str) -> list[str]:
@@ -149,6 +158,13 @@ SOURCES: dict[str, str] = {
     "usually": "Clark 4.3: more often than not, the word's meaning; "
                f"{_alt('usually')[0]}, the stricter "
                "convention",
+    "negligible": f"Kovaleva 4.4 gives no number: {_main('negligible').removeprefix('below ')}"
+                  f", a convention, with the named fractions either side "
+                  f"({_alt('negligible')[0]}; {_alt('negligible')[1]})",
+    "diagonal": "Kovaleva 4.1 defines a diagonal map only as 'formed by the attention to the "
+                "previous/following tokens' (4.5: 'diagonally structured'), with no share: "
+                f"more than {_alt_main('diagonal')}, a majority, a convention, with "
+                f"{_alt('diagonal')[0]} and {_alt('diagonal')[1]} either side",
     "no-op token": "Clark 3.2 names [SEP], then speculates that 'attention over these special "
                    "tokens' (Section 2: [CLS] and [SEP]) is a no-op: [SEP] alone, or [SEP] and "
                    "[CLS] together (a model's no-op sink may be [CLS])",
@@ -183,7 +199,8 @@ SOURCES: dict[str, str] = {
 #:   behaviours with two heads (all-mpnet-base-v2: broad 5, next token 1), the main reading
 #:   takes the model-relative labels, and the row says so;
 #: - the numbers of :data:`VALUES` ("substantial", "often", "mostly", "many", "close to",
-#:   "usually") and the "no-op token", each named from its value.
+#:   "usually", Kovaleva's "negligible" and "diagonal") and the "no-op token", each named from
+#:   its value.
 READINGS: dict[str, tuple[str, ...]] = {
     "earlier/later": ("halves", "thirds"),
     "last two": ("this model's last two", "BERT-base's 11-12 at relative depth"),
