@@ -153,6 +153,22 @@ def test_every_tested_rows_figure_draws_the_null_and_the_papers_value(committed)
             assert axis_holds(svg, *values), (where, values)
 
 
+def test_every_tested_rows_figure_names_its_unit(committed):
+    """No unitless axis: a figure's numbers carry a % or its axis names the unit (points, nats,
+    attention weight, Spearman rho...), from the same records as the ledger's cells."""
+    ledger, mv = committed
+    unitless = []
+    for row in ledger[ledger["verdict"] != "untestable"].to_dict("records"):
+        r = claimpages.figure(row, mv)
+        if r is not None and not r.unit() and r.suffix != "%":
+            unitless.append((row["model"], row["id"]))
+    assert unitless == []
+    svg = cf.svg(cf.Rule((cf.Line(lo=0.1, hi=0.2, null=0.0),), axis_unit="Spearman rho"), "x")
+    assert "Spearman rho" in svg
+    assert "Units: Spearman rho." in cf.caption(cf.Rule((cf.Line(lo=0.1, hi=0.2, null=0.0),),
+                                                        axis_unit="Spearman rho"))
+
+
 def test_every_claim_page_puts_why_above_its_figure(committed):
     ledger, mv = committed
     for c in claimpages.claims(ledger):

@@ -500,7 +500,7 @@ def _drift_last_two(t: Tables, which: str) -> Outcome:
     if not per_task:
         return Outcome(value="\u2013", untestable="no paper task was fine-tuned here")
     return Outcome(value="; ".join(parts), per_task=per_task, scope="every", unit=_units(units),
-                   seeds=_seeds_text(seeds), suffix=" (1 - cosine)", digits=3,
+                   seeds=_seeds_text(seeds), axis="1 - cosine", digits=3,
                    note=_join(share_note(2, L, "the last two layers"),
                               f"in {rising} of {len(per_task)} tasks the mean drift rises "
                               "monotonically with depth, which alone puts the last two layers "
@@ -564,7 +564,7 @@ def _cls_early_sep_late(t: Tables, which: str) -> Outcome:
     if not per_task:
         return Outcome(value="\u2013", untestable="no paper task was fine-tuned here")
     return Outcome(value="; ".join(parts), per_task=per_task, scope="every", unit=_units(units),
-                   seeds=_seeds_text(seeds), suffix=" (attention weight per layer)", digits=4,
+                   seeds=_seeds_text(seeds), axis="attention weight per layer", digits=4,
                    note=_join("statistic: the least-squares slope over layers of the mean "
                               "Section 4.4 score (over heads and inputs) of [CLS] (claimed < 0) "
                               "and of [SEP] (claimed > 0), each fine-tuned model",
@@ -600,7 +600,7 @@ def _sst2_sep(t: Tables, which: str) -> Outcome:
         parts.append(f"{task} {r2.estimate:.3f}")
     return Outcome(value="[SEP] score, mean over layers and heads: " + ", ".join(parts),
                    per_task=per_task, scope="every", unit=_units(units), seeds=_seeds_text(seeds),
-                   suffix=" (attention weight)", digits=3,
+                   axis="attention weight", digits=3,
                    note=_join("each task's dev examples drawn on their own (different examples)",
                               "CoLA, single-sentence too, is not in the paper and not compared"
                               if "CoLA" in tasks else ""))
@@ -671,7 +671,8 @@ def _feature_vs_special(t: Tables, which: str, ratio: bool) -> Outcome:
                           "head's")
     return Outcome(value=f"{what}: " + ", ".join(parts), per_task=per_task, scope="every",
                    unit=_units(units), seeds=_seeds_text(seeds),
-                   scale=100 if ratio else 1, suffix="%" if ratio else " (attention weight)",
+                   scale=100 if ratio else 1, suffix="%" if ratio else "",
+                   axis="" if ratio else "attention weight",
                    digits=1 if ratio else 3,
                    note=_join("the features are silver (spaCy); each type's best head chosen "
                               "inside every resample among its 5 best heads on the data",
@@ -719,7 +720,7 @@ def _feature_heads_increase(t: Tables, which: str) -> Outcome:
     return Outcome(value="largest rise of a head's score over the pre-trained model, per "
                          "seed: " + "; ".join(parts), per_task=per_task, scope="every",
                    unit=_units(units) + " with the feature", seeds=_seeds_text(seeds),
-                   suffix=" (attention weight)", digits=3,
+                   axis="attention weight", digits=3,
                    note=_join("per fine-tuning seed, the best of all heads tested with its "
                               "selection (max-T over heads, dev examples resampled)",
                               "the features are silver (spaCy)",
@@ -814,7 +815,7 @@ def _framenet_standout(t: Tables, which: str) -> Outcome:
                    heads=", ".join(_head(k, H) for k in (standout if judged is not None
                                                          else ranked)),
                    unit=f"{len(margins)} FrameNet sentences",
-                   suffix=" (attention weight)", digits=3,
+                   axis="attention weight", digits=3,
                    note=_join(beside, "per head: the largest weight between target and linked core "
                               "elements minus that between target and the unlinked words as "
                               "far away (punctuation aside), per sentence; the best head tested "
@@ -831,7 +832,7 @@ def _framenet_sentences(t: Tables, which: str) -> Outcome:
     return Outcome(value=f"{count} sentences", check=Check(result=r, kind="no effect",
                                                            null=want, margin=_HALF_COUNT),
                    unit="the FrameNet 1.7 exemplars (no sampling: an exact count)",
-                   suffix=" sentences", digits=0,
+                   axis="sentences", digits=0,
                    note="a check of the data pipeline (the authors' filter), not of a model")
 
 
@@ -1270,7 +1271,7 @@ def _same_heads(t: Tables, which: str) -> Outcome:
                          "and RTE",
                    check=Check(r, untestable=_gate(*ps.values())), unit=_unit(ps, pooled=True),
                    seeds=_seeds07(ps),
-                   suffix=" (Spearman rho)", digits=2,
+                   axis="Spearman rho", digits=2,
                    note=f"each task's dev examples and fine-tuning seeds resampled on their own; "
                         f"descriptive: of the {K_COSTLIEST} costliest heads to disable, STS-B "
                         f"and RTE share {', '.join(shared)} (chance "
@@ -1303,7 +1304,7 @@ def _varying_impact(t: Tables, which: str) -> Outcome:
     return Outcome(value=f"mean Spearman of the head changes: {w_est:+.2f} between seeds of "
                          f"one task, {b_est:+.2f} between tasks",
                    check=Check(r, untestable=_gate(*ps.values())), unit=_unit(ps),
-                   seeds=_seeds07(ps), suffix=" (Spearman rho)", digits=2,
+                   seeds=_seeds07(ps), axis="Spearman rho", digits=2,
                    note="statistic: the mean correlation of the per-head changes between "
                         "fine-tuning seeds of one task minus that between tasks; each task's "
                         "dev examples resampled on their own, shared by its seeds")

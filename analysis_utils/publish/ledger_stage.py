@@ -65,7 +65,7 @@ MULTIVERSE_COLUMNS = ["model", "id", "notebook", "claim", "spec", "main", "margi
                       "estimate", "lo", "hi", "level", "alpha", "inner_lo", "inner_hi",
                       "inner_level", "own_p", "null", "margin", "margin_source", "paper_effect",
                       "sized", "reason",
-                      "scale", "suffix", "digits"]
+                      "scale", "suffix", "digits", "axis"]
 #: The files each row's rule read, one row per file (:func:`evidence_table`): what the book's
 #: claim pages link, each at the notebook output that wrote it (:mod:`.evidence`).
 EVIDENCE_COLUMNS = ["id", "model", "notebook", "file"]
