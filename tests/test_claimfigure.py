@@ -109,6 +109,17 @@ def test_the_top_of_a_section_says_why_and_the_control_in_words():
     assert "control-good" in control and "verdict-no" not in control
     untestable = {"verdict": "untestable", "why": "untestable", "note": "no UD relation"}
     assert claimpages.why_sentence(untestable) == "No UD relation."
+    # every specification agrees, but another bootstrap seed does not: not called robust
+    drawn = {"specifications": "no in 2 of 2", "robust": "no",
+             "turns_on": "the bootstrap seed (inconclusive under another stream)"}
+    assert claimpages.specifications_sentence(drawn) == (
+        "The verdict is no in 2 of 2 specifications: robust to the choices the paper leaves "
+        "open, but not to the bootstrap seed (inconclusive under another stream).")
+    both = {**row, "turns_on": row["turns_on"] + "; the fine-tuning seeds (no with seed 43 "
+            "left out)"}
+    spec = claimpages.specifications_sentence(both)
+    assert "the route (Holm: no)" in spec and "fine-tuning" not in spec.split(".")[0]
+    assert spec.endswith("It is not robust to the fine-tuning seeds (no with seed 43 left out).")
 
 
 @pytest.fixture(scope="module")
@@ -140,6 +151,22 @@ def test_every_tested_rows_figure_draws_the_null_and_the_papers_value(committed)
                 values += {"effect": [n + d * m], "no drop": [n - d * m],
                            "no effect": [n - m, n + m]}[r["kind"]]
             assert axis_holds(svg, *values), (where, values)
+
+
+def test_every_tested_rows_figure_names_its_unit(committed):
+    """No unitless axis: a figure's numbers carry a % or its axis names the unit (points, nats,
+    attention weight, Spearman rho...), from the same records as the ledger's cells."""
+    ledger, mv = committed
+    unitless = []
+    for row in ledger[ledger["verdict"] != "untestable"].to_dict("records"):
+        r = claimpages.figure(row, mv)
+        if r is not None and not r.unit() and r.suffix != "%":
+            unitless.append((row["model"], row["id"]))
+    assert unitless == []
+    svg = cf.svg(cf.Rule((cf.Line(lo=0.1, hi=0.2, null=0.0),), axis_unit="Spearman rho"), "x")
+    assert "Spearman rho" in svg
+    assert "Units: Spearman rho." in cf.caption(cf.Rule((cf.Line(lo=0.1, hi=0.2, null=0.0),),
+                                                        axis_unit="Spearman rho"))
 
 
 def test_every_claim_page_puts_why_above_its_figure(committed):

@@ -61,9 +61,10 @@ def _expected(csv: pd.DataFrame) -> dict[tuple[str, str], dict[str, int]]:
 
 _LINE = re.compile(
     r"(?P<paper>.+?) on (?P<model>\S+): (?P<yes>\d+) of (?P<tested>\d+) tested claims about "
-    r"trained attention hold under every specification \(yes\), (?P<no>\d+) are refuted "
-    r"under every specification \(no\), (?P<inconclusive>\d+) stay inconclusive"
-    r"(?:, (?P<fragile>\d+) turn on a choice the paper leaves open \(fragile\))?"
+    r"trained attention hold under every specification and draw \(yes\), (?P<no>\d+) are "
+    r"refuted under every specification and draw \(no\), (?P<inconclusive>\d+) stay "
+    r"inconclusive(?:, (?P<fragile>\d+) turn on a choice the paper leaves open or on a draw "
+    r"\(fragile\))?"
     r"(?:, (?P<mixed>\d+) are mixed)?(?:; (?P<untestable>\d+) more are untestable here)?\.$")
 
 

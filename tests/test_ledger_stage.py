@@ -63,8 +63,12 @@ def test_the_stage_rebuilds_the_committed_ledger_exactly(committed_ledger):
     if not folders or not (ROOT / ledger_stage.PROVENANCE).is_file():
         pytest.fail("no committed ledger stage output: run `python -m analysis_utils ledger`")
     # the stability rebuild (another bootstrap seed) is left to `make test-all`'s budget: the
-    # memo holds the usual draws only
-    tables = ledger_stage.judge(folders, ROOT, build=committed_ledger.build, stability=False)
+    # memo holds the usual draws only; the committed stability table's draws are folded into
+    # robust as the stage folds its own
+    stab = pd.read_csv(ROOT / folders[0] / ledger_stage.STABILITY_TABLE, dtype=str,
+                       keep_default_na=False)
+    tables = ledger_stage.judge(folders, ROOT, build=committed_ledger.build, stability=False,
+                                folded_by=stab)
     prov = json.loads((ROOT / ledger_stage.PROVENANCE).read_text())
     stability = {f"{folders[0]}/{ledger_stage.STABILITY_TABLE}",
                  f"{folders[0]}/{ledger_stage.STABILITY_SHARES}"}
@@ -205,6 +209,37 @@ def test_seed_left_out_by_hand():
     assert s.loc["fine-tuning seed left out", "share"] == 0.5
 
 
+def test_a_verdict_that_a_draw_turns_is_not_robust_and_names_the_draw():
+    """fold: robust needs every specification, another bootstrap seed and each fine-tuning
+    seed left out to agree (another model may differ); turns_on names what moved it."""
+    from analysis_utils.ledger import stability as stab
+
+    led = pd.DataFrame({"model": ["a"] * 4 + ["b"], "notebook": ["04", "06", "01", "02", "04"],
+                        "claim": ["boot", "seed", "fine", "spec", "boot"],
+                        "verdict": ["no", "yes", "yes", "yes", "yes"],
+                        "robust": ["yes", "yes", "yes", "no", "yes"],
+                        "turns_on": ["", "", "", "margin (none: no)", ""]})
+    again = led.assign(verdict=["inconclusive", "yes", "yes", "yes", "yes"])
+    without = {"a": {43: led.iloc[[1]].assign(verdict="inconclusive"),
+                     44: led.iloc[[1]]}}
+    folded = stab.fold(led, stab.table(led, again, without)).set_index(["model", "claim"])
+    assert folded.loc[("a", "boot"), "robust"] == "no"
+    assert folded.loc[("a", "boot"), "turns_on"] == \
+        "the bootstrap seed (inconclusive under another stream)"
+    assert folded.loc[("a", "seed"), "turns_on"] == \
+        "the fine-tuning seeds (inconclusive with seed 43 left out)"
+    # model b's "yes" differs from a's "no": a finding, not fragility
+    assert folded.loc[("b", "boot"), "robust"] == "yes"
+    assert folded.loc[("a", "fine"), ["robust", "turns_on"]].tolist() == ["yes", ""]
+    assert folded.loc[("a", "spec"), ["robust", "turns_on"]].tolist() == \
+        ["no", "margin (none: no)"]
+    # the headline then counts the two draws as fragile, not as robust verdicts
+    hc = ledger.headline_counts(folded.reset_index().assign(about="attention",
+                                                            control_verdict="no"))
+    a = hc[(hc["model"] == "a") & (hc["group"] == ledger.GROUPS[0])].iloc[0]
+    assert (a["robust yes"], a["robust no"], a["fragile"]) == (1, 0, 3)
+
+
 def test_left_out_builds_in_worker_processes_keep_their_order():
     """The stage's pool returns each job's result in the jobs' order (and runs in this
     process for a single job)."""
@@ -256,6 +291,10 @@ def test_whole_builds_and_left_out_builds_in_parallel_give_the_sequential_tables
     stab = parallel[f"results/{ledger_stage.STABILITY_TABLE}"].set_index("claim")
     assert stab.loc["x", "bootstrap seed"] == "changes to no"
     assert stab.loc["x", "fine-tuning seed left out"] == "changes without seed 43 (to inconclusive)"
+    # and the ledger's robust says so: x turns on both draws
+    claims = parallel[f"results/{ledger_stage.CLAIMS_TABLE}"].set_index("claim")
+    assert claims.loc["x", "robust"] == "no" and claims.loc["y", "robust"] != "no"
+    assert claims.loc["x", "turns_on"].startswith("the bootstrap seed (no under another")
 
 
 def test_another_bootstrap_seed_draws_another_stream_and_the_default_is_untouched():

@@ -213,8 +213,9 @@ def _group(r) -> str:
 def headline_counts(ledger: pd.DataFrame) -> pd.DataFrame:
     """Per model and group (:data:`GROUPS`): the rows, how many a test decided (any verdict
     but ``untestable``), and of those the ``yes``, ``no`` and ``inconclusive`` verdicts that
-    hold under every specification of the multiverse (``robust``), the ones that turn on a
-    choice (``fragile``), ``mixed`` and ``untestable``. A row without a multiverse column (an
+    are robust (``robust``: every specification of the multiverse, another bootstrap seed and
+    each fine-tuning seed left out give the same verdict, :func:`.stability.fold`), the ones
+    that turn on a choice or a draw (``fragile``), ``mixed`` and ``untestable``. A row without a multiverse column (an
     older ledger) counts as robust."""
     rows = []
     for model, g in ledger.groupby("model", sort=False):
@@ -246,8 +247,9 @@ def headline_lines(ledger: pd.DataFrame) -> list[str]:
             f"- **{model}**, claims about trained attention ({a['rows']} "
             f"row{'s' if a['rows'] != 1 else ''}, {a['tested']} "
             f"decided by a test): **{a['robust yes']} yes** and **{a['robust no']} no** that "
-            f"hold under every specification, {a['robust inconclusive']} inconclusive, "
-            f"{a['fragile']} fragile (the verdict turns on a choice the paper leaves open), "
+            f"hold under every specification and every draw, {a['robust inconclusive']} "
+            f"inconclusive, {a['fragile']} fragile (the verdict turns on a choice the paper "
+            f"leaves open, the bootstrap seed or one fine-tuning seed), "
             f"{a['mixed']} mixed, {a['untestable']} untestable. Apart from those: "
             f"{d['rows']} data and pipeline checks ({d['robust yes']} yes, {d['robust no']} "
             f"no, {d['untestable']} untestable) and {c['rows']} yes that the random-weights "

@@ -1641,7 +1641,7 @@ def _separation(grouping: str):
                            direction=-1,
                            margin=CLEAR_CLUSTERS if grouping == "behaviour" else None),
                        unit=f"{heads} heads ({n_perm} permutations of their {what} labels)",
-                       note=note, scale=1.0, suffix="", digits=3)
+                       note=note, scale=1.0, axis="ratio of mean JS distances", digits=3)
     return rule
 
 

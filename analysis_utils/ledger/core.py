@@ -189,6 +189,9 @@ class Outcome:
     scale: float = 1.0  # the interval and MDE are shown as scale * value ...
     suffix: str = ""  # ... followed by this unit (" points", "%", " nats")
     digits: int = 1
+    # the unit a claim figure's axis names where the numbers carry none in prose ("attention
+    # weight", "Spearman rho"); a spaced ``suffix`` names the axis otherwise
+    axis: str = ""
 
 
 @dataclass
@@ -881,7 +884,7 @@ def _multiverse(c: Claim, tables: Tables, o: Outcome, a: float, i: int, idx: np.
                "reading": s.reading, "verdict": j.verdict, "alpha": a_s,
                "main": s == Spec(margins[0] if margins else "", routes[0],
                                  readings[0] if readings else ""),
-               "scale": od.scale, "suffix": od.suffix, "digits": od.digits}
+               "scale": od.scale, "suffix": od.suffix, "digits": od.digits, "axis": od.axis}
         if j.numbers:
             rec.update({k: v for k, v in j.numbers.items() if k != "verdict"})
         records.append(rec)

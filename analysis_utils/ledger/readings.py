@@ -19,7 +19,7 @@ import contextvars
 from fractions import Fraction
 
 from ..analyses.clustering import DEFAULT_THRESHOLDS
-from ..papers import BERT_BASE_LAYERS, CLARK_TABLE1, CLARK_TABLE2
+from ..papers import BERT_BASE_LAYERS, CLARK_TABLE1, CLARK_TABLE2, KOVALEVA_FEATURE_INCREASE
 from . import words as _words
 
 #: Clark's Table 1 rows in bold, "particularly effective heads" (the paper's own bolding).
@@ -84,6 +84,10 @@ VALUES: dict[str, dict[str, object]] = {
                  for v in (_CLOSE_MAIN, PAPER_GAP, STRING_MATCH_GAIN)},
     "usually": {f"longer in more than {_words.fraction(v)} of link-arc pairs": v
                 for v in (Fraction(1, 2), Fraction(2, 3))},
+    "negligible": {f"below {_words.fraction(v)} of the best [CLS]/[SEP] head": v
+                   for v in (Fraction(1, 5), Fraction(1, 10), Fraction(1, 4))},
+    "diagonal": {f"more than {_words.fraction(v)} of its attention on the adjacent words": v
+                 for v in (Fraction(1, 2), Fraction(1, 3), Fraction(2, 3))},
     "no-op token": {"[SEP], the token the claim names": ("sep",),
                     "[SEP] and [CLS] together, 'these special tokens'": ("sep", "cls")},
 }
@@ -97,6 +101,11 @@ _COMMON_UNBOLD = sum(r not in TABLE1_BOLD for r in [r for r in CLARK_TABLE1 if r
 def _main(words: str) -> str:
     """The main reading of ``words`` (a key of :data:`VALUES`), as its label."""
     return next(iter(VALUES[words]))
+
+
+def _alt_main(words: str) -> str:
+    """The main fraction of ``words`` (a key of :data:`VALUES`) in words."""
+    return _words.fraction(next(iter(VALUES[words].values())))
 
 
 def _alt(words: str) -> list[str]:
@@ -149,6 +158,17 @@ SOURCES: dict[str, str] = {
     "usually": "Clark 4.3: more often than not, the word's meaning; "
                f"{_alt('usually')[0]}, the stricter "
                "convention",
+    "negligible": f"Kovaleva 4.4 gives no number: {_main('negligible').removeprefix('below ')}"
+                  f", a convention, with {_alt('negligible')[0]} (stricter) and "
+                  f"{_alt('negligible')[1]} (the loosest share still small beside the special "
+                  "tokens; a third or more is not negligible on any reading)",
+    "negligible tasks": "Kovaleva 4.4's sentence names the tasks of its feature heads ('on the "
+                        "MRPC, RTE and QQP tasks', 'on the QNLI task'); Figure 6 shows every "
+                        "task",
+    "diagonal": "Kovaleva 4.1 defines a diagonal map only as 'formed by the attention to the "
+                "previous/following tokens' (4.5: 'diagonally structured'), with no share: "
+                f"more than {_alt_main('diagonal')}, a majority, a convention, with "
+                f"{_alt('diagonal')[0]} and {_alt('diagonal')[1]} either side",
     "no-op token": "Clark 3.2 names [SEP], then speculates that 'attention over these special "
                    "tokens' (Section 2: [CLS] and [SEP]) is a no-op: [SEP] alone, or [SEP] and "
                    "[CLS] together (a model's no-op sink may be [CLS])",
@@ -182,8 +202,11 @@ SOURCES: dict[str, str] = {
 #:   statistic (:data:`BEHAVIOUR_QUANTILE`). Where the absolute thresholds label fewer than two
 #:   behaviours with two heads (all-mpnet-base-v2: broad 5, next token 1), the main reading
 #:   takes the model-relative labels, and the row says so;
+#: - which tasks "negligible next to [CLS] and [SEP]" (Kovaleva 4.4) speaks of: the ones its
+#:   sentence names for the feature heads (MRPC, RTE, QQP; QNLI), or every task of Figure 6;
 #: - the numbers of :data:`VALUES` ("substantial", "often", "mostly", "many", "close to",
-#:   "usually") and the "no-op token", each named from its value.
+#:   "usually", Kovaleva's "negligible" and "diagonal") and the "no-op token", each named from
+#:   its value.
 READINGS: dict[str, tuple[str, ...]] = {
     "earlier/later": ("halves", "thirds"),
     "last two": ("this model's last two", "BERT-base's 11-12 at relative depth"),
@@ -193,6 +216,9 @@ READINGS: dict[str, tuple[str, ...]] = {
     "substantially": (f"fixes more than {SUBSTANTIAL_ERROR_SHARE:.3f} of the baseline's errors",
                       f"more than {UNBOLD_MARGIN:.1f} points over the baseline"),
     "broad heads": ("where the broadest tenth of heads sit", "the mean entropy of all heads"),
+    "negligible tasks": ("the tasks its sentence names (" + ", ".join(
+        sorted({t for ts in KOVALEVA_FEATURE_INCREASE.values() for t in ts})) + ")",
+        "every paper task (Figure 6)"),
     "behaviours": ("notebook 05's thresholds (model-relative where they label too few)",
                    f"this model's most extreme {_words.fraction(1 - BEHAVIOUR_QUANTILE, article=False)}"
                    " of heads on each statistic"),

@@ -19,13 +19,16 @@ or ``mixed``), three questions, each answered ``holds`` / ``changes`` / ``n/a``:
   the ledger has no multiverse column.
 
 :func:`table` gives one row per tested ledger row; :func:`shares` the share that holds under
-each question and under all that apply.
+each question and under all that apply; :func:`fold` writes the bootstrap seed's and the
+left-out seeds' answers into the ledger's ``robust`` and ``turns_on``, so that a verdict
+counted as robust survives them as well as every specification.
 
 >>> stab = table(ledger, rebuilt)                                  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 import pandas as pd
@@ -102,6 +105,55 @@ def table(ledger: pd.DataFrame, rebuilt: pd.DataFrame,
                      ("yes" if all(a == "holds" for a in applied) else "no")})
     return pd.DataFrame(rows, columns=["model", "notebook", "claim", "verdict", *QUESTIONS,
                                        "holds under all"])
+
+
+#: The questions a robust verdict must survive beside the multiverse. Another model is not
+#: among them: a claim may hold on one encoder and not on another, and that is a finding.
+ROBUST_UNDER = ("bootstrap seed", "fine-tuning seed left out")
+#: How :func:`fold` names each in a row's ``turns_on`` cell (the choices it turns on).
+TURNS_ON_NAMES = {"bootstrap seed": "the bootstrap seed", "fine-tuning seed left out":
+                  "the fine-tuning seeds"}
+
+
+def _reason(question: str, answer: str) -> str:
+    """``"the bootstrap seed (inconclusive under another stream)"`` from a table cell."""
+    if question == "bootstrap seed":
+        return (f"{TURNS_ON_NAMES[question]} ({answer[len('changes to '):]} under another "
+                "stream)")
+    moved = re.findall(r"without seed (\d+) \(to (\w+)\)", answer)
+    return TURNS_ON_NAMES[question] + " (" + ", ".join(
+        f"{v} with seed {s} left out" for s, v in moved) + ")"
+
+
+def fold(claims: pd.DataFrame, stab: pd.DataFrame) -> pd.DataFrame:
+    """``claims`` with ``robust`` and ``turns_on`` answering the multiverse and
+    :data:`ROBUST_UNDER` together: a verdict that holds under every specification but changes
+    under another bootstrap seed, or without one fine-tuning seed, is not robust, and its
+    ``turns_on`` names that (issue 52: the headline counts robust verdicts only). ``stab``:
+    :func:`table` of the same ``claims`` (before folding). Rows without a stability row, and
+    the ``specifications`` cell, are left as they are."""
+    out = claims.copy()
+    if not len(out) or not len(stab):
+        return out
+    for col in ("robust", "turns_on"):
+        if col not in out:
+            out[col] = ""
+    at = {(m, n, c): i for i, (m, n, c) in enumerate(zip(stab["model"], stab["notebook"].astype(str),
+                                                           stab["claim"], strict=True))}
+    robust, turns = out["robust"].astype(object).tolist(), out["turns_on"].astype(object).tolist()
+    for j, (m, n, c) in enumerate(zip(out["model"], out["notebook"].astype(str), out["claim"],
+                                      strict=True)):
+        i = at.get((m, n, c))
+        if i is None:
+            continue
+        reasons = [_reason(q, str(stab[q].iloc[i])) for q in ROBUST_UNDER
+                   if str(stab[q].iloc[i]).startswith("changes")]
+        if reasons:
+            before = "" if pd.isna(turns[j]) else str(turns[j] or "")
+            robust[j] = "no"
+            turns[j] = "; ".join([t for t in [before] if t] + reasons)
+    out["robust"], out["turns_on"] = robust, turns
+    return out
 
 
 def shares(stab: pd.DataFrame) -> pd.DataFrame:

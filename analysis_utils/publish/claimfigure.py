@@ -90,6 +90,8 @@ class Rule:
     digits: int = 2
     family: str = ""
     from_note: bool = False
+    #: the axis's unit where the numbers carry none (the ledger's ``axis``: "attention weight")
+    axis_unit: str = ""
 
     @property
     def per_task(self) -> bool:
@@ -128,9 +130,9 @@ class Rule:
         return f"[{self.show(lo, True, strip=False)}, {self.show(hi, True, strip=False)}]{tail}"
 
     def unit(self) -> str:
-        """The axis's unit in words (``points``, ``nats``), or ``""`` (a ``%`` stays on the
-        numbers)."""
-        return self.suffix.strip() if self.suffix.startswith(" ") else ""
+        """The axis's unit in words (``points``, ``nats``, or the record's ``axis``: "attention
+        weight"), or ``""`` (a ``%`` stays on the numbers)."""
+        return self.suffix.strip() if self.suffix.startswith(" ") else self.axis_unit
 
 
 # ---------------------------------------------------------------- records
@@ -203,7 +205,8 @@ def rule(records: list[dict], family: str = "") -> Rule | None:
                 margin_source=first.get("margin_source") or "",
                 sized=str(first.get("sized")).lower() == "true",
                 scale=_float(first.get("scale")) or 1.0, suffix=first.get("suffix") or "",
-                digits=int(_float(first.get("digits")) or 2), family=family)
+                digits=int(_float(first.get("digits")) or 2), family=family,
+                axis_unit=str(first.get("axis") or ""))
 
 
 def from_note(numbers: dict, scale: float = 1.0, unit: str = "") -> Rule:

@@ -326,23 +326,34 @@ def why_sentence(row: dict) -> str:
 
 def specifications_sentence(row: dict) -> str:
     """``specifications`` and ``turns_on`` in words: ``Holds in 2 of 2 specifications:
-    robust.``, or for a fragile row the choice it turns on."""
+    robust.``, or for a fragile row the choice it turns on, and, where the verdict changes
+    under another bootstrap seed or without one fine-tuning seed (``turns_on`` items of
+    :func:`analysis_utils.ledger.stability.fold`), that draw."""
+    from ..ledger.stability import TURNS_ON_NAMES
+
     spec = (row.get("specifications") or "").strip()
     m = re.match(r"(\w+) in (\d+) of (\d+)(?: \(([^)]*)\))?", spec)
     if not m:
         return ""
     v, k, n, others = m.groups()
     lead = f"{'Holds' if v == 'yes' else f'The verdict is {v}'} in {k} of {n} specifications"
-    if row.get("robust") == "yes" or k == n:
+    items = [t.strip() for t in (row.get("turns_on") or "").split("; ") if t.strip()]
+    draws = [t for t in items if t.startswith(tuple(TURNS_ON_NAMES.values()))]
+    choices_text = "; ".join(t for t in items if t not in draws)
+    drawn = f" It is not robust to {' or '.join(draws)}." if draws else ""
+    if (row.get("robust") == "yes" or k == n) and not draws:
         return f"{lead}: robust to the choices the paper leaves open."
+    if k == n:
+        return f"{lead}: robust to the choices the paper leaves open, but not to " \
+            f"{' or '.join(draws)}."
     out = lead + (f" ({others})" if others else "")
     choices: dict[str, list[str]] = {}
-    for name, alt in re.findall(r"(\w+) \(([^()]*)\)", row.get("turns_on") or ""):
+    for name, alt in re.findall(r"(\w+) \(([^()]*)\)", choices_text):
         choices.setdefault(name, []).append(alt)
     if choices:
         out += ": it turns on " + " and ".join(
             f"the {name} ({'; '.join(alts)})" for name, alts in choices.items())
-    return out + "."
+    return out + "." + drawn
 
 
 def control_sentence(row: dict) -> str:

@@ -121,11 +121,13 @@ def headline(df: pd.DataFrame) -> list[str]:
     for (paper, model), g in hc.groupby(["paper", "model"], sort=False):
         a = g[g["group"] == GROUPS[0]].iloc[0]
         bits = [f"{a['robust yes']} of {a['tested']} tested claims about trained attention "
-                f"hold under every specification ({badge('yes')})",
-                f"{a['robust no']} are refuted under every specification ({badge('no')})",
+                f"hold under every specification and draw ({badge('yes')})",
+                f"{a['robust no']} are refuted under every specification and draw "
+                f"({badge('no')})",
                 f"{a['robust inconclusive']} stay {badge('inconclusive')}"]
         if a["fragile"]:
-            bits.append(f"{a['fragile']} turn on a choice the paper leaves open (fragile)")
+            bits.append(f"{a['fragile']} turn on a choice the paper leaves open or on a draw "
+                        "(fragile)")
         if a["mixed"]:
             bits.append(f"{a['mixed']} are {badge('mixed')}")
         line = (f"<strong>{html.escape(paper_name(paper))} on "

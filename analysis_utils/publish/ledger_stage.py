@@ -65,7 +65,7 @@ MULTIVERSE_COLUMNS = ["model", "id", "notebook", "claim", "spec", "main", "margi
                       "estimate", "lo", "hi", "level", "alpha", "inner_lo", "inner_hi",
                       "inner_level", "own_p", "null", "margin", "margin_source", "paper_effect",
                       "sized", "reason",
-                      "scale", "suffix", "digits"]
+                      "scale", "suffix", "digits", "axis"]
 #: The files each row's rule read, one row per file (:func:`evidence_table`): what the book's
 #: claim pages link, each at the notebook output that wrote it (:mod:`.evidence`).
 EVIDENCE_COLUMNS = ["id", "model", "notebook", "file"]
@@ -102,7 +102,8 @@ def _with_ids(df: pd.DataFrame) -> pd.DataFrame:
 
 
 def judge(folders: Sequence[str], root: Path, build=None,
-          stability: bool = True, without=None) -> dict[str, pd.DataFrame]:
+          stability: bool = True, without=None,
+          folded_by: pd.DataFrame | None = None) -> dict[str, pd.DataFrame]:
     """``{repository-relative csv path: table}``: the combined ledger and every folder's
     per-notebook verdict tables, and (``stability``) the verdict-stability table and its
     shares (:mod:`analysis_utils.ledger.stability`: the ledger rebuilt under another bootstrap
@@ -111,7 +112,9 @@ def judge(folders: Sequence[str], root: Path, build=None,
     ``build``: the ledger builder (default :func:`analysis_utils.ledger.build`; tests pass a
     memo of it); ``without``: ``(folder path, seed) -> ledger rows of 06-07 without that
     fine-tuning seed`` (default :func:`analysis_utils.ledger.seeds_left_out.verdicts_without`),
-    called once per fine-tuning seed of each folder that ran notebook 06.
+    called once per fine-tuning seed of each folder that ran notebook 06; ``folded_by``:
+    with ``stability=False``, a stability table already made (the committed one) whose draws
+    :func:`~analysis_utils.ledger.stability.fold` writes into ``robust`` as the full stage does.
 
     With neither given, the ledger, its rebuild under another bootstrap seed and the
     left-out builds are independent jobs, run on one worker process per core, the two whole
@@ -167,8 +170,17 @@ def judge(folders: Sequence[str], root: Path, build=None,
         for (f, s), df in zip(jobs, builds, strict=True):
             left_out.setdefault(label[f], {})[s] = df
         table = stab.table(claims, rebuilt, left_out)
+        # robust = every specification, another bootstrap seed and each fine-tuning seed left
+        # out agree (the headline counts robust verdicts only)
+        claims = stab.fold(claims, table)
+        out[f"{present[0]}/{CLAIMS_TABLE}"] = claims
         out[f"{present[0]}/{STABILITY_TABLE}"] = table
         out[f"{present[0]}/{STABILITY_SHARES}"] = stab.shares(table)
+    elif folded_by is not None:
+        from ..ledger import stability as stab
+
+        claims = stab.fold(claims, folded_by)
+        out[f"{present[0]}/{CLAIMS_TABLE}"] = claims
     view = ["id", *ledger.VIEW_COLUMNS, "control_verdict", "training_specific"]
     # A notebook's verdict table keeps the columns some row of that notebook fills, in any
     # folder (one schema across models: 01's rows have no seeds, 06's have): a column empty

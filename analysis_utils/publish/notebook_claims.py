@@ -60,8 +60,10 @@ def block(rows: list[dict], rel: Path) -> str:
                      "<tbody>")
         for r in mine:
             why = r.get("why") or ""
-            if str(r.get("robust", "")) == "no" and r.get("specifications"):
-                why = f"{why} (fragile: {r['specifications']})" if why else r["specifications"]
+            if str(r.get("robust", "")) == "no" and (r.get("turns_on") or
+                                                      r.get("specifications")):
+                frag = f"turns on {r['turns_on']}" if r.get("turns_on") else r["specifications"]
+                why = f"{why} (fragile: {frag})" if why else f"fragile: {frag}"
             parts.append(
                 f'<tr id="claim-{html.escape(r["id"])}" data-verdict="'
                 f'{html.escape(r["verdict"])}"><td><a href="{up}claims/{html.escape(r["id"])}'
