@@ -162,6 +162,10 @@ SOURCES: dict[str, str] = {
                   f", a convention, with {_alt('negligible')[0]} (stricter) and "
                   f"{_alt('negligible')[1]} (the loosest share still small beside the special "
                   "tokens; a third or more is not negligible on any reading)",
+    "no fine-tuning": "Kovaleva's Table 1 column 'pre-trained' (4.3: 'pre-trained BERT alone "
+                      "without fine-tuning') does not say how its task head was obtained, and "
+                      "its STS-B 33.1 fits neither reading: notebook 06's untrained head, or a "
+                      "head trained on the frozen features",
     "negligible tasks": "Kovaleva 4.4's sentence names the tasks of its feature heads ('on the "
                         "MRPC, RTE and QQP tasks', 'on the QNLI task'); Figure 6 shows every "
                         "task",
@@ -202,6 +206,9 @@ SOURCES: dict[str, str] = {
 #:   statistic (:data:`BEHAVIOUR_QUANTILE`). Where the absolute thresholds label fewer than two
 #:   behaviours with two heads (all-mpnet-base-v2: broad 5, next token 1), the main reading
 #:   takes the model-relative labels, and the row says so;
+#: - Kovaleva's Table 1 "pre-trained" column ("pre-trained BERT alone without fine-tuning",
+#:   4.3): an untrained task head on the pre-trained encoder, or one trained on its frozen
+#:   features;
 #: - which tasks "negligible next to [CLS] and [SEP]" (Kovaleva 4.4) speaks of: the ones its
 #:   sentence names for the feature heads (MRPC, RTE, QQP; QNLI), or every task of Figure 6;
 #: - the numbers of :data:`VALUES` ("substantial", "often", "mostly", "many", "close to",
@@ -216,6 +223,8 @@ READINGS: dict[str, tuple[str, ...]] = {
     "substantially": (f"fixes more than {SUBSTANTIAL_ERROR_SHARE:.3f} of the baseline's errors",
                       f"more than {UNBOLD_MARGIN:.1f} points over the baseline"),
     "broad heads": ("where the broadest tenth of heads sit", "the mean entropy of all heads"),
+    "no fine-tuning": ("an untrained task head on the pre-trained encoder",
+                       "a task head trained on the frozen pre-trained features"),
     "negligible tasks": ("the tasks its sentence names (" + ", ".join(
         sorted({t for ts in KOVALEVA_FEATURE_INCREASE.values() for t in ts})) + ")",
         "every paper task (Figure 6)"),
