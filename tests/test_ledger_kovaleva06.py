@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from analysis_utils.analyses import features, significance
-from analysis_utils.ledger import core, kovaleva
+from analysis_utils.ledger import core, kovaleva, readings
 from analysis_utils.ledger import resample as rs
 from analysis_utils.papers import KOVALEVA_TABLE1
 
@@ -300,17 +300,29 @@ def test_vertical_and_negligible_from_the_best_heads(examples):
     groups = list(features.TOP_GROUPS)
     feats = [groups.index(g) for g in features.FEATURES]
     spec = [groups.index("cls"), groups.index("sep")]
+    # the sentence's own features on RTE ("nouns and direct objects ... (on the MRPC, RTE and
+    # QQP tasks)"): the main reading of "negligible tasks"
+    named = [groups.index(g) for g in ("noun", "object")]
     top = z["top_RTE"][1:]
-    diff, ratio = [], []
+    diff, ratio, ratio_named = [], [], []
     for s in top:
         best = np.nanmax(np.nanmean(s, axis=0), axis=-1)  # per group, over its heads
         diff.append(best[spec].max() - best[feats].max())
         ratio.append(best[feats].max() / best[spec].max())
+        ratio_named.append(best[named].max() / best[spec].max())
     v = kovaleva._vertical_is_special(t, "model").per_task["RTE"][0]
     assert v.result.estimate == pytest.approx(np.mean(diff), rel=1e-6) and v.direction == 1
     n = kovaleva._features_negligible(t, "model").per_task["RTE"][0]
-    assert n.result.estimate == pytest.approx(np.mean(ratio), rel=1e-6)
+    assert n.result.estimate == pytest.approx(np.mean(ratio_named), rel=1e-6)
     assert (n.null, n.direction) == (kovaleva.NEGLIGIBLE, -1)
+    every = readings.READINGS["negligible tasks"][1]
+    with readings.reading("negligible tasks", every), readings.reading(
+            "negligible", readings.READINGS["negligible"][2]):
+        o = kovaleva._features_negligible(t, "model")
+    n = o.per_task["RTE"][0]
+    assert n.result.estimate == pytest.approx(np.mean(ratio), rel=1e-6)
+    assert n.null == 0.25 and "quarter" in readings.READINGS["negligible"][2]
+    assert set(o.per_task) >= {"RTE"} and "MRPC" in o.per_task  # every task the run has
 
 
 def test_feature_heads_increase_per_seed_max_over_heads(examples):

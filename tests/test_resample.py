@@ -423,7 +423,8 @@ def test_judge_tasks_per_task():
     v, tasks, why = rs.judge_tasks({"STS-B": ["yes"] * 3, "MRPC": ["no"] * 3,
                                     "RTE": ["no"] * 3})
     assert v == "no" and tasks == {"STS-B": "yes", "MRPC": "no", "RTE": "no"}
-    assert "MRPC, RTE" in why
+    assert why == "MRPC, RTE fail in every seed"  # the verb agrees with the tasks named
+    assert rs.judge_tasks({"A": ["no"], "B": ["yes"]})[2] == "A fails"
     # seeds of one task disagree: mixed
     v, tasks, _ = rs.judge_tasks({"STS-B": ["yes", "no", "yes"], "MRPC": ["yes"] * 3})
     assert v == "mixed" and tasks["STS-B"] == "mixed"

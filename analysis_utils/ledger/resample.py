@@ -1166,21 +1166,26 @@ def judge_tasks(per_task: Mapping[str, Sequence[str]], scope: str = "every",
             tasks[task] = "inconclusive"
     vs = list(tasks.values())
 
-    def named(v):
-        return ", ".join(t for t, x in tasks.items() if x == v)
+    def named(v, why):
+        """``"MRPC fails"``, ``"MRPC, RTE fail"``: the tasks with verdict ``v`` and the verb
+        (singular, plural) agreeing with them."""
+        who = [t for t, x in tasks.items() if x == v]
+        return f"{', '.join(who)} {why[0] if len(who) == 1 else why[1]}"
 
     # seed wording only where a task has seeds (a pooled test, or relations, has none)
     each = "" if all(len(list(v)) == 1 for v in per_task.values()) else " in every seed"
+    disagree = ("has seeds that disagree", "have seeds that disagree")
     if scope == "every":
-        for v, why in (("no", f"fails{each}"), ("mixed", "has seeds that disagree"),
-                       ("inconclusive", "cannot be told"), ("untestable", "is untestable")):
+        for v, why in (("no", (f"fails{each}", f"fail{each}")), ("mixed", disagree),
+                       ("inconclusive", ("cannot be told",) * 2),
+                       ("untestable", ("is untestable", "are untestable"))):
             if v in vs:
-                return v, tasks, f"{named(v)} {why}"
+                return v, tasks, named(v, why)
         return "yes", tasks, f"every task passes{each}"
     if "yes" in vs:
-        return "yes", tasks, f"{named('yes')} passes{each}"
-    for v, why in (("mixed", "has seeds that disagree"), ("inconclusive", "cannot be told"),
-                   ("untestable", "is untestable")):
+        return "yes", tasks, named("yes", (f"passes{each}", f"pass{each}"))
+    for v, why in (("mixed", disagree), ("inconclusive", ("cannot be told",) * 2),
+                   ("untestable", ("is untestable", "are untestable"))):
         if v in vs:
-            return v, tasks, f"no task passes; {named(v)} {why}"
+            return v, tasks, f"no task passes; {named(v, why)}"
     return "no", tasks, f"every task fails{each}"
