@@ -19,7 +19,7 @@ import contextvars
 from fractions import Fraction
 
 from ..analyses.clustering import DEFAULT_THRESHOLDS
-from ..papers import BERT_BASE_LAYERS, CLARK_TABLE1, CLARK_TABLE2
+from ..papers import BERT_BASE_LAYERS, CLARK_TABLE1, CLARK_TABLE2, KOVALEVA_TABLE1
 from . import words as _words
 
 #: Clark's Table 1 rows in bold, "particularly effective heads" (the paper's own bolding).
@@ -98,6 +98,14 @@ _COMMON_UNBOLD = sum(r not in TABLE1_BOLD for r in [r for r in CLARK_TABLE1 if r
                      [:TABLE1_COMMON])
 
 
+def _table1_chance() -> str:
+    """Kovaleva's Table 1 'pre-trained' accuracies of the single-metric accuracy tasks, in the
+    table's order (``"SST-2 49.1, RTE 52.7, QNLI 52.8"``)."""
+    return ", ".join(f"{task} {cols['pretrained']['accuracy']:g}"
+                     for task, cols in KOVALEVA_TABLE1.items()
+                     if set(cols["pretrained"]) == {"accuracy"})
+
+
 def _main(words: str) -> str:
     """The main reading of ``words`` (a key of :data:`VALUES`), as its label."""
     return next(iter(VALUES[words]))
@@ -161,13 +169,17 @@ SOURCES: dict[str, str] = {
     "negligible": f"Kovaleva 4.4 gives no number: {_main('negligible').removeprefix('below ')}"
                   f", a convention, with {_alt('negligible')[0]} (stricter) and "
                   f"{_alt('negligible')[1]} (the loosest share still small beside the special "
-                  "tokens). The first version judged a third instead; a referee held a third "
-                  "not negligible, and it was replaced after its verdicts had been seen (under "
-                  "it the claim held on the sentence's tasks; commit 6014f68 judged it)",
+                  "tokens). A first, uncommitted run judged a third instead; a referee held a "
+                  "third not negligible, and it was replaced after that run's verdicts had been "
+                  "seen (the row's note says where a third would stand)",
     "no fine-tuning": "Kovaleva's Table 1 column 'pre-trained' (4.3: 'pre-trained BERT alone "
-                      "without fine-tuning') does not say how its task head was obtained, and "
-                      "its STS-B 33.1 fits neither reading: notebook 06's untrained head, or a "
-                      "head trained on the frozen features",
+                      "without fine-tuning') does not say how its task head was obtained: "
+                      "notebook 06's untrained head, the main reading, fits the column's "
+                      f"chance-level scores ({_table1_chance()}; MRPC F1 "
+                      f"{KOVALEVA_TABLE1['MRPC']['pretrained']['f1']:g}: no example predicted "
+                      "positive, which a trained head seldom does), and a head trained on the "
+                      "frozen features, the weaker reading, fits only STS-B's "
+                      f"{KOVALEVA_TABLE1['STS-B']['pretrained']['pearson']:g}",
     "negligible tasks": "Kovaleva 4.4's sentence names its features and tasks ('nouns and direct "
                         "objects of the main predicates (on the MRPC, RTE and QQP tasks), and "
                         "negation tokens (on the QNLI task)'): those only, or every feature on "
