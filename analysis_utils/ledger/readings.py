@@ -177,9 +177,10 @@ SOURCES: dict[str, str] = {
                       "notebook 06's untrained head, the main reading, fits the column's "
                       f"chance-level scores ({_table1_chance()}; MRPC F1 "
                       f"{KOVALEVA_TABLE1['MRPC']['pretrained']['f1']:g}: no example predicted "
-                      "positive, which a trained head seldom does), and a head trained on the "
-                      "frozen features, the weaker reading, fits only STS-B's "
-                      f"{KOVALEVA_TABLE1['STS-B']['pretrained']['pearson']:g}",
+                      "positive, which a trained head seldom does); a head trained on the "
+                      "frozen features, the weaker reading, is suggested only by STS-B's "
+                      f"{KOVALEVA_TABLE1['STS-B']['pretrained']['pearson']:g}, the column's one "
+                      "score above chance",
     "negligible tasks": "Kovaleva 4.4's sentence names its features and tasks ('nouns and direct "
                         "objects of the main predicates (on the MRPC, RTE and QQP tasks), and "
                         "negation tokens (on the QNLI task)'): those only, or every feature on "
