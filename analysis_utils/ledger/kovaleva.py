@@ -717,8 +717,10 @@ def _feature_vs_special(t: Tables, which: str, ratio: bool) -> Outcome:
                  and cs[0].result.interval_at(alpha)[1] < 1 / 3]
         tested = [x for x, cs in per_task.items() if cs[0].result is not None]
         third = ("a third, the loosest threshold judged before a referee held it not "
-                 "negligible: the interval of " + (", ".join(clear) or "no tested task")
-                 + " lies wholly below it" + (
+                 "negligible: " + ("the interval of no tested task lies" if not clear else
+                                   f"the interval of {clear[0]} lies" if len(clear) == 1 else
+                                   f"the intervals of {', '.join(clear)} lie")
+                 + " wholly below it" + (
                      " (every tested task: under a third this row would read yes)"
                      if tested and len(clear) == len(tested) else ""))
     what = ("score of the " + ("best head on the features the sentence names" if named else
