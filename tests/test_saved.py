@@ -147,7 +147,8 @@ def test_a_profile_subfolder_is_searched_and_a_corrupt_file_is_named(tmp_path):
 def _saved_steps(prefix: str) -> list[str]:
     """The step names notebook ``prefix``'s source passes to ``saved.step``."""
     (source,) = (REPO / "notebooks").glob(f"{prefix}_*.py")
-    return sorted(set(re.findall(r"(?:saved|shipped)\.step\(\s*run,\s*\"(\w+)\"", source.read_text())))
+    return sorted(set(re.findall(r"(?:saved|shipped)\.step\(\s*run,\s*\"(\w+)\"",
+                                 source.read_text())))
 
 
 def test_every_committed_run_ships_the_evidence_a_reader_replays():

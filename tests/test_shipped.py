@@ -106,6 +106,21 @@ def test_a_reference_refuses_what_is_not_an_array():
         shipped.reference("01_a.npz", {"x": [1, 2]})
 
 
+def test_every_committed_reference_finds_its_arrays_beside_it():
+    """Each committed evidence file's references (shipped.step) resolve, by checksum, to the
+    arrays file committed in the same folder: a reader's replay does not fall back on
+    computing, and a re-made arrays file without its evidence is caught here."""
+    refs = 0
+    for p in sorted(REPO.glob("results/**/*_evidence_*.npz")):
+        value = saved.read(p)
+        for entry in (value.values() if isinstance(value, dict) else ()):
+            if shipped.is_reference(entry):
+                refs += 1
+                assert shipped.lookup(entry, [p.parent]) is not None, \
+                    f"{p.relative_to(REPO)}: {entry[shipped.REF]} does not match its checksum"
+    assert refs >= 4  # 01's surface step, model and control, in both profiles
+
+
 def test_no_committed_evidence_file_exceeds_5_mb():
     """The size a repository can ship per file: bulk arrays that a run writes anyway are kept
     once (shipped.step), not again inside the evidence."""

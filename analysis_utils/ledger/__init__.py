@@ -215,8 +215,8 @@ def headline_counts(ledger: pd.DataFrame) -> pd.DataFrame:
     but ``untestable``), and of those the ``yes``, ``no`` and ``inconclusive`` verdicts that
     are robust (``robust``: every specification of the multiverse, another bootstrap seed and
     each fine-tuning seed left out give the same verdict, :func:`.stability.fold`), the ones
-    that turn on a choice or a draw (``fragile``), ``mixed`` and ``untestable``. A row without a multiverse column (an
-    older ledger) counts as robust."""
+    that turn on a choice or a draw (``fragile``), ``mixed`` and ``untestable``. A row without
+    a multiverse column (an older ledger) counts as robust."""
     rows = []
     for model, g in ledger.groupby("model", sort=False):
         grp = g.apply(_group, axis=1) if len(g) else pd.Series(dtype=str)

@@ -404,7 +404,7 @@ def _broad_lower(t: Tables, which: str) -> Outcome:
     x, art = seg.values("entropy")
     early, late = _halves(seg.L)
     ce, cl = _columns(seg.L, seg.H, early), _columns(seg.L, seg.H, late)
-    if readings.chosen("broad heads") == readings.READINGS["broad heads"][0]:
+    if readings.is_main("broad heads"):
         K = x.shape[1]
         q = max(1, round(K * BROADEST))
         is_e, is_l = np.zeros(K), np.zeros(K)
@@ -731,7 +731,7 @@ def _syntax(rel: str):
         w = _words(t, which)
         rows = w.words(ud)
         mark_note = ""
-        if ud == "mark" and readings.chosen("mark") == readings.READINGS["mark"][0]:
+        if ud == "mark" and readings.is_main("mark"):
             tags = w.upos(rows)
             if tags is not None:
                 keep = tags != "PART"
@@ -743,8 +743,7 @@ def _syntax(rel: str):
             return Outcome(value=DASH, untestable=f"no {ud} words in this run's sample")
         o = _best_offset(w, rows)
         base = w.offset[rows, o]
-        share = (rel in BOLD and readings.chosen("substantially")
-                 == readings.READINGS["substantially"][0])
+        share = rel in BOLD and readings.is_main("substantially")
         s = SUBSTANTIAL_ERROR_SHARE
         # "substantially": the head beats the baseline with a share s of its errors fixed,
         # head - base - s (1 - base) > 0 per word, resampled with the head chosen in each
@@ -1589,7 +1588,7 @@ def _separation(grouping: str):
             heads = int(d["heads"])
             labels = d["labels"] if isinstance(d["labels"], str) else "none"
             too_few = str(d["testable"]).strip().lower() != "true"
-            main = readings.chosen("behaviours") == readings.READINGS["behaviours"][0]
+            main = readings.is_main("behaviours")
             if too_few or not main:
                 rel = _relative_behaviours(t, which)
                 if isinstance(rel, str):

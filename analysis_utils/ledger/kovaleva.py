@@ -31,6 +31,7 @@ from ..papers import (
 from . import depth, readings, stats, words
 from . import resample as rs
 from .core import (
+    ALPHA,
     MIN_SEEDS,
     Check,
     Claim,
@@ -397,8 +398,7 @@ def _no_finetuning_baseline() -> str:
     """The run that stands for Table 1's "pre-trained, no fine-tuning" column under the reading
     in force (readings "no fine-tuning"): the untrained head (main) or the frozen-features
     head."""
-    main = readings.chosen("no fine-tuning") == readings.READINGS["no fine-tuning"][0]
-    return "untrained" if main else "frozen"
+    return "untrained" if readings.is_main("no fine-tuning") else "frozen"
 
 
 def _finetuned_beats_pretrained(t: Tables, which: str) -> Outcome:
@@ -674,10 +674,10 @@ def _negligible_words() -> str:
 
 def _feature_vs_special(t: Tables, which: str, ratio: bool) -> Outcome:
     tasks, _ = _paper_tasks(_example_tasks(t))
-    named = ratio and readings.chosen("negligible tasks") == readings.READINGS[
-        "negligible tasks"][0]
+    named = ratio and readings.is_main("negligible tasks")
     if named:  # the sentence's own tasks (the main reading of "negligible tasks")
         tasks = [x for x in tasks if x in NEGLIGIBLE_TASKS]
+    threshold = float(readings.value("negligible"))
     per_task, parts, seeds, units = {}, [], {}, {}
     for task in tasks:
         v, groups = _top(t, task)
@@ -694,8 +694,7 @@ def _feature_vs_special(t: Tables, which: str, ratio: bool) -> Outcome:
 
         r = _boot(v.reshape(S, n, G * k), G * k, stat)
         gate = _short(S)
-        per_task[task] = [Check(result=r, null=float(readings.value("negligible")),
-                                direction=-1, untestable=gate)
+        per_task[task] = [Check(result=r, null=threshold, direction=-1, untestable=gate)
                           if ratio else Check(result=r, null=0.0, direction=1, untestable=gate)]
         seeds[task], units[task] = S, (S, n)
         parts.append(f"{task} {pct(r.estimate) if ratio else f'{r.estimate:+.3f}'}")
@@ -706,22 +705,22 @@ def _feature_vs_special(t: Tables, which: str, ratio: bool) -> Outcome:
     # the threshold the quarter replaced after its verdicts were seen (readings' source): say
     # where the estimates stand against it, so the choice is open to the reader
     third = ""
-    if ratio and per_task:
+    if ratio:
         # at the most conservative level the row's family can have (every claim of notebook
-        # 06 tested: Bonferroni over all of them), so a task said to clear a third clears it
-        # at the row's own level too
-        from .core import ALPHA
-
+        # 06 tested: Bonferroni over all of them), so a task said to clear the replaced
+        # threshold clears it at the row's own level too
         alpha = ALPHA / len(claims06())
+        old = readings.NEGLIGIBLE_REPLACED
         clear = [x for x, cs in per_task.items() if cs[0].result is not None
-                 and cs[0].result.interval_at(alpha)[1] < 1 / 3]
+                 and cs[0].result.interval_at(alpha)[1] < old]
         tested = [x for x, cs in per_task.items() if cs[0].result is not None]
-        third = ("a third, the loosest threshold judged before a referee held it not "
-                 "negligible: " + ("the interval of no tested task lies" if not clear else
+        third = (f"{words.fraction(old)}, the loosest threshold judged before a referee held "
+                 "it not negligible: " + ("the interval of no tested task lies" if not clear else
                                    f"the interval of {clear[0]} lies" if len(clear) == 1 else
                                    f"the intervals of {', '.join(clear)} lie")
                  + " wholly below it" + (
-                     " (every tested task: under a third this row would read yes)"
+                     f" (every tested task: under {words.fraction(old)} this row would read "
+                     "yes)"
                      if tested and len(clear) == len(tested) else ""))
     what = ("score of the " + ("best head on the features the sentence names" if named else
                                "best linguistic-feature head") + " over the best [CLS]/[SEP] "
@@ -734,8 +733,7 @@ def _feature_vs_special(t: Tables, which: str, ratio: bool) -> Outcome:
                    digits=1 if ratio else 3,
                    note=_join("the features are silver (spaCy); each type's best head chosen "
                               "inside every resample among its 5 best heads on the data",
-                              f"'negligible' read as below "
-                              f"{float(readings.value('negligible')):.0%}" if ratio else "",
+                              f"'negligible' read as below {threshold:.0%}" if ratio else "",
                               third,
                               _not_run(NEGLIGIBLE_TASKS if named else KOVALEVA_TASKS, tasks)))
 
@@ -849,8 +847,7 @@ def _framenet_standout(t: Tables, which: str) -> Outcome:
         standout = [(int(a) - 1) * H + int(b) - 1
                     for a, b in zip(d.loc[d["standout"].astype(bool), "layer"],
                                     d.loc[d["standout"].astype(bool), "head"], strict=True)]
-    judged = (standout[0] if standout and readings.chosen("FrameNet heads") !=
-              readings.READINGS["FrameNet heads"][0] else None)
+    judged = (standout[0] if standout and not readings.is_main("FrameNet heads") else None)
     pair = ", ".join(f"{_head(k, H)} {r.margins[k]:+.3f} "
                      f"[{r.head_interval(k)[0]:+.3f}, {r.head_interval(k)[1]:+.3f}]"
                      for k in standout)

@@ -69,6 +69,11 @@ def _points(x: float) -> str:
     return _words.points(x, 4)
 
 
+#: The loosest "negligible" threshold a first, uncommitted run judged, replaced by a quarter
+#: after a referee held it not negligible and after its verdicts had been seen (its source in
+#: :data:`SOURCES`; the row's note says where it would stand).
+NEGLIGIBLE_REPLACED = Fraction(1, 3)
+
 #: Numbers the paper's words leave open, under each reading (``{words: {reading: value}}``, the
 #: main reading first); where each comes from: :data:`SOURCES`.
 VALUES: dict[str, dict[str, object]] = {
@@ -111,7 +116,7 @@ def _main(words: str) -> str:
     return next(iter(VALUES[words]))
 
 
-def _alt_main(words: str) -> str:
+def _main_fraction(words: str) -> str:
     """The main fraction of ``words`` (a key of :data:`VALUES`) in words."""
     return _words.fraction(next(iter(VALUES[words].values())))
 
@@ -169,9 +174,11 @@ SOURCES: dict[str, str] = {
     "negligible": f"Kovaleva 4.4 gives no number: {_main('negligible').removeprefix('below ')}"
                   f", a convention, with {_alt('negligible')[0]} (stricter) and "
                   f"{_alt('negligible')[1]} (the loosest share still small beside the special "
-                  "tokens). A first, uncommitted run judged a third instead; a referee held a "
-                  "third not negligible, and it was replaced after that run's verdicts had been "
-                  "seen (the row's note says where a third would stand)",
+                  f"tokens). A first, uncommitted run judged {_words.fraction(NEGLIGIBLE_REPLACED)}"
+                  f" instead; a referee held {_words.fraction(NEGLIGIBLE_REPLACED)} not "
+                  "negligible, and it was replaced after that run's verdicts had been seen "
+                  f"(the row's note says where {_words.fraction(NEGLIGIBLE_REPLACED)} would "
+                  "stand)",
     "no fine-tuning": "Kovaleva's Table 1 column 'pre-trained' (4.3: 'pre-trained BERT alone "
                       "without fine-tuning') does not say how its task head was obtained: "
                       "notebook 06's untrained head, the main reading, fits the column's "
@@ -187,7 +194,7 @@ SOURCES: dict[str, str] = {
                         "every paper task",
     "diagonal": "Kovaleva 4.1 defines a diagonal map only as 'formed by the attention to the "
                 "previous/following tokens' (4.5: 'diagonally structured'), with no share: "
-                f"more than {_alt_main('diagonal')}, a majority, a convention, with "
+                f"more than {_main_fraction('diagonal')}, a majority, a convention, with "
                 f"{_alt('diagonal')[0]} and {_alt('diagonal')[1]} either side",
     "no-op token": "Clark 3.2 names [SEP], then speculates that 'attention over these special "
                    "tokens' (Section 2: [CLS] and [SEP]) is a no-op: [SEP] alone, or [SEP] and "
@@ -225,8 +232,9 @@ SOURCES: dict[str, str] = {
 #: - Kovaleva's Table 1 "pre-trained" column ("pre-trained BERT alone without fine-tuning",
 #:   4.3): an untrained task head on the pre-trained encoder, or one trained on its frozen
 #:   features;
-#: - which tasks "negligible next to [CLS] and [SEP]" (Kovaleva 4.4) speaks of: the ones its
-#:   sentence names for the feature heads (MRPC, RTE, QQP; QNLI), or every task of Figure 6;
+#: - what "negligible next to [CLS] and [SEP]" (Kovaleva 4.4) speaks of: the features and tasks
+#:   its sentence names (nouns and objects on MRPC, RTE, QQP; negation on QNLI), or every
+#:   feature on every paper task;
 #: - the numbers of :data:`VALUES` ("substantial", "often", "mostly", "many", "close to",
 #:   "usually", Kovaleva's "negligible" and "diagonal") and the "no-op token", each named from
 #:   its value.
@@ -273,6 +281,12 @@ def value(words: str):
     """The number (or parameters) of ``words`` (a key of :data:`VALUES`) under the reading in
     force: ``value("often") == Fraction(1, 4)`` unless :func:`reading` says otherwise."""
     return VALUES[words][chosen(words)]
+
+
+def is_main(words: str) -> bool:
+    """Whether the main reading of ``words`` is in force (``chosen(words)`` is the first of
+    :data:`READINGS`)."""
+    return chosen(words) == READINGS[words][0]
 
 
 def main_value(words: str):

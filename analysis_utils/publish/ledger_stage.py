@@ -114,7 +114,8 @@ def judge(folders: Sequence[str], root: Path, build=None,
     fine-tuning seed`` (default :func:`analysis_utils.ledger.seeds_left_out.verdicts_without`),
     called once per fine-tuning seed of each folder that ran notebook 06; ``folded_by``:
     with ``stability=False``, a stability table already made (the committed one) whose draws
-    :func:`~analysis_utils.ledger.stability.fold` writes into ``robust`` as the full stage does.
+    :func:`~analysis_utils.ledger.stability.fold` writes into ``robust``, as the full stage
+    does with the table it makes (which replaces this argument).
 
     With neither given, the ledger, its rebuild under another bootstrap seed and the
     left-out builds are independent jobs, run on one worker process per core, the two whole
@@ -169,14 +170,12 @@ def judge(folders: Sequence[str], root: Path, build=None,
         left_out: dict[str, dict[int, pd.DataFrame]] = {}
         for (f, s), df in zip(jobs, builds, strict=True):
             left_out.setdefault(label[f], {})[s] = df
-        table = stab.table(claims, rebuilt, left_out)
+        folded_by = stab.table(claims, rebuilt, left_out)
+        out[f"{present[0]}/{STABILITY_TABLE}"] = folded_by
+        out[f"{present[0]}/{STABILITY_SHARES}"] = stab.shares(folded_by)
+    if folded_by is not None:
         # robust = every specification, another bootstrap seed and each fine-tuning seed left
         # out agree (the headline counts robust verdicts only)
-        claims = stab.fold(claims, table)
-        out[f"{present[0]}/{CLAIMS_TABLE}"] = claims
-        out[f"{present[0]}/{STABILITY_TABLE}"] = table
-        out[f"{present[0]}/{STABILITY_SHARES}"] = stab.shares(table)
-    elif folded_by is not None:
         from ..ledger import stability as stab
 
         claims = stab.fold(claims, folded_by)
