@@ -66,6 +66,18 @@ def test_margin_choices_follow_the_check():
     assert spec.margin_choices(band) == ("sourced", "scaled")  # a band needs a margin
 
 
+def test_a_margin_that_reads_the_claims_word_of_size_has_no_none_beside_it():
+    """'Substantially' read as 13 points: dropping the margin would test 'beats the baseline',
+    another claim (the referee's point on 02's bold rows, issue 52)."""
+    r = _result(0.01, 0.2)
+    size = Margin(0.13, "paper", "Table 1")
+    assert spec.margin_choices(Check(r, margin=size)) == ("sourced", "none")
+    assert spec.margin_choices(Check(r, margin=size, states_size="substantially")) == \
+        ("sourced",)
+    # the size carried by the bar instead (no margin): the one choice is none, as before
+    assert spec.margin_choices(Check(r, states_size="substantially")) == ("none",)
+
+
 def test_scaled_margin_is_the_stated_fraction_of_the_level():
     ch = spec.with_margin(Check(_result(0.0, 1.0), level=0.02), "scaled")
     assert float(ch.margin) == pytest.approx(spec.SCALED_FRACTION * 0.02)

@@ -417,6 +417,27 @@ def test_judge_no_drop_lets_a_gain_of_any_size_agree():
         j(0.0, 1.0, margin=0.0)
 
 
+def test_judge_tasks_names_each_part_of_a_grid_with_its_tasks():
+    """Tasks x parts ("MRPC verb->subject"): the why says which part fails where and which
+    passes everywhere (the referee's point on Kovaleva's diagonal heads, issue 52)."""
+    e = {}
+    for t in ("MRPC", "RTE"):
+        e[f"{t} verb->subject"] = ["yes"]
+        e[f"{t} pronoun->noun"] = ["no"]
+    v, _, why = rs.judge_tasks(e)
+    assert v == "no"
+    assert why == ("pronoun->noun fails on every task (MRPC, RTE); verb->subject passes on "
+                   "every task (MRPC, RTE)")
+    e["RTE verb->subject"] = ["inconclusive"]
+    assert rs.judge_tasks(e)[2] == "pronoun->noun fails on every task (MRPC, RTE)"
+    # pairs are not a grid; parts that are not tasks are not called tasks
+    assert rs.judge_tasks({"SST-2 vs. MRPC": ["no"], "SST-2 vs. RTE": ["yes"]})[2] == \
+        "SST-2 vs. MRPC fails"
+    assert rs.judge_tasks({"no head well at many": ["yes"], "particular heads": ["yes"]})[2] \
+        == "every part passes"
+    assert rs.judge_tasks({"MRPC": ["yes"], "RTE": ["yes"]})[2] == "every task passes"
+
+
 def test_judge_tasks_per_task():
     # "disabling some single head improves every task": STS-B in 3 of 3 seeds, the others in
     # none: no (not mixed), shown per task

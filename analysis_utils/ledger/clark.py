@@ -763,7 +763,8 @@ def _syntax(rel: str):
             check=Check(result=r, null=0.0,
                         paper_effect=((acc - base_acc - s * (100 - base_acc)) / 100 if share
                                       else (acc - base_acc) / 100),
-                        margin=NOT_MUCH if rel in BOLD and not share else None),
+                        margin=NOT_MUCH if rel in BOLD and not share else None,
+                        states_size="substantially" if rel in BOLD else ""),
             unit=_n_units(len(np.unique(w.document[rows])), "documents"),
             heads=w.labels[k], scale=100, suffix=" points",
             note=(f"{mark_note}; " if mark_note else "") + f"{len(rows):,} words; "

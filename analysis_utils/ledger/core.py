@@ -226,6 +226,10 @@ class Check:
     #: other margins a source grounds (each a :class:`.spec.Margin` with its ``name``), judged
     #: as alternative specifications beside ``margin``
     alt_margins: tuple = ()
+    #: the claim's own word of size that ``margin`` reads ("substantially"): the margin is
+    #: then part of the claim, not a smallest effect of interest chosen beside it, so "no
+    #: margin" is not one of its specifications (it would test another claim)
+    states_size: str = ""
 
     def __post_init__(self):
         if self.kind not in CHECK_KINDS:

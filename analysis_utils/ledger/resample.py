@@ -1166,26 +1166,77 @@ def judge_tasks(per_task: Mapping[str, Sequence[str]], scope: str = "every",
             tasks[task] = "inconclusive"
     vs = list(tasks.values())
 
+    grid = _task_grid(list(tasks))
+
     def named(v, why):
         """``"MRPC fails"``, ``"MRPC, RTE fail"``: the tasks with verdict ``v`` and the verb
-        (singular, plural) agreeing with them."""
+        (singular, plural) agreeing with them; on a grid of tasks x parts ("MRPC
+        verb->subject"), each part with its tasks: ``"pronoun->noun fails on every task
+        (MRPC, RTE)"`` (the referee's point on the diagonal row, issue 52)."""
         who = [t for t, x in tasks.items() if x == v]
-        return f"{', '.join(who)} {why[0] if len(who) == 1 else why[1]}"
+        if grid is None:
+            return f"{', '.join(who)} {why[0] if len(who) == 1 else why[1]}"
+        return "; ".join(f"{part} {why[0]} on {_where(on, grid[part])}"
+                         for part, on in _parts_of(who, grid).items())
+
+    def also_passing() -> str:
+        """On a grid, the parts that pass on every task: ``"; verb->subject passes on every
+        task (MRPC, RTE)"``, so that a part's failure is not read as the whole claim's."""
+        if grid is None:
+            return ""
+        ok = [part for part, on in grid.items() if all(tasks[k] == "yes" for k in on.values())]
+        return "".join(f"; {part} passes{each} on {_where(grid[part], grid[part])}"
+                       for part in ok)
 
     # seed wording only where a task has seeds (a pooled test, or relations, has none)
     each = "" if all(len(list(v)) == 1 for v in per_task.values()) else " in every seed"
+    # "every task" only where the entries are tasks (a claim's parts or relations are not)
+    unit = "task" if all(k.split(" ", 1)[0] in _TASK_NAMES for k in tasks) else "part"
     disagree = ("has seeds that disagree", "have seeds that disagree")
     if scope == "every":
         for v, why in (("no", (f"fails{each}", f"fail{each}")), ("mixed", disagree),
                        ("inconclusive", ("cannot be told",) * 2),
                        ("untestable", ("is untestable", "are untestable"))):
             if v in vs:
-                return v, tasks, named(v, why)
-        return "yes", tasks, f"every task passes{each}"
+                return v, tasks, named(v, why) + (also_passing() if v == "no" else "")
+        return "yes", tasks, f"every {unit} passes{each}"
     if "yes" in vs:
         return "yes", tasks, named("yes", (f"passes{each}", f"pass{each}"))
     for v, why in (("mixed", disagree), ("inconclusive", ("cannot be told",) * 2),
                    ("untestable", ("is untestable", "are untestable"))):
         if v in vs:
-            return v, tasks, f"no task passes; {named(v, why)}"
-    return "no", tasks, f"every task fails{each}"
+            return v, tasks, f"no {unit} passes; {named(v, why)}"
+    return "no", tasks, f"every {unit} fails{each}"
+
+
+#: The task names an entry of :func:`judge_tasks` may start with (GLUE's).
+_TASK_NAMES = frozenset({"MRPC", "STS-B", "SST-2", "QQP", "RTE", "QNLI", "MNLI", "CoLA",
+                         "WNLI"})
+
+
+def _task_grid(keys: list[str]) -> dict[str, dict[str, str]] | None:
+    """``{part: {task: key}}`` where every key is ``"<task> <part>"`` on a grid of at least two
+    parts, each on at least two tasks (``"MRPC verb->subject"``, ``"RTE pronoun->noun"``);
+    else None (plain tasks, relations, or pairs such as ``"SST-2 vs. MRPC"``)."""
+    grid: dict[str, dict[str, str]] = {}
+    for k in keys:
+        task, _, part = k.partition(" ")
+        if task not in _TASK_NAMES or not part:
+            return None
+        grid.setdefault(part, {})[task] = k
+    if len(grid) < 2 or any(len(on) < 2 for on in grid.values()):
+        return None
+    return grid
+
+
+def _parts_of(keys: list[str], grid: dict[str, dict[str, str]]) -> dict[str, dict[str, str]]:
+    """The ``keys`` of a :func:`_task_grid`, by part, in the grid's order."""
+    return {part: {t: k for t, k in on.items() if k in keys} for part, on in grid.items()
+            if any(k in keys for k in on.values())}
+
+
+def _where(on: dict[str, str], every: dict[str, str]) -> str:
+    """``"every task (MRPC, RTE)"`` where ``on`` covers all of a part's tasks, else ``"MRPC,
+    RTE"``."""
+    names = ", ".join(on)
+    return f"every task ({names})" if len(on) == len(every) else names

@@ -124,14 +124,16 @@ class Spec:
 
 def margin_choices(check) -> tuple[str, ...]:
     """The margin choices that apply to one Check: ``sourced`` where the rule set a margin,
-    ``none`` for an effect claim (not for a band: a claim of no effect needs one), ``scaled``
+    ``none`` for an effect claim (not for a band: a claim of no effect needs one; nor where
+    the margin reads the claim's own word of size, ``Check.states_size``), ``scaled``
     where the rule states the quantity's level. An effect claim against a threshold with no
     margin and no level has one choice, ``none``."""
     out = []
     if check.margin is not None and check.margin > 0:
         out.append("sourced")
     out += [f"alt:{m.name or m.source}" for m in check.alt_margins]
-    if check.kind == "effect" and (out or check.level is not None):
+    if check.kind == "effect" and (out or check.level is not None) and not (
+            check.states_size and out):
         out.append("none")
     scaled = check.level is not None and math.isfinite(check.level) and check.level != 0
     if scaled:
