@@ -734,7 +734,7 @@ def _feature_vs_special(t: Tables, which: str, ratio: bool) -> Outcome:
                      if tested and len(clear) == len(tested) else ""))
     what = ("score of the " + ("best head on the features the sentence names" if named else
                                "best linguistic-feature head")
-            + (" whose score rose with fine-tuning" if risen else "")
+            + (", among those whose score rose with fine-tuning," if risen else "")
             + " over the best [CLS]/[SEP] head's" if ratio else
             "best [CLS]/[SEP] head's score minus the best linguistic-feature head's")
     rose = ""
