@@ -108,10 +108,16 @@ def test_a_table1_row_is_the_best_head_against_the_best_offset_on_documents(t02)
     main = c.rule(t02, "model")
     assert main.check.result.estimate == pytest.approx(1.0 - ((1 - s) * 0.5 + s))
     assert main.check.margin is None and "0.337 of the offset's errors" in main.value
-    with readings.reading("substantially", "more than 13.0 points over the baseline"):
+    points = readings.READINGS["substantially"][1]
+    assert points.startswith("more than 13.0 points over the baseline")
+    with readings.reading("substantially", points):
         o = c.rule(t02, "model")
     ch = o.check
-    assert float(ch.margin) == pytest.approx(0.13)
+    assert float(ch.margin) == pytest.approx(0.13) and ch.states_size == "substantially"
+    # prt is bold at +7.7 in Table 1: the points reading takes the row's own margin there
+    assert float(clark._points_bar("prt")) == pytest.approx(
+        (CLARK_TABLE1["prt"][1] - CLARK_TABLE1["prt"][2]) / 100)
+    assert clark._points_bar("det") is clark.NOT_MUCH
     acc, base = CLARK_TABLE1["det"][1:3]
     assert (ch.kind, ch.null, ch.direction) == ("effect", 0.0, 1)
     assert ch.paper_effect == pytest.approx((acc - base) / 100)

@@ -430,6 +430,9 @@ def test_judge_tasks_names_each_part_of_a_grid_with_its_tasks():
                    "every task (MRPC, RTE)")
     e["RTE verb->subject"] = ["inconclusive"]
     assert rs.judge_tasks(e)[2] == "pronoun->noun fails on every task (MRPC, RTE)"
+    e["MRPC pronoun->noun"] = e["RTE pronoun->noun"] = ["yes"]
+    assert rs.judge_tasks(e)[2] == ("verb->subject cannot be told on RTE; pronoun->noun passes "
+                                    "on every task (MRPC, RTE)")
     # pairs are not a grid; parts that are not tasks are not called tasks
     assert rs.judge_tasks({"SST-2 vs. MRPC": ["no"], "SST-2 vs. RTE": ["yes"]})[2] == \
         "SST-2 vs. MRPC fails"

@@ -746,6 +746,8 @@ def _spec_text(c: Claim, o: Outcome | None, a: float, margins, routes, readings,
     ch = with_margin(base, margins[0]) if margins else base
 
     def margin_text(x: Check) -> str:
+        if not x.margin and x.states_size:
+            return f"no margin beside the bar ('{x.states_size}' is in the statistic)"
         if not x.margin:
             return "no margin"
         return f"a margin of {_plain(float(x.margin), o, signed=False)} ({margin_source(x.margin)})"

@@ -1198,7 +1198,7 @@ def judge_tasks(per_task: Mapping[str, Sequence[str]], scope: str = "every",
                        ("inconclusive", ("cannot be told",) * 2),
                        ("untestable", ("is untestable", "are untestable"))):
             if v in vs:
-                return v, tasks, named(v, why) + (also_passing() if v == "no" else "")
+                return v, tasks, named(v, why) + also_passing()
         return "yes", tasks, f"every {unit} passes{each}"
     if "yes" in vs:
         return "yes", tasks, named("yes", (f"passes{each}", f"pass{each}"))
