@@ -745,10 +745,12 @@ def _feature_vs_special(t: Tables, which: str, ratio: bool) -> Outcome:
 #: "negligible"; a faithful restriction needs every head's per-example score (a rise above
 #: FEATURE_MARGIN, as the sibling row tests it, is often found outside a feature's 5 best
 #: heads), which notebook 06 does not save (the second referee of 2 Dec 2026, issue 52).
-_NOT_ONLY_RISEN = ("the best heads whether or not their attention rose with fine-tuning: "
-                   "keeping only those that rose (the sentence's 'such') could only lower the "
-                   "features' score, and needs every head's per-example score, which notebook 06 "
-                   "does not save")
+_NOT_ONLY_RISEN = ("each feature's best heads are taken whether or not their attention rose "
+                   "with fine-tuning; keeping only the heads 'that paid increased ... attention' "
+                   "(the sentence's own heads) could only lower the features' score, so a `no` "
+                   "here comes from a test stricter than the sentence and could read yes under "
+                   "it; that restriction needs every head's per-example score, which notebook "
+                   "06 does not save")
 
 
 def _vertical_is_special(t: Tables, which: str) -> Outcome:
