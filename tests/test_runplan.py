@@ -42,7 +42,7 @@ def test_units_per_profile():
         "MRPC/pretrained/seed42", "MRPC/pretrained/seed43", "STS-B/pretrained/seed42",
         "MRPC/random/seed42", "STS-B/random/seed42", "MRPC/pretrained/seed42@lr0.0001"]
     assert {(u.model, u.run.max_train, u.max_dev, u.settings.epochs) for u in smoke} == {
-        ("minilm", 64, 48, 1)}
+        ("minilm", 64, 24, 1)}
     assert [u.notebooks for u in smoke] == [("06", "07")] * 3 + [("06",)] * 3
 
     default = units.build("default")
