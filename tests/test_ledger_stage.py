@@ -233,6 +233,13 @@ def test_a_verdict_that_a_draw_turns_is_not_robust_and_names_the_draw():
     assert folded.loc[("a", "fine"), ["robust", "turns_on"]].tolist() == ["yes", ""]
     assert folded.loc[("a", "spec"), ["robust", "turns_on"]].tolist() == \
         ["no", "margin (none: no)"]
+    # two other streams: a verdict must hold under both; the one that moves it is counted
+    two = stab.table(led, {1: led, 2: again}, without)
+    assert two.set_index("claim").loc["fine", "bootstrap seed"] == "holds"
+    folded = stab.fold(led, two).set_index(["model", "claim"])
+    assert folded.loc[("a", "boot"), "turns_on"] == \
+        "the bootstrap seed (inconclusive under 1 of 2 other streams)"
+    assert folded.loc[("b", "boot"), "robust"] == "yes"
     # the headline then counts the two draws as fragile, not as robust verdicts
     hc = ledger.headline_counts(folded.reset_index().assign(about="attention",
                                                             control_verdict="no"))
@@ -258,9 +265,9 @@ def test_whole_builds_and_left_out_builds_in_parallel_give_the_sequential_tables
     (tmp_path / "results" / "06_provenance.json").write_text("{}")
     view = {c: "-" for c in ledger.VIEW_COLUMNS if c not in ("claim", "verdict")}
 
-    def fake_build(folders, root, multiverse=True):  # "no" only under the other bootstrap seed
+    def fake_build(folders, root, multiverse=True):  # "no" only under the second other stream
         assert root == tmp_path and folders == ["results"]
-        other = resample.seed_offset() != 0
+        other = resample.seed_offset() == ledger_stage.BOOTSTRAP_STREAMS[1]
         return pd.DataFrame({"model": ["m", "m"], "notebook": ["06", "01"],
                              "claim": ["x", "y"], "verdict": ["no" if other else "yes", "yes"],
                              **view})
@@ -289,12 +296,12 @@ def test_whole_builds_and_left_out_builds_in_parallel_give_the_sequential_tables
     for name in parallel:
         pd.testing.assert_frame_equal(parallel[name], sequential[name])
     stab = parallel[f"results/{ledger_stage.STABILITY_TABLE}"].set_index("claim")
-    assert stab.loc["x", "bootstrap seed"] == "changes to no"
+    assert stab.loc["x", "bootstrap seed"] == "changes to no (under 1 of 2 other streams)"
     assert stab.loc["x", "fine-tuning seed left out"] == "changes without seed 43 (to inconclusive)"
     # and the ledger's robust says so: x turns on both draws
     claims = parallel[f"results/{ledger_stage.CLAIMS_TABLE}"].set_index("claim")
     assert claims.loc["x", "robust"] == "no" and claims.loc["y", "robust"] != "no"
-    assert claims.loc["x", "turns_on"].startswith("the bootstrap seed (no under another")
+    assert claims.loc["x", "turns_on"].startswith("the bootstrap seed (no under 1 of 2 other streams)")
 
 
 def test_another_bootstrap_seed_draws_another_stream_and_the_default_is_untouched():

@@ -3,8 +3,9 @@
 For every row of the ledger that has a test (a verdict of ``yes``, ``no``, ``inconclusive``
 or ``mixed``), three questions, each answered ``holds`` / ``changes`` / ``n/a``:
 
-- **bootstrap seed**: the same rows rebuilt with every resample drawn from another stream
-  (:func:`~.resample.another_seed`); a verdict that changes rests on the bootstrap's noise;
+- **bootstrap seed**: the same rows rebuilt with every resample drawn from other streams
+  (:func:`~.resample.another_seed`, one build per stream); a verdict that changes under any of
+  them rests on the bootstrap's noise;
 - **other model**: the same claim's verdict on the other run folder's model (``n/a`` where
   the other model has no row, or its row is untestable);
 - **fine-tuning seed left out**: for the rows of notebooks 06-07, whether the verdict holds
@@ -63,17 +64,32 @@ def _specs(r) -> str:
     return "n/a"
 
 
-def table(ledger: pd.DataFrame, rebuilt: pd.DataFrame,
+def _streams(verdict: str, boots: list[str]) -> str:
+    """The bootstrap answer of one row: ``boots`` its verdicts under the other streams."""
+    if not boots:
+        return "n/a"
+    moved = [b for b in boots if b != verdict]
+    if not moved:
+        return "holds"
+    return "changes to " + ", ".join(sorted(set(moved))) + (
+        f" (under {len(moved)} of {len(boots)} other streams)" if len(boots) > 1 else "")
+
+
+def table(ledger: pd.DataFrame, rebuilt: pd.DataFrame | Mapping[int, pd.DataFrame],
           left_out: Mapping[str, Mapping[int, pd.DataFrame]] | None = None) -> pd.DataFrame:
     """One row per tested row of ``ledger`` (columns ``model``, ``notebook``, ``claim``,
     ``verdict``): ``bootstrap seed`` (``rebuilt``: the same ledger under another bootstrap
-    seed), ``other model``, ``fine-tuning seed left out`` (``left_out``: per model, per
+    stream, or ``{stream offset: ledger}`` under several, each of which must give the
+    verdict), ``other model``, ``fine-tuning seed left out`` (``left_out``: per model, per
     fine-tuning seed, the ledger rows rebuilt without it; a row absent from them is ``n/a``)
     and ``holds under all`` (every question that applies holds; ``n/a`` where none
     applies)."""
     key = _key(ledger)
-    again = dict(zip(rebuilt["model"] + "\x00" + _key(rebuilt), rebuilt["verdict"],
-                     strict=True))
+    builds = list(rebuilt.values()) if isinstance(rebuilt, Mapping) else [rebuilt]
+    again: dict[str, list[str]] = {}
+    for df in builds:
+        for k, v in zip(df["model"] + "\x00" + _key(df), df["verdict"], strict=True):
+            again.setdefault(k, []).append(v)
     by_model = {m: dict(zip(_key(g), g["verdict"], strict=True))
                 for m, g in ledger.groupby("model", sort=False)}
     without: dict[str, dict[int, str]] = {}
@@ -85,12 +101,11 @@ def table(ledger: pd.DataFrame, rebuilt: pd.DataFrame,
     for (_, r), k in zip(ledger.iterrows(), key, strict=True):
         if r["verdict"] not in TESTED:
             continue
-        boot = again.get(f"{r['model']}\x00{k}")
+        boots = again.get(f"{r['model']}\x00{k}", [])
         others = [v.get(k) for m, v in by_model.items() if m != r["model"]]
         others = [o for o in others if o in TESTED]
         answers = {
-            "bootstrap seed": "n/a" if boot is None else
-            ("holds" if boot == r["verdict"] else f"changes to {boot}"),
+            "bootstrap seed": _streams(r["verdict"], boots),
             "other model": "n/a" if not others else
             ("holds" if all(o == r["verdict"] for o in others)
              else "changes to " + ", ".join(sorted(set(others)))),
@@ -118,8 +133,9 @@ TURNS_ON_NAMES = {"bootstrap seed": "the bootstrap seed", "fine-tuning seed left
 def _reason(question: str, answer: str) -> str:
     """``"the bootstrap seed (inconclusive under another stream)"`` from a table cell."""
     if question == "bootstrap seed":
-        return (f"{TURNS_ON_NAMES[question]} ({answer[len('changes to '):]} under another "
-                "stream)")
+        moved, _, of = answer[len("changes to "):].partition(" (under ")
+        return (f"{TURNS_ON_NAMES[question]} ({moved} under "
+                + (of.rstrip(")") if of else "another stream") + ")")
     moved = re.findall(r"without seed (\d+) \(to (\w+)\)", answer)
     return TURNS_ON_NAMES[question] + " (" + ", ".join(
         f"{v} with seed {s} left out" for s, v in moved) + ")"
