@@ -126,3 +126,17 @@ def test_attention_map_grid_one_colour_bar_for_every_panel():
     _render(fig)
     with pytest.raises(ValueError, match="n=5 tokens"):
         surface_plots.attention_map_grid([dict(attn=np.eye(4), tokens=tokens, title="x")])
+
+
+def test_stability_bars_name_a_question_as_asked():
+    """The ledger stage names the bootstrap question by its streams on the axis (the table
+    keeps its column name)."""
+    from analysis_utils.plotting.ledger import stability_bars
+
+    shares = pd.DataFrame({"model": ["m", "m"], "question": ["bootstrap seed", "other model"],
+                           "rows": [4, 0], "hold": [3, 0], "share": [0.75, float("nan")]})
+    fig = stability_bars(shares, labels={"bootstrap seed": "bootstrap seed (2 other streams)"})
+    ticks = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert ticks == ["bootstrap seed (2 other streams)", "other model"]
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert "3 / 4" in texts and "n/a: applies to no row" in texts

@@ -8,9 +8,11 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 
-def stability_bars(shares: pd.DataFrame, title: str = "") -> Figure:
+def stability_bars(shares: pd.DataFrame, title: str = "",
+                   labels: dict[str, str] | None = None) -> Figure:
     """One horizontal bar per question and model: the share of tested verdicts that hold,
-    each labelled "held / rows" (a question that applies to no row is drawn as "n/a")."""
+    each labelled "held / rows" (a question that applies to no row is drawn as "n/a");
+    ``labels``: how to name a question on its axis (default: as the table names it)."""
     questions = list(dict.fromkeys(shares["question"]))
     models = list(dict.fromkeys(shares["model"]))
     fig = Figure(figsize=(7.5, 0.55 * len(questions) * len(models) + 1.6))
@@ -26,7 +28,7 @@ def stability_bars(shares: pd.DataFrame, title: str = "") -> Figure:
         for yy, v, held, rows in zip(y, vals, g["hold"], g["rows"], strict=True):
             text = "n/a: applies to no row" if not rows else f"{int(held)} / {int(rows)}"
             ax.text((0 if np.isnan(v) else v) + 0.01, yy, text, va="center", fontsize=8)
-    ax.set_yticks(np.arange(len(questions)), questions)
+    ax.set_yticks(np.arange(len(questions)), [(labels or {}).get(q, q) for q in questions])
     ax.invert_yaxis()
     ax.set_xlim(0, 1.12)
     ax.set_xlabel("share of tested verdicts that hold")

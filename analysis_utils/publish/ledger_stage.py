@@ -338,7 +338,8 @@ def write(tables: dict[str, pd.DataFrame], root: Path, record: dict) -> list[str
     if shares is not None:
         from ..plotting.ledger import stability_bars
 
-        fig = stability_bars(shares)
+        fig = stability_bars(shares, labels={
+            "bootstrap seed": f"bootstrap seed ({len(BOOTSTRAP_STREAMS)} other streams)"})
         with atomic.replacing(root / STABILITY_FIGURE) as tmp:
             fig.savefig(tmp, format="png", dpi=130, bbox_inches="tight",
                         metadata={"Software": None})
