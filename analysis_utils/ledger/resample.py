@@ -55,6 +55,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy import stats as _st
 
+from ..params import GLUE_TASKS
 from .spec import Margin
 
 __all__ = ["ClusterSums", "cluster_sums", "all_resamples", "resample_counts", "Resampled",
@@ -1210,8 +1211,7 @@ def judge_tasks(per_task: Mapping[str, Sequence[str]], scope: str = "every",
 
 
 #: The task names an entry of :func:`judge_tasks` may start with (GLUE's).
-_TASK_NAMES = frozenset({"MRPC", "STS-B", "SST-2", "QQP", "RTE", "QNLI", "MNLI", "CoLA",
-                         "WNLI"})
+_TASK_NAMES = frozenset(GLUE_TASKS)
 
 
 def _task_grid(keys: list[str]) -> dict[str, dict[str, str]] | None:
