@@ -15,7 +15,7 @@ import pytest
 
 from analysis_utils import ledger, paths
 from analysis_utils.analyses import crossmodel as cm
-from analysis_utils.ledger import core, kovaleva, stats
+from analysis_utils.ledger import core, spec_kovaleva, stats
 
 # --- the tests, by hand ------------------------------------------------------------------
 
@@ -170,7 +170,7 @@ def test_bootstrap_below_by_hand():
 
 
 def _claim_row(folder, start):
-    claim = next(c for c in kovaleva.claims() if c.claim.startswith(start))
+    claim = next(c for c in spec_kovaleva.claims() if c.claim.startswith(start))
     return core.evaluate([claim], core.Tables(folder)).iloc[0]
 
 
@@ -448,7 +448,7 @@ def test_untestable_registry_entries_are_rows_that_say_why(tmp_path):
     out = ledger.build([str(f)])
     from analysis_utils import claims as registry
 
-    by_rules = {i for c in ledger.clark.claims() + ledger.kovaleva.claims() for i in c.registry}
+    by_rules = {i for c in ledger.spec_clark.claims() + ledger.spec_kovaleva.claims() for i in c.registry}
     mine = [e for e in registry.load() if e.untestable and e.id not in by_rules]
     for e in mine:
         rows = out[out["quote"] == registry.normalise(e.quote)]

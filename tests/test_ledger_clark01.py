@@ -17,7 +17,7 @@ import pytest
 
 from analysis_utils import paths
 from analysis_utils.analyses import gradients, surface
-from analysis_utils.ledger import clark, core, resample
+from analysis_utils.ledger import clark, core, resample, spec_clark
 
 L, H, N, A = 6, 2, 30, 6  # layers, heads, segments, articles
 STATS = surface.SEGMENT_STATISTICS
@@ -91,7 +91,7 @@ def _load(folder, which="model"):
 
 
 def _claim(registry_id):
-    return next(c for c in clark.claims() if registry_id in c.registry)
+    return next(c for c in spec_clark.claims() if registry_id in c.registry)
 
 
 def _run(folder, registry_id, which="model"):
@@ -308,7 +308,7 @@ def test_articles_widen_the_interval_when_their_segments_agree(tmp_path):
 def test_every_01_row_names_its_registry_entries():
     reg = {e["id"]: e for e in tomllib.loads(
         (paths.REPO_ROOT / "analysis_utils/claims/registry.toml").read_text())["claim"]}
-    rows = [c for c in clark.claims() if c.notebook == "01"]
+    rows = [c for c in spec_clark.claims() if c.notebook == "01"]
     named = [r for c in rows for r in c.registry]
     assert all(c.registry for c in rows) and set(named) <= set(reg)
     wanted = {"clark-3.1-current-token", "clark-3.1-positional-early", "clark-3.2-few-tokens",

@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 
 from analysis_utils.analyses import coref, syntax
-from analysis_utils.ledger import clark, core
+from analysis_utils.ledger import clark, core, spec_clark
 from analysis_utils.ledger.resample import cluster_bootstrap, max_over_heads
 from analysis_utils.papers import CLARK_TABLE1, CLARK_TABLE2
 
@@ -93,7 +93,7 @@ def t02(tmp_path):
 
 
 def _claim(start, notebook):
-    return next(c for c in clark.claims() if c.notebook == notebook
+    return next(c for c in spec_clark.claims() if c.notebook == notebook
                 and c.claim.startswith(start))
 
 

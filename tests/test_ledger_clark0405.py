@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from analysis_utils import claims as registry
-from analysis_utils.ledger import clark, core, resample
+from analysis_utils.ledger import clark, core, resample, spec_clark
 
 IDENT = {"name": "tiny", "num_layers": 2, "num_heads": 2}
 
@@ -68,18 +68,18 @@ def _folder_04(tmp_path, seeds=(0, 1, 2), with_counts=True):
 
 
 def _claim(notebook, registry_id, words=""):
-    hits = [c for c in clark.claims() if c.notebook == notebook and registry_id in c.registry
+    hits = [c for c in spec_clark.claims() if c.notebook == notebook and registry_id in c.registry
             and words in c.claim]
     assert len(hits) == 1, [c.claim for c in hits]
     return hits[0]
 
 
 def test_every_04_ordering_of_table3_is_a_row_with_its_registry_entries():
-    rows = [c for c in clark.claims() if c.notebook == "04"
+    rows = [c for c in spec_clark.claims() if c.notebook == "04"
             and "clark-5-distributed" not in c.registry]
     assert len(rows) == 8
     # the ninth 04 row compares the attention-only probe with 02's best single head
-    assert [c.needs for c in clark.claims() if "clark-5-distributed" in c.registry] == [
+    assert [c.needs for c in spec_clark.claims() if "clark-5-distributed" in c.registry] == [
         (clark.DEV_TABLE, "02_by_word_model.npz")]
     ids = {e.id for e in registry.load()}
     for c in rows:
@@ -379,7 +379,7 @@ def test_05_without_the_null_is_untestable_and_the_descriptive_rows_stay_so(tmp_
 
 def test_every_05_row_names_registry_entries():
     ids = {e.id for e in registry.load()}
-    rows = [c for c in clark.claims() if c.notebook == "05"]
+    rows = [c for c in spec_clark.claims() if c.notebook == "05"]
     assert [c.registry for c in rows] == [
         ("clark-6-same-layer",), ("clark-6-behaviour-clusters",),
         ("kovaleva-4.1-types-repeated",), ("kovaleva-4.1-heterogeneous-range",)]

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from analysis_utils.analyses import features, significance
-from analysis_utils.ledger import core, kovaleva, readings
+from analysis_utils.ledger import core, kovaleva, readings, spec_kovaleva
 from analysis_utils.ledger import resample as rs
 from analysis_utils.papers import KOVALEVA_TABLE1
 
@@ -400,7 +400,7 @@ def test_every_06_claim_names_its_registry_entries():
     from analysis_utils import claims as registry
 
     ids = {e.id for e in registry.load()}
-    for c in kovaleva.claims06():
+    for c in spec_kovaleva.claims06():
         assert c.registry and set(c.registry) <= ids, (c.claim, c.registry)
 
 
@@ -414,7 +414,7 @@ def test_heterogeneous_share_of_fine_tuned_maps_stays_untestable(tmp_path):
     pd.DataFrame([{"task": task, "model": model, "seed": cnn, "maps": 100, "Heterogeneous": v}
                   for (task, model), v in share.items() for cnn in (0, 1)]).to_csv(
         f / "06_type_proportions_by_seed.csv", index=False)
-    claim = next(c for c in kovaleva.claims06() if c.claim.startswith("Heterogeneous maps"))
+    claim = next(c for c in spec_kovaleva.claims06() if c.claim.startswith("Heterogeneous maps"))
     assert claim.registry == ("kovaleva-4.1-heterogeneous-range",)
     o = claim.rule(core.Tables(f), "model")
     assert "no reference to beat" in o.untestable and "4 of 6" in o.untestable

@@ -15,7 +15,7 @@ import pytest
 from scipy import stats as st
 
 from analysis_utils.analyses import disabling
-from analysis_utils.ledger import core, kovaleva
+from analysis_utils.ledger import core, kovaleva, spec_kovaleva
 from analysis_utils.ledger import resample as rs
 
 SEEDS = (42, 43, 44)
@@ -269,7 +269,7 @@ def test_every_07_claim_names_its_registry_entries():
     from analysis_utils import claims as registry
 
     ids = {e.id for e in registry.load()}
-    rows = [c for c in kovaleva.claims() if c.notebook == "07"]
+    rows = [c for c in spec_kovaleva.claims() if c.notebook == "07"]
     assert all(c.registry for c in rows)
     named = {r for c in rows for r in c.registry}
     assert {"kovaleva-4.6-some-help-others-hurt", "kovaleva-4.6-gain-range",

@@ -2,8 +2,9 @@
 claim's ``criterion``, ``reference`` and ``test`` is formatted from the constant its rule
 applies, so that changing the constant changes the verdict and the words together.
 
-(a) An AST scan of :mod:`analysis_utils.ledger.clark` and :mod:`~analysis_utils.ledger.kovaleva`:
-no string literal that reaches a Claim's criterion, reference or test holds a digit, but for the
+(a) An AST scan of the specs, :mod:`analysis_utils.ledger.spec_clark` and
+:mod:`~analysis_utils.ledger.spec_kovaleva` (with the words they read from the rules modules,
+``rules.NAME``): no string literal that reaches a Claim's criterion, reference or test holds a digit, but for the
 non-parametric tokens of :data:`ALLOWED`. (b) For a few claims, a constant is changed and both
 the rebuilt claim's words and its rule follow."""
 
@@ -18,7 +19,16 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis_utils.ledger import clark, core, depth, kovaleva, resample, spec
+from analysis_utils.ledger import (
+    clark,
+    core,
+    depth,
+    kovaleva,
+    resample,
+    spec,
+    spec_clark,
+    spec_kovaleva,
+)
 from analysis_utils.ledger.spec import Margin
 
 LEDGER = Path(clark.__file__).parent
@@ -80,10 +90,13 @@ def _literals(node: ast.AST, scope: dict) -> list[str]:
                 out.append(n.value)
         elif isinstance(n, ast.Subscript):
             walk(n.value)
-        elif isinstance(n, ast.Name):
-            if n.id in scope and n.id not in seen:
-                seen.add(n.id)
-                for v in scope[n.id]:
+        elif isinstance(n, ast.Name) or (isinstance(n, ast.Attribute)
+                                         and isinstance(n.value, ast.Name)
+                                         and n.value.id == "rules"):
+            key = n.id if isinstance(n, ast.Name) else f"rules.{n.attr}"
+            if key in scope and key not in seen:
+                seen.add(key)
+                for v in scope[key]:
                     walk(v)
         else:
             for c in ast.iter_child_nodes(n):
@@ -93,11 +106,15 @@ def _literals(node: ast.AST, scope: dict) -> list[str]:
     return out
 
 
-def claim_literals(path: Path) -> list[tuple[int, str, str]]:
+def claim_literals(path: Path, rules: Path | None = None) -> list[tuple[int, str, str]]:
     """``(line, field, literal)`` for every str literal that reaches a Claim's criterion,
-    reference or test in the module at ``path``."""
+    reference or test in the module at ``path`` (a spec module); ``rules``: the rules module it
+    reads as ``rules.NAME``, whose text-valued names are followed too."""
     tree = ast.parse(path.read_text())
     module = _assignments(tree.body)
+    if rules is not None:
+        module.update({f"rules.{k}": v
+                       for k, v in _assignments(ast.parse(rules.read_text()).body).items()})
     out = []
     for fn in ast.walk(tree):
         if not isinstance(fn, ast.FunctionDef):
@@ -122,7 +139,7 @@ def hand_numbers(text: str) -> list[str]:
 
 @pytest.mark.parametrize("module", ["clark.py", "kovaleva.py"])
 def test_no_number_is_written_by_hand_in_a_claims_words(module):
-    found = claim_literals(LEDGER / module)
+    found = claim_literals(LEDGER / f"spec_{module}", rules=LEDGER / module)
     assert len(found) > 50  # the scan reaches the claims' words
     bad = [f"{module}:{line} {field}: {s!r} ({hand_numbers(s)})" for line, field, s in found
            if hand_numbers(s)]
@@ -168,7 +185,7 @@ def _folder(tmp_path, current=0.12, prev_early=0.40, prev_late=0.05):
 
 
 def _claim(words: str):
-    return next(c for c in clark.claims() if c.claim.startswith(words))
+    return next(c for c in spec_clark.claims() if c.claim.startswith(words))
 
 
 @pytest.fixture
@@ -223,7 +240,7 @@ def test_the_heterogeneous_band_moves_both_rows_and_the_rule(monkeypatch):
     assert core.heterogeneous_band(d)[1] == [False]  # 24% is below 27%
     monkeypatch.setattr(core, "HETEROGENEOUS_WIDENING", 0.10)
     assert core.heterogeneous_band(d)[1] == [True]
-    rows = [c for c in clark.claims() + kovaleva.claims()
+    rows = [c for c in spec_clark.claims() + spec_kovaleva.claims()
             if c.claim.startswith("Heterogeneous maps")]
     assert len(rows) == 2 and all("within 22-71%" in c.criterion for c in rows)
     assert "(the paper's range +- 10 points)" in rows[0].criterion
@@ -233,7 +250,7 @@ def test_the_metrics_margins_and_the_papers_gains_move_the_words(monkeypatch):
     from analysis_utils import papers
 
     def crit(words):
-        return next(c for c in kovaleva.claims() if c.claim.startswith(words)).criterion
+        return next(c for c in spec_kovaleva.claims() if c.claim.startswith(words)).criterion
 
     assert "(1 point; 2 for MCC;" in crit("the FrameNet heads are not important")
     monkeypatch.setitem(resample.EQUIVALENCE_MARGINS, "mcc",
@@ -242,5 +259,37 @@ def test_the_metrics_margins_and_the_papers_gains_move_the_words(monkeypatch):
     monkeypatch.setitem(papers.KOVALEVA_SECTION46["best_head_gain"], "MRPC", 2.5)
     assert "(STS-B +0.1, MRPC +2.5 points)" in crit("disabling some single head improves")
     monkeypatch.setattr(kovaleva, "RTE_LAYER", 2)
-    c = next(c for c in kovaleva.claims() if c.claim == "disabling layer 1 improves RTE")
+    c = next(c for c in spec_kovaleva.claims() if c.claim == "disabling layer 1 improves RTE")
     assert "when the second layer is disabled" in c.criterion and "layer 2 disabled" in c.test
+
+
+def test_a_bound_that_is_not_zero_never_reads_minus_zero():
+    """A referee's point (issue 52): MiniLM's prt interval printed its lower bound, -0.00026,
+    as "-0.0", which hides on which side of 0 it lies. Such a bound gets the digits it needs;
+    the other bound and a true 0 keep the row's digits."""
+    import doctest
+
+    from analysis_utils.ledger import words
+
+    assert doctest.testmod(words).failed == 0
+    text = spec.why("inconclusive", lo=-0.00026, hi=0.228, level="99.8%", scale=100,
+                    suffix=" points")
+    assert "[-0.03, +22.8] points" in text and "-0.0," not in text
+    o = core.Outcome(value="", scale=100, suffix=" points")
+    assert core._span(-0.00026, 0.228, o) == "[-0.03, +22.8] points"
+    assert core._span(0.0, 0.228, o) == "[+0.0, +22.8] points"
+    assert core._span(-0.004, 0.105, o) == "[-0.4, +10.5] points"
+
+
+def test_the_rules_modules_hold_no_claim_and_the_specs_hold_every_one():
+    """Issue 52: ``ledger/clark.py`` and ``ledger/kovaleva.py`` shrink to the tests themselves;
+    every Claim is declared in a spec module, and its rule is one of the rules modules'."""
+    for module in ("clark.py", "kovaleva.py"):
+        tree = ast.parse((LEDGER / module).read_text())
+        calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+                 and getattr(n.func, "id", "") == "Claim"]
+        assert not calls, f"{module} declares claims: move them to spec_{module}"
+    specs = spec_clark.claims() + spec_kovaleva.claims()
+    assert len(specs) > 80
+    homes = {c.rule.__module__ for c in specs}
+    assert homes <= {clark.__name__, kovaleva.__name__}, homes

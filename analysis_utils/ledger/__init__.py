@@ -1,8 +1,9 @@
 """The claims ledger: one row per claim of either paper that notebooks 01-07 check, per model,
 built from the notebooks' own saved tables (nothing recomputed from a model).
 
-Each claim's ``criterion`` and ``reference`` are fixed in code beside it (:mod:`.clark`,
-:mod:`.kovaleva`), the same rule runs on the random-weights control where the notebook saved
+Each claim is one spec (:mod:`.spec_clark`, :mod:`.spec_kovaleva`): its ``criterion``,
+``reference`` and ``test`` formatted from the parameters its rule applies, and the rule, which
+lives with the statistics it computes (:mod:`.clark`, :mod:`.kovaleva`); the same rule runs on the random-weights control where the notebook saved
 its tables, and p-values are corrected within the family a row names (:mod:`.core`).
 
 >>> ledger = build(["results", "results/base"])                # doctest: +SKIP
@@ -18,7 +19,7 @@ import pandas as pd
 
 from .. import claims as registry
 from .. import paths
-from . import clark, kovaleva
+from . import spec_clark, spec_kovaleva
 from .core import (
     ALPHA,
     COLUMNS,
@@ -39,10 +40,10 @@ __all__ = ["build", "notebook_rows", "VIEW_COLUMNS", "claims", "registry_claims"
 
 
 def claims() -> list[Claim]:
-    """Every claim the ledger judges, per paper in notebook order: the rules of
-    :mod:`.clark` and :mod:`.kovaleva`, and a row reading ``untestable`` for every untestable
+    """Every claim the ledger judges, per paper in notebook order: the specs of
+    :mod:`.spec_clark` and :mod:`.spec_kovaleva`, and a row reading ``untestable`` for every untestable
     entry of the claims registry that no rule names (:func:`registry_claims`)."""
-    rules = clark.claims() + kovaleva.claims()
+    rules = spec_clark.claims() + spec_kovaleva.claims()
     extra = registry_claims({i for c in rules for i in c.registry})
     out = []
     for paper in dict.fromkeys([c.paper for c in rules] + [c.paper for c in extra]):

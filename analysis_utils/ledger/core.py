@@ -51,6 +51,7 @@ import numpy as np
 import pandas as pd
 
 from ..analyses.significance import holm
+from .words import bound_digits
 
 ALPHA = 0.05
 #: Fine-tuned models: a verdict needs at least this many fine-tuning seeds per task.
@@ -481,7 +482,8 @@ def _span(lo: float, hi: float, o: Outcome) -> str:
         return ""
     d = _digits(o, hi - lo)
     tail = o.suffix if o.suffix.startswith(" ") else ""
-    return f"[{_num(lo, o, d)}, {_num(hi, o, d)}]{tail}"
+    return (f"[{_num(lo, o, bound_digits(o.scale * lo, d))}, "
+            f"{_num(hi, o, bound_digits(o.scale * hi, d))}]{tail}")
 
 
 def _amount(x: float, o: Outcome) -> str:

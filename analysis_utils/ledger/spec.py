@@ -41,6 +41,7 @@ import math
 from dataclasses import dataclass
 
 from . import readings as _readings
+from .words import bound_digits
 
 #: A claim of direction with a margin scaled to the quantity: the smallest effect of interest is
 #: this fraction of the quantity's own level (``Check.level``). A convention of the compendium:
@@ -273,8 +274,8 @@ def _why(verdict, kind, lo, hi, level, null, margin, direction, paper_effect, si
     def n(x):
         return _fmt(x, scale, d, suffix) + tail
 
-    span = f"the {level} interval [{_fmt(lo, scale, d, suffix)}, {_fmt(hi, scale, d, suffix)}]" \
-           f"{tail}"
+    span = (f"the {level} interval [{_fmt(lo, scale, bound_digits(scale * lo, d), suffix)}, "
+            f"{_fmt(hi, scale, bound_digits(scale * hi, d), suffix)}]{tail}")
     m = float(margin) if margin else 0.0
     if kind == "no effect":
         band = f"the band {n(null - m)} to {n(null + m)}"

@@ -72,3 +72,18 @@ def points(x: float, digits: int = 0) -> str:
         raise ValueError(f"{x:g} is {value:g} points: points() would round it to {text}; "
                          f"pass digits={need}")
     return text
+
+
+def bound_digits(value: float, digits: int, cap: int = 6) -> int:
+    """Digits to show an interval's bound (already on the display scale): ``digits``, or more
+    where a bound that is not 0 would round to 0 and so read "-0.0" or "+0.0", hiding on which
+    side of 0 it lies (a referee's point, issue 52).
+
+    >>> bound_digits(-0.026, 1), bound_digits(-0.26, 1), bound_digits(0.0, 1), bound_digits(4.3, 1)
+    (2, 1, 1, 1)
+    """
+    v = abs(float(value))
+    d = digits
+    while 0 < v and round(v, d) == 0 and d < cap:
+        d += 1
+    return d

@@ -159,7 +159,7 @@ def judge(folders: Sequence[str], root: Path, build=None,
     clash = sorted({i for v in ids for i in v})
     if clash:
         raise ValueError(f"claims share an anchor (the same notebook and opening words): "
-                         f"{clash}; reword one claim in ledger/clark.py or kovaleva.py")
+                         f"{clash}; reword one claim in ledger/spec_clark.py or spec_kovaleva.py")
     out = {f"{present[0]}/{CLAIMS_TABLE}": claims,
            f"{present[0]}/{MULTIVERSE_TABLE}": multiverse,
            f"{present[0]}/{EVIDENCE_TABLE}": evidence}
