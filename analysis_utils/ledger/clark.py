@@ -738,7 +738,8 @@ def _syntax(rel: str):
         return Outcome(
             value=(f"{name} {w.column(k)}: {100 * w.head[rows, k].mean():.1f} vs. offset "
                    f"{w.offsets[o]:+d} {100 * base.mean():.1f} ({gain:+.1f}"
-                   + (f"; {100 * r.estimate:+.1f} points above the bar of fixing {s:.3f} of "
+                   + (f"; {100 * r.estimate:+.{words.bound_digits(100 * r.estimate, 1)}f} "
+                      f"points above the bar of fixing {s:.3f} of "
                       f"the offset's errors, {100 * bar.mean():.1f})" if share else ")")),
             check=Check(result=r, null=0.0,
                         paper_effect=((acc - base_acc - s * (100 - base_acc)) / 100 if share
