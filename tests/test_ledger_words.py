@@ -293,3 +293,67 @@ def test_the_rules_modules_hold_no_claim_and_the_specs_hold_every_one():
     assert len(specs) > 80
     homes = {c.rule.__module__ for c in specs}
     assert homes <= {clark.__name__, kovaleva.__name__}, homes
+
+
+# --- (c) every parameter a spec reads moves its words -------------------------------------
+
+_TEXT = ("claim", "paper_value", "criterion", "reference", "test")
+
+
+def _spec_parameters(module) -> list[str]:
+    """The numbers a spec module reads from its rules module (``rules.NAME``: an int, a float,
+    a Fraction or a :class:`Margin`), by an AST scan of the spec module."""
+    from fractions import Fraction
+
+    spec_mod = {clark: spec_clark, kovaleva: spec_kovaleva}[module]
+    tree = ast.parse(Path(spec_mod.__file__).read_text())
+    names = sorted({n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute)
+                    and isinstance(n.value, ast.Name) and n.value.id == "rules"})
+    return [x for x in names if isinstance(getattr(module, x), (int, float, Fraction))
+            and not isinstance(getattr(module, x), bool)]
+
+
+def _changed(value):
+    """Another value of a parameter that its words can state exactly: a share moves by 3
+    points, a count by one, a Margin keeps its kind and source."""
+    if isinstance(value, Margin):
+        return Margin(_changed(float(value)), value.kind, value.source, value.name)
+    if isinstance(value, int):
+        return value + 1
+    v = float(value)
+    if 0 < v < 1:
+        return round(v + 0.03, 6) if v + 0.03 < 1 else round(v - 0.03, 6)
+    return v + 0.5
+
+
+def _words_of(build) -> list[tuple[str, ...]]:
+    return [tuple(getattr(c, f) for f in _TEXT) for c in build()]
+
+
+@pytest.mark.parametrize("module", [clark, kovaleva], ids=["clark", "kovaleva"])
+def test_every_parameter_a_spec_reads_moves_the_words_of_the_claims_that_read_it(module):
+    """Issue 52, 'a test shows for every row that its text follows its parameters': each number
+    the declarations read from the rules module, changed there (the spec module re-imported,
+    as after an edit), changes the words of at least one claim, so no parameter reaches a
+    claim without its words saying it (a rule's parameter that no words state would pass the
+    hand-typed-number scan above unnoticed)."""
+    import importlib
+
+    spec_mod = {clark: spec_clark, kovaleva: spec_kovaleva}[module]
+    params = _spec_parameters(module)
+    assert len(params) >= (20 if module is clark else 6), params  # the scan reaches them
+    before = _words_of(spec_mod.claims)
+    silent = []
+    try:
+        for name in params:
+            with pytest.MonkeyPatch.context() as mp:
+                mp.setattr(module, name, _changed(getattr(module, name)))
+                importlib.reload(spec_mod)
+                after = _words_of(spec_mod.claims)
+            assert len(after) == len(before)
+            if after == before:
+                silent.append(name)
+    finally:
+        importlib.reload(spec_mod)
+    assert _words_of(spec_mod.claims) == before  # restored
+    assert not silent, f"parameters whose change leaves every claim's words as they were: {silent}"
