@@ -324,6 +324,10 @@ def test_breadth_and_specificity_by_hand():
     assert clark.breadth_and_specificity(m, 1) == pytest.approx([0.5, 0.35])
     # q = 2: head 0's 2nd largest 0.3, head 1's 0.1; the 2nd largest specificity 0.25
     assert clark.breadth_and_specificity(m, 2) == pytest.approx([0.3, 0.25])
+    # bars per relation (relation 0 held to 0.4, the others to 0): above the bars the
+    # margins are [[0.1, -0.3], [0.2, 0.4], [0.3, 0.0]], so head 0's best is 0.3 and head 1's
+    # 0.4: breadth 0.4 (was 0.5); specificity does not read the bars (0.35)
+    assert clark.breadth_and_specificity(m, 1, [0.4, 0.0, 0.0]) == pytest.approx([0.4, 0.35])
     batch = clark.breadth_and_specificity(np.stack([m, m - 0.1]), 2)
     assert batch.shape == (2, 2)
     # a shift of every margin moves breadth, not specificity
@@ -345,9 +349,11 @@ def test_particular_heads_reads_margins_over_each_relations_best_offset(t02):
                                 "particular heads on particular relations"]
     broad = o.per_task["no head well at many"][0]
     spec = o.per_task["particular heads on particular relations"][0]
-    assert broad.result.estimate == pytest.approx(0.5)
+    # none of case, det, obj is a bold row below the largest unbolded margin: each bar is
+    # NOT_MUCH, and breadth is the margin above it
+    assert broad.result.estimate == pytest.approx(0.5 - clark.NOT_MUCH)
     assert spec.result.estimate == pytest.approx(1.0)
-    assert (broad.null, broad.direction) == (pytest.approx(clark.NOT_MUCH), -1)
+    assert (broad.null, broad.direction) == (0.0, -1)
     assert (spec.null, spec.direction) == (pytest.approx(clark.NOT_MUCH), 1)
     assert o.scope == "every" and o.unit == "4 documents"
     assert o.value.startswith("3 distinct best heads for 3 relations")
