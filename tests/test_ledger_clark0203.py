@@ -336,6 +336,17 @@ def test_breadth_and_specificity_by_hand():
         clark.breadth_and_specificity(m, 0)
 
 
+def test_well_bars_hold_prt_to_its_own_table1_margin():
+    """'Does well' per relation (a referee's point, issue 52): 13.0 points (nsubj's, the
+    largest unbolded margin), but prt, bold in Table 1 at +7.7, is held to its own 7.7."""
+    bars = clark._well_bars([("nsubj", "nsubj"), ("compound:prt (prt)", "compound:prt"),
+                             ("det", "det")])
+    assert bars == pytest.approx([0.13, 0.077, 0.13])
+    assert clark._to_bar(-0.0105) == "1.1 points below its relation's bar"
+    assert clark._to_bar(0.0003) == "0.03 points above its relation's bar"
+    assert "prt: Table 1's own +7.7 margin" in clark._well_bars_words()
+
+
 def test_particular_heads_reads_margins_over_each_relations_best_offset(t02):
     c = _claim("no single head does well at many relations", "02")
     assert c.registry == ("clark-1-particular-heads",)

@@ -1122,8 +1122,8 @@ def _particular_heads(t: Tables, which: str) -> Outcome:
     value = (f"{len(by_head)} distinct best heads for {R} relations"
              + (f"; {'; '.join(shared)}" if shared else "")
              + f"; widest head {w.column(wide)}: margin above its relation's bar on "
-               f"{n_well} of {R} relations, its {q}th largest {100 * est[0]:+.1f} points above "
-               f"the bar; the {q}th largest own-relation lead {100 * est[1]:+.1f}")
+               f"{n_well} of {R} relations, its {q}th largest margin {_to_bar(est[0])}; "
+               f"the {q}th largest own-relation lead {100 * est[1]:+.1f}")
     per = {"no head well at many": [Check(result=broad, null=0.0, direction=-1)],
            "particular heads on particular relations": [Check(result=spec, null=NOT_MUCH)]}
     return Outcome(
@@ -1134,8 +1134,9 @@ def _particular_heads(t: Tables, which: str) -> Outcome:
               f"and >= {min_count} words); 'many' and 'particular' read as "
               f"{words.fraction(many)} of them "
               f"({q}); 'performs well' as a margin above {_well_bars_words()}, and "
-              f"'remarkably well' as a lead above {100 * NOT_MUCH:.1f} points (the largest "
-              "margin of a Table 1 row the paper does not bold); each relation's best offset fixed on all its words, its best "
+              f"'remarkably well' as a lead above {100 * NOT_MUCH:.1f} points (the size of the "
+              "largest margin of a Table 1 row the paper does not bold); each relation's best "
+              "offset fixed on all its words, its best "
               "head chosen inside every resample"))
 
 
@@ -1149,9 +1150,19 @@ def _well_bars(rels: list[tuple[str, str]]) -> np.ndarray:
 
 
 def _well_bars_words() -> str:
-    """``"its relation's bar: 13.0 points (prt: its own 7.7)"``, from :func:`_points_bar`."""
-    own = "; ".join(f"{rel}: its own {v:.1f}" for rel, v in readings.SMALL_BOLD.items())
+    """``"its relation's bar: 13.0 points (prt: Table 1's own +7.7 margin)"``, from
+    :func:`_points_bar`."""
+    own = "; ".join(f"{rel}: Table 1's own {v:+.1f} margin"
+                    for rel, v in readings.SMALL_BOLD.items())
     return f"its relation's bar: {100 * NOT_MUCH:.1f} points" + (f" ({own})" if own else "")
+
+
+def _to_bar(x: float) -> str:
+    """A margin's distance to its relation's bar in words: ``"1.0 points below its relation's
+    bar"`` (``x`` a share; a referee found "-1.0 points above the bar" hard to read)."""
+    d = words.bound_digits(100 * x, 1)
+    return (f"{abs(100 * x):.{d}f} points {'above' if x >= 0 else 'below'} its relation's "
+            "bar")
 
 
 def _by_product(t: Tables, which: str) -> Outcome:
