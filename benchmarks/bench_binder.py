@@ -135,14 +135,19 @@ def as_opened(nb: str) -> list[str]:
 
 
 def run_notebook(nb: str, profile: str, limit_s: float, memory_mb: float, cores: int,
-                 python: str = sys.executable) -> Outcome:
+                 python: str = sys.executable, output_dir: str | Path | None = None) -> Outcome:
+    """Run notebook ``nb`` as opened alone (:func:`as_opened`) with an empty cache under the
+    limits, with ``python`` (another environment's, e.g. one built as Binder builds it); its
+    tables, figures and rendered notebook go to ``output_dir`` (default: a temporary folder,
+    removed with the cache)."""
     with tempfile.TemporaryDirectory(prefix="bench_binder_") as tmp:
         env = {**os.environ, "BERTOLOGY_CACHE_DIR": str(Path(tmp) / "cache"),
                "PYTHONUNBUFFERED": "1"}
         env.update({v: ("false" if v == "TOKENIZERS_PARALLELISM" else str(cores))
                     for v in THREAD_VARS})
+        out = Path(output_dir) if output_dir is not None else Path(tmp) / "out"
         cmd = [python, "-m", "analysis_utils", "run", "--profile", profile, "--only", nb,
-               "--output-dir", str(Path(tmp) / "out"), *as_opened(nb)]
+               "--output-dir", str(out), *as_opened(nb)]
         ended, wall, peak = watch(cmd, env, limit_s, memory_mb, cores)
     return Outcome(nb, ended, wall, peak)
 

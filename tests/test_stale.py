@@ -227,3 +227,39 @@ def test_the_claims_registry_is_an_input_of_notebooks_that_import_claims(repo):
     assert not _only(root).stale
     (claims_dir / "registry.toml").write_text('# a comment\n[[claim]]\nid = "b"\n')
     assert _only(root).changed == ["analysis_utils/claims/registry.toml"]
+
+
+def test_a_notebook_that_reads_others_tables_is_stale_once_one_is_rendered_after_it(
+        repo, monkeypatch):
+    """08 sets every model's saved tables side by side: rendered before 05, it shows 05's older
+    tables (2 Dec 2026: MRPC as Diagonal's highest task where 05's table now gives RTE)."""
+    root, first = repo
+    monkeypatch.setitem(stale.READS_RESULTS_OF, "02", ("01",))
+    (root / "notebooks" / "02_reader.py").write_text(NOTEBOOK)
+
+    def render(nb: str, commit: str, sub: str = ""):
+        folder = root / "results" / sub
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"{nb}_provenance.json").write_text(json.dumps({
+            "notebook": nb, "profile": "default", "git_commit": commit,
+            "parameters": {"seed": 0, "n": 10}}))
+
+    second = _commit(root, "a reader notebook")
+    render("02", second)  # the reader after 01 (rendered at the first commit): current
+    _commit(root, "02 rendered")
+    status = {s.notebook: s for s in stale.check(root, profiles=PROFILES)}
+    assert not status["notebooks/02_reader.ipynb"].stale
+    (root / "notes.txt").write_text("a later commit")
+    third = _commit(root, "later")
+    render("01", third, sub="base")  # 01 rendered again, in another folder, after the reader
+    _commit(root, "01 rendered again")
+    reader = {s.notebook: s for s in stale.check(root, profiles=PROFILES)}[
+        "notebooks/02_reader.ipynb"]
+    assert reader.changed == [f"results/base/01_provenance.json (rendered after it, at "
+                              f"{third[:7]}: its tables are newer)"]
+    render("02", third)  # rendered again at that commit: current again
+    _commit(root, "02 rendered again")
+    reader = {s.notebook: s for s in stale.check(root, profiles=PROFILES)}[
+        "notebooks/02_reader.ipynb"]
+    assert not reader.stale, reader.line()
+    assert first != third

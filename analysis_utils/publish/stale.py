@@ -15,7 +15,12 @@ would render it now differs from what rendered it then:
 - the parameters it ran with are not those its profile gives now (the notebook's parameters
   cell with :mod:`analysis_utils.profiles`' overrides): a changed profile or default;
 - or its commit cannot vouch for it: none recorded, not in this clone, or ``-dirty`` (rendered
-  from uncommitted changes).
+  from uncommitted changes);
+- or, for a notebook that reads other notebooks' saved tables (:data:`READS_RESULTS_OF`: 08,
+  which sets every model's results side by side), one of those was rendered after it: its
+  provenance's commit is neither its own nor an ancestor of it (in any results folder), so the
+  tables it shows were made from older ones (found on 2 Dec 2026: 08's map-type table named
+  MRPC as Diagonal's highest task, while 05, rendered after it, gives RTE).
 
 The ledger stage (``python -m analysis_utils ledger``, :mod:`.ledger_stage`) is judged the
 same way from ``results/ledger_provenance.json``: its code (the stage module and everything
@@ -48,6 +53,10 @@ MANIFEST = "analysis_utils/data/data_manifest.json"
 MODULE_DATA: dict[str, tuple[str, ...]] = {"claims": ("claims/registry.toml",)}
 #: Judged through the recorded parameters instead (see the module docstring).
 NOT_AS_FILES = ("analysis_utils/profiles.py",)
+#: Notebooks that read other notebooks' saved tables, and which ones: a render of one of those
+#: after theirs leaves their tables out of date.
+READS_RESULTS_OF: dict[str, tuple[str, ...]] = {
+    "08": ("01", "02", "03", "04", "05", "06", "07")}
 
 
 @dataclass
@@ -258,6 +267,33 @@ def _compare_code(status: Status, repo: Path, inputs: list[str], revisions: dict
                                           " (deleted)" if now is None else ""))
 
 
+def _is_ancestor(repo: Path, older: str, newer: str) -> bool | None:
+    """Whether commit ``older`` is ``newer`` or an ancestor of it (None: either is not in this
+    clone)."""
+    r = subprocess.run(["git", "merge-base", "--is-ancestor", older, newer], cwd=repo,
+                       capture_output=True)
+    return {0: True, 1: False}.get(r.returncode)
+
+
+def _upstream_rendered_after(status: Status, repo: Path, prefix: str) -> None:
+    """Add to ``status`` every notebook of :data:`READS_RESULTS_OF` it reads whose provenance,
+    in any results folder, records a commit that is not its own commit or an ancestor of it."""
+    own = (status.commit or "").removesuffix("-dirty")
+    if not own or prefix not in READS_RESULTS_OF:
+        return
+    for prov_path in provenance_files(repo):
+        if prov_path.name[:2] not in READS_RESULTS_OF[prefix]:
+            continue
+        try:
+            theirs = str(json.loads(prov_path.read_text()).get("git_commit") or "")
+        except (OSError, json.JSONDecodeError):
+            continue  # its own status names the problem
+        theirs = theirs.removesuffix("-dirty")
+        if theirs and theirs != own and _is_ancestor(repo, theirs, own) is False:
+            status.changed.append(f"{prov_path.relative_to(repo).as_posix()} (rendered after "
+                                  f"it, at {theirs[:7]}: its tables are newer)")
+
+
 def provenance_files(repo: Path, results: str = "results") -> list[Path]:
     """``results/NN_provenance.json`` and ``results/<sub>/NN_provenance.json`` under ``repo``."""
     folder = repo / results
@@ -301,6 +337,7 @@ def check(repo: str | Path | None = None, profiles: dict | None = None,
             status.parameters = _parameter_differences(prov.get("parameters") or {}, expected)
         _compare_code(status, repo, notebook_inputs(source, repo, graph, package), revisions,
                       "rendered from uncommitted changes", "re-render")
+        _upstream_rendered_after(status, repo, prefix)
     stage = stage_status(repo, graph, revisions, package)
     if stage is not None:
         out.append(stage)
