@@ -29,7 +29,7 @@ import numpy as np
 import pytest
 
 from analysis_utils.analyses import coref, syntax
-from analysis_utils.ledger import clark, core, spec_clark
+from analysis_utils.ledger import clark, core, readings, spec_clark
 from analysis_utils.ledger.resample import cluster_bootstrap, max_over_heads
 from analysis_utils.papers import CLARK_TABLE1, CLARK_TABLE2
 
@@ -368,6 +368,16 @@ def test_particular_heads_reads_margins_over_each_relations_best_offset(t02):
     assert (spec.null, spec.direction) == (pytest.approx(clark.NOT_MUCH), 1)
     assert o.scope == "every" and o.unit == "4 documents"
     assert o.value.startswith("3 distinct best heads for 3 relations")
+    # 'well' as the share of the baseline's errors a head fixes (the other reading): each
+    # relation's bar is 0.337 x (1 - its offset's accuracy): case 0.084, det 0.168, obj 0.253;
+    # the best margin above its bar is det's column 0, 0.5 - 0.168
+    s = clark.SUBSTANTIAL_ERROR_SHARE
+    with readings.reading("well", readings.READINGS["well"][1]):
+        o = c.rule(t02, "model")
+    assert o.per_task["no head well at many"][0].result.estimate == pytest.approx(0.5 - 0.5 * s)
+    assert o.per_task["particular heads on particular relations"][0].result.estimate == \
+        pytest.approx(1.0)
+    assert f"fixing more than {s:.3f} of the baseline's errors" in o.note
 
 
 def test_by_product_compares_the_best_heads_of_model_and_control(t02, tmp_path):

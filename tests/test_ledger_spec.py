@@ -404,3 +404,20 @@ def test_every_reading_names_its_source():
     assert all(len(v) > 20 for v in readings.SOURCES.values())
     assert "4-point gap" in readings.SOURCES["close to"]  # generated from Clark's Table 2
     assert "within 4 points below" in readings.READINGS["close to"]
+
+
+def test_a_two_part_row_states_each_parts_claim_in_its_specification(tmp_path):
+    """Referees of 2 Dec 2026 (issue 52): the many-relations row's specification stated only its
+    first part ("below the null 0") while its second part is tested above 13 points; parts that
+    claim different things are each stated, tasks under one rule once."""
+    parts = {"no head well at many": [Check(_result(-0.05, -0.01), null=0.0, direction=-1)],
+             "particular heads": [Check(_result(0.2, 0.3), null=0.13)]}
+    o = Outcome("x", per_task=parts, scope="every", scale=100, suffix=" points")
+    row = core.evaluate([_claim("two parts", o)], _tables(tmp_path)).iloc[0]
+    assert row["specification"].startswith(
+        "claim: no head well at many: an effect, below the null +0.0 points; particular heads: "
+        "an effect, above the null +13.0 points; no margin")
+    tasks = {t: [Check(_result(0.2, 0.3), null=0.0)] for t in ("MRPC", "RTE")}
+    o = Outcome("x", per_task=tasks, scope="every", scale=100, suffix=" points")
+    row = core.evaluate([_claim("two tasks", o)], _tables(tmp_path)).iloc[0]
+    assert row["specification"].startswith("claim: an effect, above the null +0.0 points; ")

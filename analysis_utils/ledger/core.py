@@ -754,11 +754,24 @@ def _spec_text(c: Claim, o: Outcome | None, a: float, margins, routes, readings,
             return "no margin"
         return f"a margin of {_plain(float(x.margin), o, signed=False)} ({margin_source(x.margin)})"
 
-    kind = {"effect": "an effect", "no effect": "no effect (a band)",
-            "no drop": "no drop (one-sided)" if ch.direction == 1 else "no rise (one-sided)"}
-    parts = [f"claim: {kind[ch.kind]}"
-             + (f", {'above' if ch.direction == 1 else 'below'} the null {_plain(ch.null, o)}"
-                if ch.kind == "effect" else "")]
+    def claim_text(x: Check) -> str:
+        kind = {"effect": "an effect", "no effect": "no effect (a band)",
+                "no drop": "no drop (one-sided)" if x.direction == 1 else
+                "no rise (one-sided)"}[x.kind]
+        return kind + (f", {'above' if x.direction == 1 else 'below'} the null "
+                       f"{_plain(x.null, o)}" if x.kind == "effect" else "")
+
+    # entries of a per-task row that claim different things (the parts of a two-part claim:
+    # one below 0, one above 13 points) are each stated, not the first alone (referees, issue
+    # 52); entries that claim the same thing (tasks under one rule) are stated once
+    firsts = {name: next((x for x in v if not x.untestable and x.result is not None), v[0])
+              for name, v in o.per_task.items() if v} if o.check is None else {}
+    stated = {name: claim_text(with_margin(x, margins[0]) if margins else x)
+              for name, x in firsts.items()}
+    if len(set(stated.values())) > 1:
+        parts = ["claim: " + "; ".join(f"{name}: {t}" for name, t in stated.items())]
+    else:
+        parts = [f"claim: {claim_text(ch)}"]
     parts.append(margin_text(ch))
     parts.append(f"intervals at {level(a)} (0.05 / m, Bonferroni within the family)")
     words = c.reading.replace("+", ", ")

@@ -152,6 +152,14 @@ SOURCES: dict[str, str] = {
                      f"{UNBOLD_MARGIN:+.1f} points) separates all but "
                      + ", ".join(f"{r} (bold at {m:+.1f})" for r, m in SMALL_BOLD.items())
                      + ", whose own margin is then its bar (as large as BERT-base's, not more)",
+    "well": "Clark 1 says no single head 'does well' at many relations, while particular "
+            "heads do 'remarkably well' at particular ones, with no bar: Table 1's bold rows' "
+            f"bar in points (the largest unbolded margin, {_MARGIN_REL} {UNBOLD_MARGIN:+.1f}, "
+            "or a bold row's own where smaller: "
+            + ", ".join(f"{r} {m:+.1f}" for r, m in SMALL_BOLD.items())
+            + "), the main reading, fixed in points with the row before its numbers were "
+            "seen; or their bar as a share of the baseline's errors fixed "
+            f"({_SHARE_REL}, {SUBSTANTIAL_ERROR_SHARE:.3f}), 'substantially''s main reading",
     "broad heads": "Clark 3.3 says 'some attention heads, especially in lower layers': the "
                    f"broadest {_words.fraction(BROADEST, article=False)} of heads, or all "
                    "heads' mean entropy",
@@ -233,6 +241,10 @@ SOURCES: dict[str, str] = {
 #:   bar BERT-base's own row fails cannot read the paper's word); "no margin" is not a
 #:   specification of these rows, since it would test "beats the baseline", another claim
 #:   (``Check.states_size``; referees of 2 Dec 2026, issue 52);
+#: - what "does well" at a relation means (Clark 1, "no single head does well at many
+#:   relations"): the bold rows' bar in points (the main reading, the row's since before its
+#:   numbers were seen), or as a share of the baseline's errors fixed (the bold rows' own main
+#:   reading of "substantially"; a referee's point, issue 52);
 #: - "very broad heads" sit in lower layers (Clark 3.3): the mean entropy of all heads per part
 #:   of the depth, or where the broadest tenth of heads sit (the claim is about some heads);
 #: - the surface "behaviours" of Clark's Figure 6 ("found through the analysis methods discussed
@@ -263,6 +275,9 @@ READINGS: dict[str, tuple[str, ...]] = {
                       f"more than {UNBOLD_MARGIN:.1f} points over the baseline ("
                       + ", ".join(f"{r}: its own {m:.1f}" for r, m in SMALL_BOLD.items())
                       + ")"),
+    "well": (f"more than {UNBOLD_MARGIN:.1f} points over the baseline ("
+             + ", ".join(f"{r}: its own {m:.1f}" for r, m in SMALL_BOLD.items()) + ")",
+             f"fixes more than {SUBSTANTIAL_ERROR_SHARE:.3f} of the baseline's errors"),
     "broad heads": ("where the broadest tenth of heads sit", "the mean entropy of all heads"),
     "no fine-tuning": ("an untrained task head on the pre-trained encoder",
                        "a task head trained on the frozen pre-trained features"),

@@ -428,7 +428,7 @@ def _claims_02() -> list[Claim]:
         f"{100 * rules.NOT_MUCH:.1f} points", f"{_CONTROL} (its own best heads)",
         f"{_SENTENCES}; every relation's best head chosen inside every resample; two-sided "
         "intervals at the family's level, judged per part", rules._particular_heads, needs,
-        registry=("clark-1-particular-heads",), reading="many"))
+        registry=("clark-1-particular-heads",), reading="many+well"))
     out.append(Claim(
         "02", rules.CLARK, "5", "syntax is learned as a by-product of self-supervised training: "
         "trained heads beat random-weights heads", "no number (from Tables 1 and 3)",
