@@ -415,8 +415,8 @@ def test_a_two_part_row_states_each_parts_claim_in_its_specification(tmp_path):
     o = Outcome("x", per_task=parts, scope="every", scale=100, suffix=" points")
     row = core.evaluate([_claim("two parts", o)], _tables(tmp_path)).iloc[0]
     assert row["specification"].startswith(
-        "claim: no head well at many: an effect, below the null +0.0 points; particular heads: "
-        "an effect, above the null +13.0 points; no margin")
+        "claim: an effect, below the null +0.0 points (no head well at many); an effect, above "
+        "the null +13.0 points (particular heads); no margin")
     tasks = {t: [Check(_result(0.2, 0.3), null=0.0)] for t in ("MRPC", "RTE")}
     o = Outcome("x", per_task=tasks, scope="every", scale=100, suffix=" points")
     row = core.evaluate([_claim("two tasks", o)], _tables(tmp_path)).iloc[0]

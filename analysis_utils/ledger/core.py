@@ -769,7 +769,11 @@ def _spec_text(c: Claim, o: Outcome | None, a: float, margins, routes, readings,
     stated = {name: claim_text(with_margin(x, margins[0]) if margins else x)
               for name, x in firsts.items()}
     if len(set(stated.values())) > 1:
-        parts = ["claim: " + "; ".join(f"{name}: {t}" for name, t in stated.items())]
+        by_text: dict[str, list[str]] = {}
+        for name, t in stated.items():
+            by_text.setdefault(t, []).append(name)
+        parts = ["claim: " + "; ".join(f"{t} ({', '.join(names)})"
+                                       for t, names in by_text.items())]
     else:
         parts = [f"claim: {claim_text(ch)}"]
     parts.append(margin_text(ch))
