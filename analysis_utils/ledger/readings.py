@@ -152,14 +152,16 @@ SOURCES: dict[str, str] = {
                      f"{UNBOLD_MARGIN:+.1f} points) separates all but "
                      + ", ".join(f"{r} (bold at {m:+.1f})" for r, m in SMALL_BOLD.items())
                      + ", whose own margin is then its bar (as large as BERT-base's, not more)",
-    "well": "Clark 1 says no single head 'does well' at many relations, while particular "
-            "heads do 'remarkably well' at particular ones, with no bar: Table 1's bold rows' "
-            f"bar in points (the largest unbolded margin, {_MARGIN_REL} {UNBOLD_MARGIN:+.1f}, "
-            "or a bold row's own where smaller: "
+    "well": "Clark 1: 'no single head performs well at many relations, [...] particular "
+            "heads correspond remarkably well to particular relations', with no bar (4.2 and "
+            "Table 1's caption say 'does well'): Table 1's bold rows' bar in points, the main "
+            f"reading (the largest unbolded margin, {_MARGIN_REL} {UNBOLD_MARGIN:+.1f}, fixed "
+            "with the row in points before its numbers were seen; a bold row's own where "
+            "smaller, "
             + ", ".join(f"{r} {m:+.1f}" for r, m in SMALL_BOLD.items())
-            + "), the main reading, fixed in points with the row before its numbers were "
-            "seen; or their bar as a share of the baseline's errors fixed "
-            f"({_SHARE_REL}, {SUBSTANTIAL_ERROR_SHARE:.3f}), 'substantially''s main reading",
+            + ", added after them, at a referee's point); or their bar as a share of the "
+            f"baseline's errors fixed ({_SHARE_REL}, {SUBSTANTIAL_ERROR_SHARE:.3f}), "
+            "'substantially''s main reading",
     "broad heads": "Clark 3.3 says 'some attention heads, especially in lower layers': the "
                    f"broadest {_words.fraction(BROADEST, article=False)} of heads, or all "
                    "heads' mean entropy",
