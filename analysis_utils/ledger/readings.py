@@ -153,8 +153,9 @@ SOURCES: dict[str, str] = {
                      + ", ".join(f"{r} (bold at {m:+.1f})" for r, m in SMALL_BOLD.items())
                      + ", whose own margin is then its bar (as large as BERT-base's, not more)",
     "well": "Clark 1: 'no single head performs well at many relations, [...] particular "
-            "heads correspond remarkably well to particular relations', with no bar (4.2 and "
-            "Table 1's caption say 'does well'): Table 1's bold rows' bar in points, the main "
+            "heads correspond remarkably well to particular relations', with no bar (4.2 says "
+            "'does well', Table 1's caption 'do well'): Table 1's bold rows' bar in points, the "
+            "main "
             f"reading (the largest unbolded margin, {_MARGIN_REL} {UNBOLD_MARGIN:+.1f}, fixed "
             "with the row in points before its numbers were seen; a bold row's own where "
             "smaller, "
