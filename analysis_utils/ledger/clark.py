@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from ..analyses import gradients
-from ..analyses.syntax import SD_TO_UD
+from ..analyses.syntax import SD_TO_UD, UD_TO_SD
 from ..papers import (
     CLARK_SECTION3_NUMBERS,
     CLARK_TABLE1,
@@ -1156,8 +1156,7 @@ def _well_bars(rels: list[tuple[str, str]]) -> np.ndarray:
     the points bar of Table 1's bold rows (:func:`_points_bar`): NOT_MUCH, or the row's own
     margin where the paper bolds it below that (prt, +7.7), so that a head BERT-base's own bold
     row would count is not held to a bar that row fails (a referee's point, issue 52)."""
-    ud_to_sd = {SD_TO_UD.get(rel): rel for rel in CLARK_TABLE1 if rel != "All"}
-    return np.array([float(_points_bar(ud_to_sd.get(ud, ""))) for _label, ud in rels])
+    return np.array([float(_points_bar(UD_TO_SD.get(ud, ud))) for _label, ud in rels])
 
 
 def _well_bars_words() -> str:
